@@ -1,0 +1,103 @@
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+
+/**
+ * The small SQL interface the Postgres adapter, the projections and the read routes use. It runs
+ * on a Postgres server through `pg` and on the embedded PGlite, so the same SQL is tested on both.
+ * Values of type int8/numeric should be cast to text in SQL: the two drivers parse them differently.
+ */
+export interface SqlQueryable {
+  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
+}
+
+export interface Sql extends SqlQueryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T>;
+  /** Runs several statements separated by semicolons, without parameters (schema set-up). */
+  exec(text: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class PgSql implements Sql {
+  readonly kind = 'postgres' as const;
+  readonly pool: pg.Pool;
+
+  constructor(connectionString: string, options: { max?: number; applicationName?: string } = {}) {
+    this.pool = new pg.Pool({
+      connectionString,
+      max: options.max ?? 20,
+      application_name: options.applicationName ?? 'tally',
+      connectionTimeoutMillis: 5_000,
+      // A transaction left open would hold back every gap-safe reader (see postgres.ts).
+      idle_in_transaction_session_timeout: 30_000,
+    });
+    // An idle client that loses its server must not crash the process; the next query reports it.
+    this.pool.on('error', () => {});
+  }
+
+  async query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
+    const result = await this.pool.query(text, params as unknown[]);
+    return result.rows as Row[];
+  }
+
+  async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const tx: SqlQueryable = {
+        query: async <Row>(text: string, params?: unknown[]) => (await client.query(text, params as unknown[])).rows as Row[],
+      };
+      const result = await fn(tx);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async exec(text: string): Promise<void> {
+    await this.pool.query(text);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+export class PgliteSql implements Sql {
+  readonly kind = 'pglite' as const;
+
+  private constructor(readonly db: PGlite) {}
+
+  /** `dataDir` undefined = in memory. */
+  static async open(dataDir?: string): Promise<PgliteSql> {
+    const db = await PGlite.create(dataDir ? { dataDir } : undefined);
+    return new PgliteSql(db);
+  }
+
+  async query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
+    const result = await this.db.query<Row>(text, params);
+    return result.rows;
+  }
+
+  async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T> {
+    return this.db.transaction(async (t) => {
+      const tx: SqlQueryable = {
+        query: async <Row>(text: string, params?: unknown[]) => (await t.query<Row>(text, params)).rows,
+      };
+      return fn(tx);
+    });
+  }
+
+  async exec(text: string): Promise<void> {
+    await this.db.exec(text);
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}

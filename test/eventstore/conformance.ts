@@ -1,0 +1,316 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { verifyChain } from '../../src/eventstore/hash';
+import {
+  comparePositions,
+  EventIdConflictError,
+  type EventStore,
+  type NewEvent,
+  type RecordedEvent,
+  WrongExpectedRevisionError,
+} from '../../src/eventstore/port';
+
+export interface ConformanceTarget {
+  /** A store on an empty (or at least private) log. */
+  open(): Promise<EventStore>;
+  /**
+   * Starts an append in a transaction that stays open until `commit` is called, for the gap test.
+   * Absent where the adapter cannot interleave transactions (PGlite runs one at a time).
+   */
+  openTransactionAppend?(store: EventStore, stream: string, event: NewEvent): Promise<{ commit(): Promise<void> }>;
+}
+
+const ev = (type = 'Something', data: Record<string, string | number> = {}): NewEvent => ({
+  id: randomUUID(),
+  type,
+  data,
+  metadata: { correlationId: randomUUID(), actor: { kind: 'system', id: 'test' } },
+});
+
+/** Every store has its own log, but tests also prefix their streams so they never see each other. */
+const uniqueStream = (category = 'test') => `${category}-${randomUUID()}`;
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+export function eventStoreConformance(name: string, target: ConformanceTarget): void {
+  describe(`event store conformance: ${name}`, () => {
+    let store: EventStore;
+    before(async () => {
+      store = await target.open();
+    });
+    after(async () => {
+      await store.close();
+    });
+
+    describe('append with an expected revision', () => {
+      it('creates a stream with no_stream and numbers its events from revision 0', async () => {
+        const stream = uniqueStream();
+        const result = await store.append(stream, [ev('A'), ev('B')], 'no_stream');
+        expect(result.nextRevision).to.equal(1);
+        const read = await store.readStream(stream);
+        expect(read.map((e) => [e.revision, e.type])).to.deep.equal([
+          [0, 'A'],
+          [1, 'B'],
+        ]);
+        expect(read[1]?.position).to.equal(result.position);
+      });
+
+      it('rejects no_stream when the stream exists, and writes nothing', async () => {
+        const stream = uniqueStream();
+        await store.append(stream, [ev()], 'no_stream');
+        const error = await rejection(store.append(stream, [ev()], 'no_stream'));
+        expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+        expect((error as WrongExpectedRevisionError).actual).to.equal(0);
+        expect(await store.readStream(stream)).to.have.length(1);
+      });
+
+      it('rejects stream_exists on a missing stream', async () => {
+        const stream = uniqueStream();
+        expect(await rejection(store.append(stream, [ev()], 'stream_exists'))).to.be.instanceOf(WrongExpectedRevisionError);
+        expect(await store.readStream(stream)).to.have.length(0);
+        await store.append(stream, [ev()], 'no_stream');
+        expect((await store.append(stream, [ev()], 'stream_exists')).nextRevision).to.equal(1);
+      });
+
+      it('appends at the exact revision and rejects a stale one', async () => {
+        const stream = uniqueStream();
+        await store.append(stream, [ev(), ev()], 'no_stream');
+        expect((await store.append(stream, [ev()], 1)).nextRevision).to.equal(2);
+        const error = await rejection(store.append(stream, [ev()], 1));
+        expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+        expect((error as WrongExpectedRevisionError).actual).to.equal(2);
+      });
+
+      it('appends anywhere with any', async () => {
+        const stream = uniqueStream();
+        await store.append(stream, [ev()], 'any');
+        expect((await store.append(stream, [ev()], 'any')).nextRevision).to.equal(1);
+      });
+
+      it('lets exactly one of many concurrent writers at the same revision win', async () => {
+        const stream = uniqueStream();
+        await store.append(stream, [ev()], 'no_stream');
+        const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => store.append(stream, [ev()], 0)));
+        expect(outcomes.filter((o) => o.status === 'fulfilled')).to.have.length(1);
+        for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).to.be.instanceOf(WrongExpectedRevisionError);
+        expect(await store.readStream(stream)).to.have.length(2);
+      });
+    });
+
+    describe('idempotency by event id', () => {
+      it('answers a retried append with the first result and stores nothing twice', async () => {
+        const stream = uniqueStream();
+        const events = [ev('A'), ev('B')];
+        const first = await store.append(stream, events, 'no_stream');
+        const retry = await store.append(stream, events, 'no_stream');
+        expect(retry).to.deep.equal(first);
+        expect(await store.readStream(stream)).to.have.length(2);
+      });
+
+      it('treats concurrent identical retries as one append', async () => {
+        const stream = uniqueStream();
+        const events = [ev('A')];
+        const results = await Promise.all(Array.from({ length: 5 }, () => store.append(stream, events, 'any')));
+        for (const r of results) expect(r).to.deep.equal(results[0]);
+        expect(await store.readStream(stream)).to.have.length(1);
+      });
+
+      it('rejects an append that mixes stored and new event ids', async () => {
+        const stream = uniqueStream();
+        const stored = ev('A');
+        await store.append(stream, [stored], 'no_stream');
+        expect(await rejection(store.append(stream, [stored, ev('B')], 'any'))).to.be.instanceOf(EventIdConflictError);
+        expect(await store.readStream(stream)).to.have.length(1);
+      });
+    });
+
+    describe('atomic append to several streams', () => {
+      it('writes every stream in one call', async () => {
+        const a = uniqueStream();
+        const b = uniqueStream();
+        const results = await store.appendMany([
+          { stream: a, events: [ev('A')], expectedRevision: 'no_stream' },
+          { stream: b, events: [ev('B'), ev('B')], expectedRevision: 'no_stream' },
+        ]);
+        expect(results.map((r) => r.nextRevision)).to.deep.equal([0, 1]);
+        expect(await store.readStream(a)).to.have.length(1);
+        expect(await store.readStream(b)).to.have.length(2);
+      });
+
+      it('writes nothing at all when one stream fails its expected revision', async () => {
+        const a = uniqueStream();
+        const b = uniqueStream();
+        await store.append(b, [ev()], 'no_stream');
+        const error = await rejection(
+          store.appendMany([
+            { stream: a, events: [ev('A')], expectedRevision: 'no_stream' },
+            { stream: b, events: [ev('B')], expectedRevision: 'no_stream' },
+          ]),
+        );
+        expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+        expect((error as WrongExpectedRevisionError).stream).to.equal(b);
+        expect(await store.readStream(a)).to.have.length(0);
+        expect(await store.readStream(b)).to.have.length(1);
+      });
+
+      it('is idempotent as a whole', async () => {
+        const appends = [
+          { stream: uniqueStream(), events: [ev('A')], expectedRevision: 'no_stream' as const },
+          { stream: uniqueStream(), events: [ev('B')], expectedRevision: 'no_stream' as const },
+        ];
+        const first = await store.appendMany(appends);
+        expect(await store.appendMany(appends)).to.deep.equal(first);
+      });
+    });
+
+    describe('reading a stream', () => {
+      it('reads a range of revisions', async () => {
+        const stream = uniqueStream();
+        await store.append(stream, [ev('0'), ev('1'), ev('2'), ev('3')], 'no_stream');
+        const read = await store.readStream(stream, { fromRevision: 1, toRevision: 2 });
+        expect(read.map((e) => e.type)).to.deep.equal(['1', '2']);
+      });
+
+      it('reads the stream as it was at an instant', async () => {
+        const stream = uniqueStream();
+        await store.append(stream, [ev('before')], 'no_stream');
+        const [first] = await store.readStream(stream);
+        await new Promise((r) => setTimeout(r, 20));
+        await store.append(stream, [ev('after')], 0);
+        const read = await store.readStream(stream, { untilTime: new Date(first?.recordedAt ?? 0) });
+        expect(read.map((e) => e.type)).to.deep.equal(['before']);
+      });
+
+      it('keeps data and metadata as appended', async () => {
+        const stream = uniqueStream();
+        const event = ev('Rich', { amount: '0.30000000', count: 3, text: 'ünïcødé "quoted"' });
+        await store.append(stream, [event], 'no_stream');
+        const [read] = await store.readStream(stream);
+        expect(read?.id).to.equal(event.id);
+        expect(read?.data).to.deep.equal(event.data);
+        expect(read?.metadata).to.deep.include({ correlationId: event.metadata?.correlationId, actor: { kind: 'system', id: 'test' } });
+        expect(Date.parse(read?.recordedAt ?? '')).to.be.closeTo(Date.now(), 60_000);
+      });
+
+      it('chains every event of a stream to the one before it by hash', async () => {
+        const stream = uniqueStream();
+        await store.append(stream, [ev('A', { n: 1 })], 'no_stream');
+        await store.append(stream, [ev('B', { n: 2 }), ev('C', { n: 3 })], 0);
+        const read = await store.readStream(stream);
+        expect(verifyChain(read)).to.deep.equal([]);
+        const tampered = read.map((e) => (e.revision === 1 ? { ...e, data: { n: 99 } } : e));
+        expect(verifyChain(tampered).map((b) => b.revision)).to.deep.equal([1]);
+        expect(verifyChain([read[0], read[2]] as RecordedEvent[]).length).to.be.greaterThan(0);
+      });
+    });
+
+    describe('reading all streams', () => {
+      it('returns events in position order, after a position, with filters', async () => {
+        const category = `cat${randomUUID().slice(0, 8)}`;
+        const a = uniqueStream(category);
+        const b = uniqueStream(category);
+        await store.append(a, [ev('X')], 'no_stream');
+        await store.append(b, [ev('Y')], 'no_stream');
+        await store.append(a, [ev('Y')], 0);
+        const all = await store.readAll({ filter: { streamPrefixes: [`${category}-`] } });
+        expect(all.map((e) => `${e.stream === a ? 'a' : 'b'}${e.type}`)).to.deep.equal(['aX', 'bY', 'aY']);
+        for (let i = 1; i < all.length; i++) expect(comparePositions(all[i - 1]?.position ?? '', all[i]?.position ?? '')).to.equal(-1);
+        const after = await store.readAll({ fromPosition: all[0]?.position, filter: { streamPrefixes: [`${category}-`] } });
+        expect(after).to.have.length(2);
+        const onlyY = await store.readAll({ filter: { streamPrefixes: [`${category}-`], eventTypes: ['Y'] } });
+        expect(onlyY.map((e) => e.type)).to.deep.equal(['Y', 'Y']);
+        const limited = await store.readAll({ filter: { streamPrefixes: [`${category}-`] }, maxCount: 1 });
+        expect(limited).to.have.length(1);
+        expect(comparePositions(await store.headPosition(), all[2]?.position ?? '')).to.be.at.least(0);
+      });
+
+      it('catches a subscription up, then delivers new events live', async () => {
+        const category = `sub${randomUUID().slice(0, 8)}`;
+        const stream = uniqueStream(category);
+        await store.append(stream, [ev('old')], 'no_stream');
+        const seen: string[] = [];
+        let resolveSeen: () => void = () => {};
+        const twoSeen = new Promise<void>((r) => {
+          resolveSeen = r;
+        });
+        const subscription = store.subscribe({
+          filter: { streamPrefixes: [`${category}-`] },
+          pollIntervalMs: 50,
+          async onEvents(events) {
+            seen.push(...events.map((e) => e.type));
+            if (seen.length >= 2) resolveSeen();
+          },
+        });
+        try {
+          await new Promise((r) => setTimeout(r, 100));
+          await store.append(stream, [ev('new')], 0);
+          await Promise.race([twoSeen, new Promise((_, reject) => setTimeout(() => reject(new Error('not delivered')), 5_000))]);
+          expect(seen).to.deep.equal(['old', 'new']);
+        } finally {
+          await subscription.stop();
+        }
+      });
+    });
+
+    if (target.openTransactionAppend) {
+      const openTransactionAppend = target.openTransactionAppend;
+      describe('global order without gaps', () => {
+        it('never lets a reader pass an event that commits later with a lower position', async () => {
+          const category = `gap${randomUUID().slice(0, 8)}`;
+          const slow = uniqueStream(category);
+          const fast = uniqueStream(category);
+          const filter = { streamPrefixes: [`${category}-`] };
+          // The slow transaction takes its position first and stays open while the fast one commits.
+          const pending = await openTransactionAppend(store, slow, ev('slow'));
+          await store.append(fast, [ev('fast')], 'no_stream');
+          // A reader now must not see 'fast' yet: if it did and checkpointed it, 'slow' would be skipped.
+          const whileOpen = await store.readAll({ filter });
+          expect(whileOpen.map((e) => e.type)).to.deep.equal([]);
+          await pending.commit();
+          const afterCommit = await store.readAll({ filter });
+          expect(afterCommit.map((e) => e.type)).to.deep.equal(['slow', 'fast']);
+          // A checkpointing reader that read before the commit resumes without losing 'slow'.
+          const resumed = await store.readAll({ filter, fromPosition: whileOpen.at(-1)?.position });
+          expect(resumed.map((e) => e.type)).to.deep.equal(['slow', 'fast']);
+        });
+
+        it('keeps every event when many writers interleave with a polling reader', async () => {
+          const category = `gapmany${randomUUID().slice(0, 8)}`;
+          const filter = { streamPrefixes: [`${category}-`] };
+          const seen: string[] = [];
+          let position: string | undefined;
+          let writing = true;
+          const reader = (async () => {
+            while (writing || seen.length < 200) {
+              const batch = await store.readAll({ filter, fromPosition: position, maxCount: 17 });
+              for (const e of batch) seen.push(e.id);
+              position = batch.at(-1)?.position ?? position;
+              if (batch.length === 0) await new Promise((r) => setTimeout(r, 2));
+              if (!writing && batch.length === 0 && seen.length >= 200) break;
+            }
+          })();
+          const written: string[] = [];
+          await Promise.all(
+            Array.from({ length: 20 }, async () => {
+              for (let i = 0; i < 10; i++) {
+                const e = ev('w');
+                written.push(e.id);
+                await store.append(uniqueStream(category), [e], 'no_stream');
+              }
+            }),
+          );
+          writing = false;
+          await Promise.race([reader, new Promise((_, reject) => setTimeout(() => reject(new Error(`reader saw ${seen.length} of 200`)), 10_000))]);
+          expect([...seen].sort()).to.deep.equal([...written].sort());
+        });
+      });
+    }
+  });
+}

@@ -1,0 +1,65 @@
+import { PostgresEventStore } from '../../src/eventstore/postgres';
+import { eventDigest } from '../../src/eventstore/hash';
+import { PgliteSql, PgSql } from '../../src/eventstore/sql';
+import pg from 'pg';
+import { sharedCluster } from '../support/postgres';
+import { eventStoreConformance } from './conformance';
+
+const pools: PgSql[] = [];
+
+eventStoreConformance('postgres server', {
+  async open() {
+    const url = await (await sharedCluster()).freshDatabase();
+    const sql = new PgSql(url);
+    pools.push(sql);
+    const store = await PostgresEventStore.create(sql);
+    const close = store.close.bind(store);
+    store.close = async () => {
+      await close();
+      await sql.close();
+    };
+    return store;
+  },
+  async openTransactionAppend(store, stream, event) {
+    const sql = (store as PostgresEventStore).sql as PgSql;
+    const client = new pg.Client({ connectionString: (sql.pool as unknown as { options: { connectionString: string } }).options.connectionString });
+    await client.connect();
+    await client.query('BEGIN');
+    const metadata = event.metadata ?? {};
+    const request = [
+      {
+        stream,
+        expected: 'any',
+        events: [
+          {
+            id: event.id,
+            type: event.type,
+            data: event.data,
+            metadata,
+            digest: eventDigest({ stream, id: event.id, type: event.type, data: event.data, metadata }),
+          },
+        ],
+      },
+    ];
+    await client.query('SELECT * FROM es_append($1::jsonb)', [JSON.stringify(request)]);
+    return {
+      async commit() {
+        await client.query('COMMIT');
+        await client.end();
+      },
+    };
+  },
+});
+
+eventStoreConformance('pglite (embedded)', {
+  async open() {
+    const sql = await PgliteSql.open();
+    const store = await PostgresEventStore.create(sql);
+    const close = store.close.bind(store);
+    store.close = async () => {
+      await close();
+      await sql.close();
+    };
+    return store;
+  },
+});

@@ -1,0 +1,7 @@
+import { stopSharedCluster } from './postgres';
+
+export const mochaHooks = {
+  async afterAll() {
+    await stopSharedCluster();
+  },
+};
