@@ -1,0 +1,75 @@
+import type { Decider, DomainEvent } from '../domain/decider';
+import { eventIdFor } from '../domain/ids';
+import { type AppendResult, type EventMetadata, type EventStore, type ExpectedRevision, type StreamAppend, WrongExpectedRevisionError } from '../eventstore/port';
+
+/** Who asked, and why: carried into every event's metadata. */
+export interface CommandContext {
+  /** Unique per command; event ids derive from it, so a retry with the same id is a no-op. */
+  commandId: string;
+  metadata: EventMetadata;
+}
+
+export interface Loaded<State> {
+  state: State;
+  /** -1 when the stream does not exist. */
+  revision: number;
+}
+
+export async function load<State, Event extends DomainEvent>(
+  store: EventStore,
+  stream: string,
+  decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve'>,
+  options: { untilTime?: Date } = {},
+): Promise<Loaded<State>> {
+  const events = await store.readStream(stream, options);
+  let state = decider.initialState();
+  for (const e of events) state = decider.evolve(state, { type: e.type, data: e.data } as Event);
+  return { state, revision: events.length ? (events[events.length - 1]?.revision ?? -1) : -1 };
+}
+
+export function toNewEvents(ctx: CommandContext, stream: string, events: DomainEvent[], offset = 0) {
+  return events.map((e, i) => ({
+    id: eventIdFor(ctx.commandId, stream, offset + i),
+    type: e.type,
+    data: e.data,
+    metadata: { ...ctx.metadata, causationId: ctx.metadata.causationId ?? ctx.commandId },
+  }));
+}
+
+const MAX_ATTEMPTS = 4;
+
+export interface Handled<State, Event> {
+  events: Event[];
+  state: State;
+  /** Undefined when the command produced no events. */
+  appended?: AppendResult;
+}
+
+/**
+ * Load, decide, append with the revision the decision was made at; on a concurrent write, decide
+ * again on the fresh state (bounded). `extra` appends other streams in the same atomic append.
+ */
+export async function handle<State, Command, Event extends DomainEvent>(
+  store: EventStore,
+  stream: string,
+  decider: Decider<State, Command, Event>,
+  command: Command,
+  ctx: CommandContext,
+  extra: (events: Event[], state: State) => Array<Omit<StreamAppend, 'events'> & { events: DomainEvent[] }> = () => [],
+): Promise<Handled<State, Event>> {
+  for (let attempt = 1; ; attempt++) {
+    const { state, revision } = await load(store, stream, decider);
+    const events = decider.decide(command, state);
+    const next = events.reduce(decider.evolve, state);
+    if (events.length === 0) return { events, state: next };
+    const expected: ExpectedRevision = revision === -1 ? 'no_stream' : revision;
+    const others = extra(events, state).map((a) => ({ ...a, events: toNewEvents(ctx, a.stream, a.events) }));
+    try {
+      const [appended] = await store.appendMany([{ stream, events: toNewEvents(ctx, stream, events), expectedRevision: expected }, ...others]);
+      return { events, state: next, appended };
+    } catch (error) {
+      const retryable = error instanceof WrongExpectedRevisionError && error.stream === stream && attempt < MAX_ATTEMPTS;
+      if (!retryable) throw error;
+    }
+  }
+}

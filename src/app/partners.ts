@@ -1,0 +1,79 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { type PartnerCommand, partnerDecider, partnerStream } from '../domain/partners/partner';
+import { DomainError } from '../domain/decider';
+import { type CommandContext, handle } from './commands';
+import { hashSecret, newApiKeyPair, verifySecret } from './secrets';
+import type { Tally } from './tally';
+
+export interface PartnerRecord {
+  id: string;
+  name: string;
+  sandbox: boolean;
+  createdAt: string;
+}
+
+/** Verified (key, secret) pairs, so a partner call costs one scrypt per key per TTL, not per request. */
+const VERIFIED_TTL_MS = 5 * 60_000;
+const VERIFIED_MAX_ENTRIES = 10_000;
+
+export class PartnerService {
+  private readonly verified = new Map<string, { partnerId: string; expiresAt: number }>();
+
+  constructor(private readonly tally: Tally) {}
+
+  async create(name: string, options: { sandbox: boolean; ctx: CommandContext }): Promise<{ id: string; name: string; apiKey: string; apiSecret: string }> {
+    const partnerId = randomUUID();
+    const { apiKey, apiSecret } = newApiKeyPair(options.sandbox);
+    const secretHash = await hashSecret(apiSecret);
+    const command: PartnerCommand = { type: 'CreatePartner', partnerId, name, sandbox: options.sandbox, apiKey, secretHash };
+    const result = await handle(this.tally.store, partnerStream(partnerId), partnerDecider, command, options.ctx);
+    await this.tally.readYourWrites(result.appended?.position, ['partners']);
+    return { id: partnerId, name: name.trim(), apiKey, apiSecret };
+  }
+
+  async createKey(partnerId: string, ctx: CommandContext): Promise<{ id: string; apiKey: string; apiSecret: string }> {
+    const partner = await this.get(partnerId);
+    if (!partner) throw new DomainError('not_found', 'Partner not found');
+    const { apiKey, apiSecret } = newApiKeyPair(partner.sandbox);
+    const secretHash = await hashSecret(apiSecret);
+    const result = await handle(this.tally.store, partnerStream(partnerId), partnerDecider, { type: 'CreateApiKey', apiKey, secretHash }, ctx);
+    await this.tally.readYourWrites(result.appended?.position, ['partners']);
+    return { id: partnerId, apiKey, apiSecret };
+  }
+
+  async revokeKey(partnerId: string, apiKey: string, ctx: CommandContext): Promise<void> {
+    const result = await handle(this.tally.store, partnerStream(partnerId), partnerDecider, { type: 'RevokeApiKey', apiKey }, ctx);
+    for (const [k, v] of this.verified) if (v.partnerId === partnerId) this.verified.delete(k);
+    await this.tally.readYourWrites(result.appended?.position, ['partners']);
+  }
+
+  async get(partnerId: string): Promise<PartnerRecord | null> {
+    const [row] = await this.tally.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string }>(
+      `SELECT partner_id::text, name, sandbox, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at FROM rm_partners WHERE partner_id = $1`,
+      [partnerId],
+    );
+    return row ? { id: row.partner_id, name: row.name, sandbox: row.sandbox, createdAt: row.created_at } : null;
+  }
+
+  async count(): Promise<number> {
+    const [row] = await this.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_partners');
+    return Number(row?.n ?? 0);
+  }
+
+  /** The partner id of a valid, unrevoked key pair, or null. */
+  async authenticate(apiKey: string, apiSecret: string): Promise<string | null> {
+    if (apiKey.length > 200 || apiSecret.length > 200) return null;
+    const [row] = await this.tally.sql.query<{ partner_id: string; secret_hash: string }>(
+      'SELECT partner_id::text, secret_hash FROM rm_partner_keys WHERE api_key = $1 AND revoked_at IS NULL',
+      [apiKey],
+    );
+    if (!row) return null;
+    const cacheKey = createHash('sha256').update(`${apiKey}\0${apiSecret}`).digest('hex');
+    const cached = this.verified.get(cacheKey);
+    if (cached && cached.expiresAt > Date.now() && cached.partnerId === row.partner_id) return row.partner_id;
+    if (!(await verifySecret(apiSecret, row.secret_hash))) return null;
+    if (this.verified.size >= VERIFIED_MAX_ENTRIES) this.verified.clear();
+    this.verified.set(cacheKey, { partnerId: row.partner_id, expiresAt: Date.now() + VERIFIED_TTL_MS });
+    return row.partner_id;
+  }
+}

@@ -1,0 +1,49 @@
+import { resolve } from 'node:path';
+
+/** Everything the service reads from the environment (decisions.md, "Configuration"). */
+export interface Config {
+  port: number;
+  dataDir: string;
+  databaseUrl?: string;
+  kurrentDbUrl?: string;
+  adminToken?: string;
+  sandbox: boolean;
+  publicBaseUrl: string;
+  logLevel: string;
+  rateLimit: { partnerRps: number; userRps: number; ipRps: number };
+  /** Bound of the read-your-writes wait of a write route. */
+  readYourWritesTimeoutMs: number;
+}
+
+function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${raw}`);
+  return value;
+}
+
+function flag(raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === '') return fallback;
+  return !['0', 'false', 'off', 'no'].includes(raw.toLowerCase());
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = number(env, 'PORT', 3000);
+  return {
+    port,
+    dataDir: resolve(env.DATA_DIR || './data'),
+    databaseUrl: env.DATABASE_URL || undefined,
+    kurrentDbUrl: env.KURRENTDB_URL || undefined,
+    adminToken: env.ADMIN_TOKEN || undefined,
+    sandbox: flag(env.SANDBOX, env.NODE_ENV !== 'production'),
+    publicBaseUrl: (env.PUBLIC_BASE_URL || `http://localhost:${port}`).replace(/\/+$/, ''),
+    logLevel: env.LOG_LEVEL || 'info',
+    rateLimit: {
+      partnerRps: number(env, 'RATE_LIMIT_PARTNER_RPS', 100),
+      userRps: number(env, 'RATE_LIMIT_USER_RPS', 50),
+      ipRps: number(env, 'RATE_LIMIT_IP_RPS', 200),
+    },
+    readYourWritesTimeoutMs: number(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5_000),
+  };
+}

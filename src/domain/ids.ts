@@ -1,0 +1,18 @@
+import { createHash } from 'node:crypto';
+
+/** RFC 4122 version 5 (name-based, SHA-1) UUID: the same name always gives the same id. */
+export function uuidV5(name: string, namespace = TALLY_NAMESPACE): string {
+  const ns = Buffer.from(namespace.replace(/-/g, ''), 'hex');
+  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
+  hash[6] = ((hash[6] ?? 0) & 0x0f) | 0x50;
+  hash[8] = ((hash[8] ?? 0) & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+export const TALLY_NAMESPACE = '6f1c3e52-8a4b-4d2e-9b7a-5c0d1e2f3a4b';
+
+/** Event ids derived from the command: a retried command appends the same ids, which the store ignores. */
+export function eventIdFor(commandId: string, stream: string, index: number): string {
+  return uuidV5(`${commandId}|${stream}|${index}`);
+}

@@ -1,0 +1,94 @@
+import type { RouteSpec } from './route';
+
+const SECURITY: Record<string, Array<Record<string, string[]>>> = {
+  partner: [{ partnerKey: [], partnerSecret: [] }],
+  bearer: [{ userToken: [] }],
+  admin: [{ adminToken: [] }],
+  signed: [{ providerSignature: [] }],
+  public: [],
+};
+
+const ERROR_SCHEMA = {
+  type: 'object',
+  required: ['success', 'error'],
+  properties: { success: { const: false }, error: { type: 'string' }, code: { type: 'string' }, details: {} },
+};
+
+/** Strips TypeBox's symbol keys and our `x-*` validation keys stay (they are valid OpenAPI extensions). */
+function plain(schema: unknown): unknown {
+  return JSON.parse(JSON.stringify(schema));
+}
+
+function parameters(schema: RouteSpec['query'], where: 'query' | 'path') {
+  const s = schema as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+  return Object.entries(s?.properties ?? {}).map(([name, sub]) => ({
+    name,
+    in: where,
+    required: where === 'path' || (s?.required ?? []).includes(name),
+    schema: plain(sub),
+  }));
+}
+
+/** OpenAPI 3.1 of every route, from the same schemas that validate requests. */
+export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const responses: Record<string, unknown> = {};
+    for (const [status, res] of Object.entries(r.responses)) {
+      responses[status] = res.schema ? { description: res.description, content: { 'application/json': { schema: plain(res.schema) } } } : { description: res.description };
+    }
+    responses.default = { description: 'Error', content: { 'application/json': { schema: ERROR_SCHEMA } } };
+    const operation: Record<string, unknown> = {
+      operationId: `${r.method}${r.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      summary: r.summary,
+      tags: [r.tag],
+      security: SECURITY[r.auth],
+      'x-credentials': r.auth,
+      parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')],
+      responses,
+    };
+    if (r.description) operation.description = r.description;
+    if (r.deprecated) operation.deprecated = true;
+    if (r.body) operation.requestBody = { required: true, content: { 'application/json': { schema: plain(r.body) } } };
+    paths[r.path] ??= {};
+    (paths[r.path] as Record<string, unknown>)[r.method] = operation;
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Tally partner API', version: '1.0.0', description: 'Partner financial and card service: users, identity, ledger, cards.' },
+    servers: [{ url: serverUrl }],
+    components: {
+      securitySchemes: {
+        partnerKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+        partnerSecret: { type: 'apiKey', in: 'header', name: 'X-Api-Secret' },
+        userToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        adminToken: { type: 'http', scheme: 'bearer' },
+        providerSignature: { type: 'apiKey', in: 'header', name: 'X-Signature' },
+      },
+    },
+    paths,
+  };
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A self-contained reference page (no scripts from elsewhere: these machines have no internet). */
+export function renderDocs(doc: ReturnType<typeof buildOpenApi>): string {
+  const sections = Object.entries(doc.paths)
+    .flatMap(([path, ops]) =>
+      Object.entries(ops).map(([method, op]) => {
+        const o = op as { summary: string; tags: string[]; 'x-credentials': string; deprecated?: boolean; parameters: unknown[]; requestBody?: unknown; description?: string };
+        const body = o.requestBody ? `<details><summary>Request body schema</summary><pre>${escapeHtml(JSON.stringify(o.requestBody, null, 2))}</pre></details>` : '';
+        const params = o.parameters.length ? `<details><summary>Parameters</summary><pre>${escapeHtml(JSON.stringify(o.parameters, null, 2))}</pre></details>` : '';
+        return `<section class="${o.deprecated ? 'deprecated' : ''}"><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h3>
+<p>${escapeHtml(o.summary)} <em>(${escapeHtml(o['x-credentials'])}${o.deprecated ? ', deprecated' : ''})</em></p>${o.description ? `<p>${escapeHtml(o.description)}</p>` : ''}${params}${body}</section>`;
+      }),
+    )
+    .join('\n');
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(doc.info.title)}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1a1a1a}section{border-bottom:1px solid #ddd;padding:.5rem 0}
+.m{display:inline-block;min-width:4.5rem;font-size:.8rem;padding:.1rem .4rem;border-radius:4px;color:#fff;background:#555}.get{background:#2b6cb0}.post{background:#2f855a}
+.put,.patch{background:#b7791f}.delete{background:#c53030}.deprecated{opacity:.6}pre{background:#f6f6f6;padding:.5rem;overflow:auto}</style></head>
+<body><h1>${escapeHtml(doc.info.title)} <small>${escapeHtml(doc.info.version)}</small></h1><p>${escapeHtml(doc.info.description)} Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>.</p>
+${sections}</body></html>`;
+}

@@ -1,0 +1,54 @@
+import type { TSchema } from '@sinclair/typebox';
+import type { Request, Response } from 'express';
+import type { CommandContext } from '../app/commands';
+import type { Tally } from '../app/tally';
+
+export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed';
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Send `body` as this content type instead of JSON (HTML pages). */
+  contentType?: string;
+}
+
+export interface RequestContext<Body = unknown, Query = unknown, Params = unknown> {
+  tally: Tally;
+  body: Body;
+  query: Query;
+  params: Params;
+  requestId: string;
+  /** Set on partner-credential routes. */
+  partnerId: string;
+  /** Set on bearer routes. */
+  userId: string;
+  req: Request;
+  res: Response;
+  /** A fresh command context (who, correlation) for one command of this request. */
+  command(commandId?: string): CommandContext;
+}
+
+export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
+  method: Method;
+  /** OpenAPI style: /api/v1/partner/users/{userId}. */
+  path: string;
+  auth: Credential;
+  summary: string;
+  tag: string;
+  description?: string;
+  deprecated?: boolean;
+  body?: TSchema;
+  query?: TSchema;
+  params?: TSchema;
+  responses: Record<number, { description: string; schema?: TSchema }>;
+  handler(ctx: RequestContext<Body, Query, Params>): Promise<Reply>;
+}
+
+/** Keeps the handler's types tied to its schemas at the definition site. */
+export function route<Body = unknown, Query = unknown, Params = unknown>(spec: RouteSpec<Body, Query, Params>): RouteSpec {
+  return spec as unknown as RouteSpec;
+}
+
+export const expressPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');

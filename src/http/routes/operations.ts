@@ -1,0 +1,66 @@
+import { route } from '../route';
+
+export const operationsRoutes = [
+  route({
+    method: 'get',
+    path: '/healthz',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'The process is up.',
+    responses: { 200: { description: 'Up' } },
+    async handler() {
+      return { status: 200, body: { status: 'ok' } };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/readyz',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'The store answers; projection lag per read model.',
+    responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } },
+    async handler({ tally }) {
+      try {
+        await tally.store.ping();
+        const projections = (await tally.engine.status()).map(({ name, lag }) => ({ name, lag }));
+        return { status: 200, body: { status: 'ready', store: tally.store.kind, projections } };
+      } catch {
+        return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable' } };
+      }
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/metrics',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'Prometheus metrics.',
+    responses: { 200: { description: 'Prometheus text format' } },
+    async handler({ req }) {
+      const { registry } = req.app.locals.metrics as { registry: import('prom-client').Registry };
+      return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/openapi.json',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'OpenAPI 3.1 description of every route.',
+    responses: { 200: { description: 'OpenAPI document' } },
+    async handler({ req }) {
+      return { status: 200, body: req.app.locals.openapi };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/docs',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'Rendered API reference.',
+    responses: { 200: { description: 'HTML' } },
+    async handler({ req }) {
+      return { status: 200, body: req.app.locals.docs as string, contentType: 'text/html; charset=utf-8' };
+    },
+  }),
+];

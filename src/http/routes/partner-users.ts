@@ -1,0 +1,82 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { USER_STATUSES } from '../../domain/users/user';
+import { summary } from '../../app/users';
+import { HttpError, MESSAGES } from '../errors';
+import { route } from '../route';
+import { IsoDateTime, PageMeta, PageQuery, pageMeta, Success, UUID_RE, Uuid } from '../schemas';
+
+const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: Type.Union(USER_STATUSES.map((s) => Type.Literal(s))), createdAt: IsoDateTime });
+const UserRecord = Type.Composite([
+  UserSummary,
+  Type.Object({
+    updatedAt: IsoDateTime,
+    countryCode: Type.String(),
+    phoneNumber: Type.Union([Type.String(), Type.Null()]),
+    language: Type.String(),
+    kycStatus: Type.Union([Type.String(), Type.Null()]),
+  }),
+]);
+
+const CreateUserBody = Type.Object({
+  email: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'email must be a valid email address' }),
+  countryCode: Type.String({ minLength: 2, maxLength: 2, pattern: '^[A-Za-z]{2}$', 'x-error': 'countryCode must be exactly 2 characters' }),
+  phoneNumber: Type.Optional(
+    Type.String({ pattern: '^\\s*\\+[1-9][0-9]{6,14}\\s*$', 'x-error': 'phoneNumber must be in international format, e.g. +573001234567' }),
+  ),
+  language: Type.Optional(Type.String({ pattern: '^[a-z]{2}(-[A-Z]{2})?$', 'x-error': 'language must be a language code such as en or es' })),
+});
+
+const ListUsersQuery = Type.Object({
+  ...PageQuery,
+  status: Type.Optional(Type.Union(USER_STATUSES.map((s) => Type.Literal(s)), { 'x-error': `status must be one of ${USER_STATUSES.join(', ')}` })),
+  email: Type.Optional(Type.String({ maxLength: 254 })),
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
+  createdFrom: Type.Optional(IsoDateTime),
+  createdTo: Type.Optional(IsoDateTime),
+});
+
+const UserIdParams = Type.Object({ userId: Type.String() });
+
+export const partnerUserRoutes = [
+  route<Static<typeof CreateUserBody>>({
+    method: 'post',
+    path: '/api/v1/partner/users',
+    auth: 'partner',
+    tag: 'Users',
+    summary: 'Register an end-user (status pending). Email is unique across the service, case-insensitively.',
+    body: CreateUserBody,
+    responses: { 201: { description: 'Created', schema: Type.Object({ success: Type.Literal(true), data: Type.Object({ user: UserSummary }), message: Type.String() }) } },
+    async handler({ tally, body, partnerId, command }) {
+      const user = await tally.users.register(partnerId, body, command());
+      return { status: 201, body: { success: true, data: { user: summary(user) }, message: 'User created' } };
+    },
+  }),
+  route<unknown, Static<typeof ListUsersQuery>>({
+    method: 'get',
+    path: '/api/v1/partner/users',
+    auth: 'partner',
+    tag: 'Users',
+    summary: "List the partner's users, newest first, with filters and pagination.",
+    query: ListUsersQuery,
+    responses: { 200: { description: 'A page of users', schema: Success(Type.Object({ items: Type.Array(UserRecord), meta: PageMeta })) } },
+    async handler({ tally, query, partnerId }) {
+      const { items, totalItems } = await tally.users.list(partnerId, query);
+      return { status: 200, body: { success: true, data: { items, meta: pageMeta(totalItems, query.page, query.limit) } } };
+    },
+  }),
+  route<unknown, unknown, Static<typeof UserIdParams>>({
+    method: 'get',
+    path: '/api/v1/partner/users/{userId}',
+    auth: 'partner',
+    tag: 'Users',
+    summary: 'Full details of one user, including status (partners poll it).',
+    params: UserIdParams,
+    responses: { 200: { description: 'The user', schema: Success(Type.Object({ user: UserRecord })) } },
+    async handler({ tally, params, partnerId }) {
+      // Another partner's user, or a malformed id, is indistinguishable from a missing one.
+      const user = UUID_RE.test(params.userId) ? await tally.users.get(partnerId, params.userId) : null;
+      if (!user) throw new HttpError(404, MESSAGES.userNotFound);
+      return { status: 200, body: { success: true, data: { user } } };
+    },
+  }),
+];

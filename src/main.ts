@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import { loadConfig } from './config';
+import { makeLogger, startServer } from './server';
+
+/** `npm start`: serve the API; on an empty store, create a sandbox partner and say how to begin. */
+async function main() {
+  const config = loadConfig();
+  const log = makeLogger(config.logLevel);
+  const running = await startServer({ ...config }, log);
+  const { tally } = running;
+  const base = config.publicBaseUrl;
+  if ((await tally.partners.count()) === 0 && config.sandbox) {
+    const partner = await tally.partners.create('Sandbox partner', {
+      sandbox: true,
+      ctx: { commandId: randomUUID(), metadata: { actor: { kind: 'system', id: 'first-start' } } },
+    });
+    // The one time this secret is shown: only its scrypt hash is stored.
+    process.stdout.write(
+      [
+        '',
+        'Tally is running. A sandbox partner was created on this first start:',
+        `  X-Api-Key:    ${partner.apiKey}`,
+        `  X-Api-Secret: ${partner.apiSecret}`,
+        'The secret is shown only now; keep it. Register a user:',
+        `  curl -s -X POST ${base}/api/v1/partner/users \\`,
+        `    -H 'Content-Type: application/json' -H 'X-Api-Key: ${partner.apiKey}' -H 'X-Api-Secret: ${partner.apiSecret}' \\`,
+        `    -d '{"email":"ada@example.com","countryCode":"CO"}'`,
+        '',
+      ].join('\n'),
+    );
+  } else {
+    process.stdout.write(`\nTally is running at ${base} (API reference: ${base}/docs).\n`);
+  }
+  process.stdout.write(`API reference: ${base}/docs  OpenAPI: ${base}/api/v1/openapi.json\n\n`);
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log.info({ signal }, 'shutting down');
+    await running.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((error) => {
+  process.stderr.write(`Tally failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

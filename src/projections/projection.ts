@@ -1,0 +1,24 @@
+import type { RecordedEvent } from '../eventstore/port';
+import type { SqlQueryable } from '../eventstore/sql';
+
+/** Base table name -> the table to write (the live one, or a rebuild's one beside it). */
+export type Tables = Record<string, string>;
+
+/**
+ * A read model: the tables it owns and how each event changes them. `apply` must be deterministic
+ * (times come from the events, never from now()), so a rebuild yields the very same rows.
+ */
+export interface Projection {
+  name: string;
+  /** Base names of the tables it owns. */
+  tables: string[];
+  /** Event types it reads; the runner asks the store for these only. */
+  eventTypes: string[];
+  /** DDL creating its tables under the given names (indexes named after their table). */
+  createTables(t: Tables): string;
+  apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables): Promise<void>;
+}
+
+export const liveTables = (p: Projection): Tables => Object.fromEntries(p.tables.map((name) => [name, name]));
+
+export const suffixedTables = (p: Projection, suffix: string): Tables => Object.fromEntries(p.tables.map((name) => [name, `${name}__${suffix}`]));

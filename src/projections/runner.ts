@@ -1,0 +1,311 @@
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { comparePositions, type EventStore, type RecordedEvent } from '../eventstore/port';
+import type { Sql } from '../eventstore/sql';
+import { liveTables, type Projection, suffixedTables } from './projection';
+
+const BATCH_SIZE = 500;
+const POLL_INTERVAL_MS = 250;
+const LEASE_SECONDS = 15;
+const ERROR_BACKOFF_MS = 1_000;
+
+export const CHECKPOINTS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS projection_checkpoints (
+  name         text PRIMARY KEY,
+  position     text NOT NULL DEFAULT '',
+  owner        text,
+  lease_until  timestamptz,
+  updated_at   timestamptz NOT NULL DEFAULT now()
+);`;
+
+export interface ProjectionStatus {
+  name: string;
+  position: string;
+  headPosition: string;
+  /** Events of this projection's types between its checkpoint and the head. */
+  lag: number;
+  owner: string | null;
+  ownedHere: boolean;
+}
+
+/**
+ * Runs every projection: catch up, then follow the log. Each batch of read-model writes commits
+ * in one transaction with the checkpoint, which it moves compare-and-set (exactly-once effect even if
+ * two nodes raced). A lease row keeps one owner per projection across nodes; a node that loses it
+ * stops writing until the lease expires.
+ */
+export class ProjectionEngine {
+  private readonly progress = new EventEmitter();
+  private readonly positions = new Map<string, string>();
+  private readonly owned = new Set<string>();
+  private running = false;
+  private loops: Promise<void>[] = [];
+  readonly nodeId = `node-${randomUUID()}`;
+
+  constructor(
+    readonly store: EventStore,
+    readonly sql: Sql,
+    readonly projections: Projection[],
+    private readonly log?: Logger,
+  ) {
+    this.progress.setMaxListeners(0);
+  }
+
+  /** Creates the checkpoint table and every projection's live tables (if absent). */
+  async prepare(): Promise<void> {
+    await this.sql.exec(CHECKPOINTS_SCHEMA);
+    for (const p of this.projections) {
+      const exists = await this.sql.query<{ n: string }>(`SELECT count(*)::text AS n FROM projection_checkpoints WHERE name = $1`, [p.name]);
+      if (exists[0]?.n === '0') {
+        await this.sql.transaction(async (tx) => {
+          for (const table of p.tables) await tx.query(`DROP TABLE IF EXISTS ${table}`);
+          for (const statement of splitStatements(p.createTables(liveTables(p)))) await tx.query(statement);
+          await tx.query(`INSERT INTO projection_checkpoints (name, position) VALUES ($1, '') ON CONFLICT (name) DO NOTHING`, [p.name]);
+        });
+      }
+      const [row] = await this.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = $1`, [p.name]);
+      this.positions.set(p.name, row?.position ?? '');
+    }
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loops = this.projections.map((p) => this.run(p));
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.progress.emit('stop');
+    await Promise.all(this.loops);
+    for (const name of this.owned) {
+      await this.sql.query(`UPDATE projection_checkpoints SET owner = NULL, lease_until = NULL WHERE name = $1 AND owner = $2`, [name, this.nodeId]).catch(() => {});
+    }
+    this.owned.clear();
+  }
+
+  get(name: string): Projection {
+    const p = this.projections.find((x) => x.name === name);
+    if (!p) throw new Error(`Unknown projection ${name}`);
+    return p;
+  }
+
+  /**
+   * Read-your-writes: resolves true once every named projection (all by default) has passed
+   * `position`, false when `timeoutMs` ran out first.
+   */
+  async waitFor(position: string, options: { names?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
+    const names = options.names ?? this.projections.map((p) => p.name);
+    const deadline = Date.now() + (options.timeoutMs ?? 5_000);
+    while (true) {
+      const behind = names.filter((n) => comparePositions(this.positions.get(n) ?? '', position) < 0);
+      if (behind.length === 0) return true;
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return false;
+      // Another node may own the projection: then its checkpoint row is the truth.
+      const notOwned = behind.filter((n) => !this.owned.has(n));
+      if (notOwned.length > 0) {
+        const rows = await this.sql.query<{ name: string; position: string }>(`SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[])`, [notOwned]);
+        for (const r of rows) this.positions.set(r.name, r.position);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.min(remaining, notOwned.length > 0 ? 25 : 1_000));
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.progress.once('progress', done);
+      });
+    }
+  }
+
+  async status(): Promise<ProjectionStatus[]> {
+    const head = await this.store.headPosition();
+    const rows = await this.sql.query<{ name: string; position: string; owner: string | null }>(`SELECT name, position, owner FROM projection_checkpoints`);
+    const result: ProjectionStatus[] = [];
+    for (const p of this.projections) {
+      const row = rows.find((r) => r.name === p.name);
+      const position = row?.position ?? '';
+      const pending = await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 10_000 });
+      result.push({
+        name: p.name,
+        position,
+        headPosition: head,
+        lag: pending.filter((e) => comparePositions(e.position, head) <= 0).length,
+        owner: row?.owner ?? null,
+        ownedHere: this.owned.has(p.name),
+      });
+    }
+    return result;
+  }
+
+  private async run(p: Projection): Promise<void> {
+    const tables = liveTables(p);
+    while (this.running) {
+      try {
+        if (!(await this.holdLease(p.name))) {
+          await this.sleep(LEASE_SECONDS * 250);
+          continue;
+        }
+        const from = this.positions.get(p.name) ?? '';
+        const head = await this.store.headPosition();
+        const events = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: p.eventTypes }, maxCount: BATCH_SIZE });
+        if (events.length === 0) {
+          // Nothing of ours up to the head: the checkpoint may move to the head (read-your-writes
+          // for appends this projection does not care about).
+          if (head && comparePositions(head, from) > 0) await this.commit(p, from, head, [], tables);
+          else await this.store.waitForAppend(POLL_INTERVAL_MS);
+          continue;
+        }
+        const last = events[events.length - 1]?.position ?? from;
+        await this.commit(p, from, last, events, tables);
+      } catch (error) {
+        this.log?.error({ err: error, projection: p.name }, 'projection batch failed');
+        await this.sleep(ERROR_BACKOFF_MS);
+      }
+    }
+  }
+
+  /** One transaction: move the checkpoint compare-and-set, then apply the batch. */
+  private async commit(p: Projection, from: string, to: string, events: RecordedEvent[], tables: Record<string, string>): Promise<void> {
+    const moved = await this.sql.transaction(async (tx) => {
+      const rows = await tx.query(
+        `UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = $1 AND position = $2 AND owner = $4 RETURNING name`,
+        [p.name, from, to, this.nodeId],
+      );
+      if (rows.length === 0) return false;
+      if (events.length) await p.apply(tx, events, tables);
+      return true;
+    });
+    if (moved) {
+      this.positions.set(p.name, to);
+      this.progress.emit('progress');
+    } else {
+      // Someone else moved it (a rebuild's swap, or another node): start again from the stored one.
+      const [row] = await this.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = $1`, [p.name]);
+      this.positions.set(p.name, row?.position ?? '');
+      this.progress.emit('progress');
+    }
+  }
+
+  private async holdLease(name: string): Promise<boolean> {
+    const rows = await this.sql.query(
+      `UPDATE projection_checkpoints SET owner = $2, lease_until = now() + make_interval(secs => $3)
+        WHERE name = $1 AND (owner IS NULL OR owner = $2 OR lease_until < now()) RETURNING name`,
+      [name, this.nodeId, LEASE_SECONDS],
+    );
+    if (rows.length === 0) {
+      this.owned.delete(name);
+      return false;
+    }
+    this.owned.add(name);
+    return true;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const stop = this.progress;
+      function done() {
+        clearTimeout(timer);
+        stop.off('stop', done);
+        resolve();
+      }
+      stop.once('stop', done);
+    });
+  }
+
+  /**
+   * Rebuilds a projection from the start of the log into new tables beside the live ones, then
+   * swaps them in one transaction: reads see the old model until the swap and the new one after,
+   * never a half-built one. The checkpoint moves to where the rebuild stopped; the live runner
+   * (its compare-and-set fails once) continues from there.
+   */
+  async rebuild(name: string, onProgress?: (applied: number, position: string) => void): Promise<{ events: number; position: string }> {
+    const p = this.get(name);
+    const suffix = `r${Date.now().toString(36)}${randomUUID().slice(0, 4)}`;
+    const tables = suffixedTables(p, suffix);
+    await this.sql.transaction(async (tx) => {
+      for (const statement of splitStatements(p.createTables(tables))) await tx.query(statement);
+    });
+    let position = '';
+    let applied = 0;
+    try {
+      while (true) {
+        const events = await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 5_000 });
+        if (events.length === 0) break;
+        await this.sql.transaction((tx) => p.apply(tx, events, tables));
+        position = events[events.length - 1]?.position ?? position;
+        applied += events.length;
+        onProgress?.(applied, position);
+      }
+      await this.sql.transaction(async (tx) => {
+        await tx.query(`SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, [p.name]);
+        for (const table of p.tables) {
+          await tx.query(`DROP TABLE IF EXISTS ${table}`);
+          await tx.query(`ALTER TABLE ${tables[table]} RENAME TO ${table}`);
+        }
+        await tx.query(`UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1`, [p.name, position]);
+      });
+    } catch (error) {
+      for (const table of Object.values(tables)) await this.sql.query(`DROP TABLE IF EXISTS ${table}`).catch(() => {});
+      throw error;
+    }
+    this.positions.set(p.name, position);
+    this.progress.emit('progress');
+    return { events: applied, position };
+  }
+
+  /**
+   * Folds the log into scratch tables up to the live checkpoint and compares them row by row with
+   * the live tables, holding the checkpoint row so the live runner cannot move between the two.
+   * Returns the tables that differ (empty when the read model equals the fold of the log).
+   */
+  async verify(name: string): Promise<Array<{ table: string; differingRows: number }>> {
+    const p = this.get(name);
+    const suffix = `v${Date.now().toString(36)}${randomUUID().slice(0, 4)}`;
+    const tables = suffixedTables(p, suffix);
+    await this.sql.transaction(async (tx) => {
+      for (const statement of splitStatements(p.createTables(tables))) await tx.query(statement);
+    });
+    try {
+      let position = '';
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const [row] = await this.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = $1`, [p.name]);
+        const target = row?.position ?? '';
+        while (comparePositions(position, target) < 0) {
+          const events = (await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 5_000 })).filter(
+            (e) => comparePositions(e.position, target) <= 0,
+          );
+          if (events.length === 0) break;
+          await this.sql.transaction((tx) => p.apply(tx, events, tables));
+          position = events[events.length - 1]?.position ?? position;
+        }
+        const result = await this.sql.transaction(async (tx) => {
+          const [locked] = await tx.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, [p.name]);
+          if ((locked?.position ?? '') !== target) return null;
+          const diffs: Array<{ table: string; differingRows: number }> = [];
+          for (const table of p.tables) {
+            const [d] = await tx.query<{ n: string }>(
+              `SELECT count(*)::text AS n FROM ((SELECT * FROM ${table} EXCEPT ALL SELECT * FROM ${tables[table]}) UNION ALL (SELECT * FROM ${tables[table]} EXCEPT ALL SELECT * FROM ${table})) d`,
+            );
+            if (d && d.n !== '0') diffs.push({ table, differingRows: Number(d.n) });
+          }
+          return diffs;
+        });
+        if (result) return result;
+      }
+      throw new Error(`Projection ${name} kept moving; verify again`);
+    } finally {
+      for (const table of Object.values(tables)) await this.sql.query(`DROP TABLE IF EXISTS ${table}`).catch(() => {});
+    }
+  }
+}
+
+export function splitStatements(ddl: string): string[] {
+  return ddl
+    .split(/;\s*(?:\n|$)/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,39 @@
+import pino from 'pino';
+import supertest from 'supertest';
+import { type Config, loadConfig } from '../../src/config';
+import { type RunningServer, startServer } from '../../src/server';
+import { sharedCluster } from './postgres';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+
+/** The real app over HTTP on a fresh database of the test cluster. */
+export async function startTestApp(overrides: Partial<Config> = {}): Promise<RunningServer & { config: Config; http: supertest.Agent }> {
+  const databaseUrl = await (await sharedCluster()).freshDatabase();
+  const config: Config = {
+    ...loadConfig({}),
+    port: 0,
+    databaseUrl,
+    adminToken: ADMIN_TOKEN,
+    sandbox: true,
+    rateLimit: { partnerRps: 0, userRps: 0, ipRps: 0 },
+    ...overrides,
+  };
+  const running = await startServer(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
+  return { ...running, config, http: supertest.agent(running.url) };
+}
+
+export interface PartnerCredentials {
+  id: string;
+  apiKey: string;
+  apiSecret: string;
+  headers: { 'X-Api-Key': string; 'X-Api-Secret': string };
+}
+
+export async function createPartner(http: supertest.Agent, name = 'Acme'): Promise<PartnerCredentials> {
+  const res = await http.post('/admin/v1/partners').set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ name });
+  if (res.status !== 201) throw new Error(`partner creation failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { ...res.body, headers: { 'X-Api-Key': res.body.apiKey, 'X-Api-Secret': res.body.apiSecret } };
+}
+
+let emails = 0;
+export const uniqueEmail = (prefix = 'user') => `${prefix}.${process.pid}.${Date.now()}.${emails++}@example.com`;
