@@ -19,7 +19,10 @@ export function makeLogger(level: string): Logger {
   return pino({
     level,
     // Belt and braces: these never go to logs, even if someone logs a whole request.
-    redact: { paths: ['*.apiSecret', '*.secret', '*.code', '*.password', '*.accessToken', '*.refreshToken', 'req.headers.authorization', 'req.headers["x-api-secret"]'], censor: '[redacted]' },
+    redact: {
+      paths: ['*.apiSecret', '*.secret', '*.code', '*.password', '*.accessToken', '*.refreshToken', 'req.headers.authorization', 'req.headers["x-api-secret"]'],
+      censor: '[redacted]',
+    },
   });
 }
 

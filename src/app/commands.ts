@@ -1,6 +1,13 @@
 import type { Decider, DomainEvent } from '../domain/decider';
 import { eventIdFor } from '../domain/ids';
-import { type AppendResult, type EventMetadata, type EventStore, type ExpectedRevision, type StreamAppend, WrongExpectedRevisionError } from '../eventstore/port';
+import {
+  type AppendResult,
+  type EventMetadata,
+  type EventStore,
+  type ExpectedRevision,
+  type StreamAppend,
+  WrongExpectedRevisionError,
+} from '../eventstore/port';
 
 /** Who asked, and why: carried into every event's metadata. */
 export interface CommandContext {

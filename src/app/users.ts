@@ -109,7 +109,9 @@ export class UserService {
 
   /** For writes that name a user in the body: 404 when unknown, 403 when another partner's. */
   async requireOwned(partnerId: string, userId: string): Promise<UserRecord> {
-    const [row] = await this.tally.sql.query<UserRow & { partner_id: string }>(`SELECT ${USER_COLUMNS}, partner_id::text FROM rm_users WHERE user_id = $1`, [userId]);
+    const [row] = await this.tally.sql.query<UserRow & { partner_id: string }>(`SELECT ${USER_COLUMNS}, partner_id::text FROM rm_users WHERE user_id = $1`, [
+      userId,
+    ]);
     if (!row) throw new DomainError('not_found', 'User not found');
     if (row.partner_id !== partnerId) throw new DomainError('forbidden', 'User does not belong to this partner');
     return toRecord(row);

@@ -26,7 +26,12 @@ function makeMetrics(): HttpMetrics {
   client.collectDefaultMetrics({ register: registry });
   return {
     registry,
-    requests: new client.Counter({ name: 'tally_http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] }),
+    requests: new client.Counter({
+      name: 'tally_http_requests_total',
+      help: 'HTTP requests',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
     duration: new client.Histogram({
       name: 'tally_http_request_duration_seconds',
       help: 'HTTP request duration',
@@ -117,7 +122,13 @@ export function createApp(tally: Tally): express.Express {
         commandId: commandId ?? randomUUID(),
         metadata: {
           correlationId: requestId,
-          actor: ctx.userId ? { kind: 'user', id: ctx.userId } : ctx.partnerId ? { kind: 'partner', id: ctx.partnerId } : spec.auth === 'admin' ? { kind: 'operator', id: 'admin' } : { kind: 'system', id: 'public' },
+          actor: ctx.userId
+            ? { kind: 'user', id: ctx.userId }
+            : ctx.partnerId
+              ? { kind: 'partner', id: ctx.partnerId }
+              : spec.auth === 'admin'
+                ? { kind: 'operator', id: 'admin' }
+                : { kind: 'system', id: 'public' },
           ...(ctx.partnerId && ctx.userId ? { partnerId: ctx.partnerId } : {}),
         },
       }),
@@ -137,7 +148,7 @@ export function createApp(tally: Tally): express.Express {
         const token = tally.config.adminToken;
         // The operator API does not exist while ADMIN_TOKEN is unset.
         if (!token) throw new HttpError(404, MESSAGES.notFound);
-        const given = (req.get('authorization') ?? '').replace(/^Bearer\s+/i, '');
+        const given = /^Bearer\s+(\S+)$/i.exec(req.get('authorization') ?? '')?.[1];
         if (!given || !safeEqual(given, token)) throw new HttpError(401, 'Invalid admin token');
         return ctx;
       }
@@ -167,8 +178,10 @@ export function toErrorReply(error: unknown): { status: number; body: Record<str
   const e = error as { type?: string; status?: number };
   if (e?.type === 'entity.parse.failed') return { status: 400, body: { success: false, error: MESSAGES.invalidJson }, headers: {} };
   if (e?.type === 'entity.too.large') return { status: 413, body: { success: false, error: MESSAGES.tooLarge }, headers: {} };
-  if (e?.type === 'charset.unsupported' || e?.type === 'encoding.unsupported') return { status: 415, body: { success: false, error: 'Unsupported body encoding' }, headers: {} };
-  if (error instanceof StoreUnavailableError || isUnavailable(error)) return { status: 503, body: { success: false, error: MESSAGES.unavailable }, headers: { 'Retry-After': '1' } };
+  if (e?.type === 'charset.unsupported' || e?.type === 'encoding.unsupported')
+    return { status: 415, body: { success: false, error: 'Unsupported body encoding' }, headers: {} };
+  if (error instanceof StoreUnavailableError || isUnavailable(error))
+    return { status: 503, body: { success: false, error: MESSAGES.unavailable }, headers: { 'Retry-After': '1' } };
   return { status: 500, body: { success: false, error: MESSAGES.internal }, headers: {} };
 }
 

@@ -35,7 +35,9 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
   for (const r of routes) {
     const responses: Record<string, unknown> = {};
     for (const [status, res] of Object.entries(r.responses)) {
-      responses[status] = res.schema ? { description: res.description, content: { 'application/json': { schema: plain(res.schema) } } } : { description: res.description };
+      responses[status] = res.schema
+        ? { description: res.description, content: { 'application/json': { schema: plain(res.schema) } } }
+        : { description: res.description };
     }
     responses.default = { description: 'Error', content: { 'application/json': { schema: ERROR_SCHEMA } } };
     const operation: Record<string, unknown> = {
@@ -77,9 +79,21 @@ export function renderDocs(doc: ReturnType<typeof buildOpenApi>): string {
   const sections = Object.entries(doc.paths)
     .flatMap(([path, ops]) =>
       Object.entries(ops).map(([method, op]) => {
-        const o = op as { summary: string; tags: string[]; 'x-credentials': string; deprecated?: boolean; parameters: unknown[]; requestBody?: unknown; description?: string };
-        const body = o.requestBody ? `<details><summary>Request body schema</summary><pre>${escapeHtml(JSON.stringify(o.requestBody, null, 2))}</pre></details>` : '';
-        const params = o.parameters.length ? `<details><summary>Parameters</summary><pre>${escapeHtml(JSON.stringify(o.parameters, null, 2))}</pre></details>` : '';
+        const o = op as {
+          summary: string;
+          tags: string[];
+          'x-credentials': string;
+          deprecated?: boolean;
+          parameters: unknown[];
+          requestBody?: unknown;
+          description?: string;
+        };
+        const body = o.requestBody
+          ? `<details><summary>Request body schema</summary><pre>${escapeHtml(JSON.stringify(o.requestBody, null, 2))}</pre></details>`
+          : '';
+        const params = o.parameters.length
+          ? `<details><summary>Parameters</summary><pre>${escapeHtml(JSON.stringify(o.parameters, null, 2))}</pre></details>`
+          : '';
         return `<section class="${o.deprecated ? 'deprecated' : ''}"><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h3>
 <p>${escapeHtml(o.summary)} <em>(${escapeHtml(o['x-credentials'])}${o.deprecated ? ', deprecated' : ''})</em></p>${o.description ? `<p>${escapeHtml(o.description)}</p>` : ''}${params}${body}</section>`;
       }),

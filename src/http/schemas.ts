@@ -23,3 +23,7 @@ export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 export function pageMeta(totalItems: number, page: number, limit: number) {
   return { totalItems, totalPages: Math.ceil(totalItems / limit), currentPage: page, itemsPerPage: limit };
 }
+
+/** A string of a fixed set: one `enum` (clear errors), typed as the union. */
+export const StringEnum = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });

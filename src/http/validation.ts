@@ -64,7 +64,9 @@ function describe(error: ErrorObject, rootSchema: TSchema): string {
       return `${subject} must be ${type === 'integer' ? 'an integer' : type === 'object' || type === 'array' ? `an ${type}` : `a ${type}`}`;
     }
     case 'minLength':
-      return (error.params as { limit: number }).limit === 1 ? `${subject} must not be empty` : `${subject} must be at least ${(error.params as { limit: number }).limit} characters`;
+      return (error.params as { limit: number }).limit === 1
+        ? `${subject} must not be empty`
+        : `${subject} must be at least ${(error.params as { limit: number }).limit} characters`;
     case 'maxLength':
       return `${subject} must be at most ${(error.params as { limit: number }).limit} characters`;
     case 'format':

@@ -80,7 +80,9 @@ export class ProjectionEngine {
     this.progress.emit('stop');
     await Promise.all(this.loops);
     for (const name of this.owned) {
-      await this.sql.query(`UPDATE projection_checkpoints SET owner = NULL, lease_until = NULL WHERE name = $1 AND owner = $2`, [name, this.nodeId]).catch(() => {});
+      await this.sql
+        .query(`UPDATE projection_checkpoints SET owner = NULL, lease_until = NULL WHERE name = $1 AND owner = $2`, [name, this.nodeId])
+        .catch(() => {});
     }
     this.owned.clear();
   }
@@ -106,7 +108,10 @@ export class ProjectionEngine {
       // Another node may own the projection: then its checkpoint row is the truth.
       const notOwned = behind.filter((n) => !this.owned.has(n));
       if (notOwned.length > 0) {
-        const rows = await this.sql.query<{ name: string; position: string }>(`SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[])`, [notOwned]);
+        const rows = await this.sql.query<{ name: string; position: string }>(
+          `SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[])`,
+          [notOwned],
+        );
         for (const r of rows) this.positions.set(r.name, r.position);
       }
       await new Promise<void>((resolve) => {

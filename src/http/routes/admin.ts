@@ -81,7 +81,9 @@ export const adminRoutes = [
     auth: 'admin',
     tag: 'Operator',
     summary: 'Every projection with its checkpoint, the head of the log and its lag in events.',
-    responses: { 200: { description: 'Projections', schema: Success(Type.Array(Type.Object({ name: Type.String(), position: Type.String(), lag: Type.Integer() }))) } },
+    responses: {
+      200: { description: 'Projections', schema: Success(Type.Array(Type.Object({ name: Type.String(), position: Type.String(), lag: Type.Integer() }))) },
+    },
     async handler({ tally }) {
       return { status: 200, body: { success: true, data: await tally.engine.status() } };
     },

@@ -3,9 +3,9 @@ import { USER_STATUSES } from '../../domain/users/user';
 import { summary } from '../../app/users';
 import { HttpError, MESSAGES } from '../errors';
 import { route } from '../route';
-import { IsoDateTime, PageMeta, PageQuery, pageMeta, Success, UUID_RE, Uuid } from '../schemas';
+import { IsoDateTime, PageMeta, PageQuery, pageMeta, StringEnum, Success, UUID_RE, Uuid } from '../schemas';
 
-const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: Type.Union(USER_STATUSES.map((s) => Type.Literal(s))), createdAt: IsoDateTime });
+const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: StringEnum(USER_STATUSES), createdAt: IsoDateTime });
 const UserRecord = Type.Composite([
   UserSummary,
   Type.Object({
@@ -28,7 +28,7 @@ const CreateUserBody = Type.Object({
 
 const ListUsersQuery = Type.Object({
   ...PageQuery,
-  status: Type.Optional(Type.Union(USER_STATUSES.map((s) => Type.Literal(s)), { 'x-error': `status must be one of ${USER_STATUSES.join(', ')}` })),
+  status: Type.Optional(StringEnum(USER_STATUSES)),
   email: Type.Optional(Type.String({ maxLength: 254 })),
   q: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
   createdFrom: Type.Optional(IsoDateTime),
@@ -45,7 +45,9 @@ export const partnerUserRoutes = [
     tag: 'Users',
     summary: 'Register an end-user (status pending). Email is unique across the service, case-insensitively.',
     body: CreateUserBody,
-    responses: { 201: { description: 'Created', schema: Type.Object({ success: Type.Literal(true), data: Type.Object({ user: UserSummary }), message: Type.String() }) } },
+    responses: {
+      201: { description: 'Created', schema: Type.Object({ success: Type.Literal(true), data: Type.Object({ user: UserSummary }), message: Type.String() }) },
+    },
     async handler({ tally, body, partnerId, command }) {
       const user = await tally.users.register(partnerId, body, command());
       return { status: 201, body: { success: true, data: { user: summary(user) }, message: 'User created' } };

@@ -1,0 +1,147 @@
+import { performance } from 'node:perf_hooks';
+import type { EventStore } from '../src/eventstore/port';
+import type { PgSql } from '../src/eventstore/sql';
+
+/** A positive number from the environment, or the default when unset. */
+export function envNumber(name: string, fallback: number, options: { integer?: boolean } = {}): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw.replace(/_/g, ''));
+  if (!Number.isFinite(value) || value <= 0 || (options.integer && !Number.isInteger(value))) {
+    throw new Error(`${name} must be a positive ${options.integer ? 'integer' : 'number'}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+export interface Measurement {
+  ops: number;
+  seconds: number;
+  /** Operations per second. */
+  rate: number;
+  p50: number;
+  p99: number;
+}
+
+export function percentile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+export function summarize(latenciesMs: number[], seconds: number): Measurement {
+  const sorted = Float64Array.from(latenciesMs).sort();
+  return { ops: sorted.length, seconds, rate: sorted.length / seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) };
+}
+
+async function loop(writers: number, seconds: number, op: (writer: number) => Promise<void>, latencies?: number[]): Promise<number> {
+  const start = performance.now();
+  const deadline = start + seconds * 1_000;
+  await Promise.all(
+    Array.from({ length: writers }, async (_, writer) => {
+      while (performance.now() < deadline) {
+        const t0 = performance.now();
+        await op(writer);
+        latencies?.push(performance.now() - t0);
+      }
+    }),
+  );
+  return (performance.now() - start) / 1_000;
+}
+
+/**
+ * Runs `op` in `writers` concurrent loops (each awaits its previous op) for a short unrecorded
+ * warm-up, then (after `afterWarmUp`) for `seconds`, and returns the throughput and per-op latency.
+ */
+export async function measure(
+  writers: number,
+  seconds: number,
+  op: (writer: number) => Promise<void>,
+  afterWarmUp?: () => Promise<void>,
+): Promise<Measurement> {
+  await loop(writers, Math.min(1, seconds * 0.2), op);
+  await afterWarmUp?.();
+  const latencies: number[] = [];
+  const elapsed = await loop(writers, seconds, op, latencies);
+  return summarize(latencies, elapsed);
+}
+
+/** Where the time of a store-backed operation went: summed per store call. */
+export class CallTimings {
+  readonly totals = new Map<string, { calls: number; ms: number }>();
+
+  add(name: string, ms: number): void {
+    const t = this.totals.get(name) ?? { calls: 0, ms: 0 };
+    t.calls++;
+    t.ms += ms;
+    this.totals.set(name, t);
+  }
+
+  reset(): void {
+    this.totals.clear();
+  }
+
+  /** e.g. "readStream 0.41 ms, appendMany 1.20 ms (mean per call)". */
+  describe(): string {
+    return [...this.totals].map(([name, t]) => `${name} ${(t.ms / t.calls).toFixed(2)} ms x${t.calls}`).join(', ');
+  }
+}
+
+/** The same store, with the time of its read and append calls recorded in `timings`. */
+export function timedStore(store: EventStore, timings: CallTimings): EventStore {
+  const wrap =
+    <A extends unknown[], R>(name: string, fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const t0 = performance.now();
+      try {
+        return await fn(...args);
+      } finally {
+        timings.add(name, performance.now() - t0);
+      }
+    };
+  const timed: EventStore = Object.create(store);
+  timed.readStream = wrap('readStream', store.readStream.bind(store));
+  timed.readAll = wrap('readAll', store.readAll.bind(store));
+  timed.appendMany = wrap('appendMany', store.appendMany.bind(store));
+  return timed;
+}
+
+/** WAL position and WAL fsync count at one instant. */
+export interface WalSnapshot {
+  lsn: string;
+  walSyncs: number;
+}
+
+/**
+ * Backends publish their statistics lazily (up to 10 s later when idle): ask every pooled
+ * connection to flush them on its next idle moment, then read pg_stat_wal. WAL bytes come from the
+ * LSN, which is exact.
+ */
+export async function walSnapshot(pools: PgSql[]): Promise<WalSnapshot> {
+  for (const sql of pools) {
+    const clients = await Promise.all(Array.from({ length: sql.pool.options.max ?? 10 }, () => sql.pool.connect()));
+    await Promise.all(clients.map((c) => c.query('SELECT pg_stat_force_next_flush()')));
+    for (const c of clients) c.release();
+  }
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const [row] = await (pools[0] as PgSql).query<{ lsn: string; syncs: string }>(
+    `SELECT pg_current_wal_lsn()::text AS lsn, wal_sync::text AS syncs FROM pg_stat_wal`,
+  );
+  return { lsn: row?.lsn ?? '0/0', walSyncs: Number(row?.syncs ?? 0) };
+}
+
+export async function walSince(pools: PgSql[], before: WalSnapshot): Promise<{ bytes: number; walSyncs: number }> {
+  const after = await walSnapshot(pools);
+  const [row] = await (pools[0] as PgSql).query<{ bytes: string }>(`SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes`, [after.lsn, before.lsn]);
+  return { bytes: Number(row?.bytes ?? 0), walSyncs: after.walSyncs - before.walSyncs };
+}
+
+export const fmtInt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
+export const fmtMs = (n: number): string => (Number.isFinite(n) ? n.toFixed(2) : '-');
+
+/** Prints an aligned text table: the first column left-aligned, the others right-aligned. */
+export function printTable(headers: string[], rows: string[][]): void {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  console.log(line(headers));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) console.log(line(r));
+}

@@ -1,0 +1,36 @@
+import type { Decider, DomainEvent } from '../domain/decider';
+import { partnerDecider } from '../domain/partners/partner';
+import { userDecider } from '../domain/users/user';
+
+/** How `events read` turns a stream's events into its aggregate state. */
+export interface StreamFolder {
+  /** Streams whose name starts with this belong to the aggregate. */
+  prefix: string;
+  aggregate: string;
+  fold(events: DomainEvent[]): unknown;
+}
+
+function folder<State, Event extends DomainEvent>(
+  prefix: string,
+  aggregate: string,
+  decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve'>,
+): StreamFolder {
+  return {
+    prefix,
+    aggregate,
+    fold(events) {
+      let state = decider.initialState();
+      // evolve has no default branch: an event type this code does not know leaves the state as it was.
+      for (const e of events) state = decider.evolve(state, e as Event) ?? state;
+      return state;
+    },
+  };
+}
+
+/** Add an aggregate here to have `events read` show its state. */
+export const streamFolders: StreamFolder[] = [folder('partner-', 'partner', partnerDecider), folder('user-', 'user', userDecider)];
+
+/** The folder of the longest matching prefix (so `user-` never shadows a later, longer one). */
+export function folderFor(stream: string, folders: StreamFolder[] = streamFolders): StreamFolder | undefined {
+  return folders.filter((f) => stream.startsWith(f.prefix)).sort((a, b) => b.prefix.length - a.prefix.length)[0];
+}

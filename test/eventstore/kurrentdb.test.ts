@@ -1,0 +1,124 @@
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { KurrentDBClient } from '@kurrent/kurrentdb-client';
+import { expect } from 'chai';
+import {
+  decodeMetadata,
+  encodeMetadata,
+  formatPosition,
+  KurrentDbEventStore,
+  multiStreamAppendUnsupported,
+  parsePosition,
+} from '../../src/eventstore/kurrentdb';
+import { comparePositions, type EventMetadata } from '../../src/eventstore/port';
+import { eventStoreConformance } from './conformance';
+
+const KURRENTDB_IMAGE = 'docker.kurrent.io/kurrent-latest/kurrentdb:25.1';
+
+/** The shape we use of @testcontainers/kurrentdb, which is an optional, uninstalled dependency. */
+interface TestcontainersKurrentDb {
+  KurrentDbContainer: new (
+    image: string,
+  ) => {
+    start(): Promise<{ getConnectionString(): string; stop(): Promise<unknown> }>;
+  };
+}
+
+interface Server {
+  url(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+function dockerEngineReachable(): boolean {
+  return spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
+}
+
+function loadTestcontainers(): TestcontainersKurrentDb | undefined {
+  try {
+    return require('@testcontainers/kurrentdb') as TestcontainersKurrentDb;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') return undefined;
+    throw error;
+  }
+}
+
+/** A server named by KURRENTDB_URL, else a throwaway container, else the reason there is none. */
+function chooseServer(): Server | string {
+  const url = process.env.KURRENTDB_URL;
+  if (url) return { url: async () => url, stop: async () => {} };
+  if (!dockerEngineReachable()) return 'KURRENTDB_URL is not set and no Docker engine is available';
+  const testcontainers = loadTestcontainers();
+  if (!testcontainers) return 'KURRENTDB_URL is not set and @testcontainers/kurrentdb is not installed';
+  let started: ReturnType<InstanceType<TestcontainersKurrentDb['KurrentDbContainer']>['start']> | undefined;
+  return {
+    async url() {
+      started ??= new testcontainers.KurrentDbContainer(KURRENTDB_IMAGE).start();
+      return (await started).getConnectionString();
+    },
+    async stop() {
+      if (started) await (await started).stop();
+    },
+  };
+}
+
+const server = chooseServer();
+if (typeof server === 'string') {
+  // Not a skipped test: the suite is simply not registered, and the run says so once.
+  console.log(`KurrentDB conformance suite skipped: ${server}`);
+} else {
+  describe('KurrentDB event store', () => {
+    after(() => server.stop());
+    // One server log is shared by every store opened here; the suite's streams are uniquely prefixed.
+    eventStoreConformance('kurrentdb', { open: async () => KurrentDbEventStore.connect(await server.url()) });
+  });
+}
+
+describe('KurrentDB adapter encodings (no server needed)', () => {
+  it('orders positions by commit then prepare position, as the log does', () => {
+    const positions = [
+      { commit: 9n, prepare: 9n },
+      { commit: 10n, prepare: 0n },
+      { commit: 10n, prepare: 11n },
+      { commit: 2n ** 64n - 1n, prepare: 2n ** 64n - 1n },
+    ].map(formatPosition);
+    for (let i = 1; i < positions.length; i++) expect(comparePositions(positions[i - 1] ?? '', positions[i] ?? '')).to.equal(-1);
+    expect(parsePosition(positions[2] ?? '')).to.deep.equal({ commit: 10n, prepare: 11n });
+    expect(() => parsePosition('12:34')).to.throw('Invalid position');
+  });
+
+  it('gives back the appended metadata and its hash from either encoding, ignoring keys the server adds', () => {
+    const metadata: EventMetadata = { correlationId: randomUUID(), actor: { kind: 'user', id: 'u1' }, attempt: 2 };
+    const serverKeys = { '$schema.name': 'Deposited', '$schema.format': 'Json', '$record.timestamp': new Date().toISOString() };
+    const plain = encodeMetadata(metadata, 'h1', false);
+    expect(plain).to.include({ correlationId: metadata.correlationId, tallyHash: 'h1' });
+    expect(decodeMetadata({ ...plain, ...serverKeys })).to.deep.equal({ metadata, hash: 'h1' });
+    const packed = encodeMetadata(metadata, 'h2', true);
+    expect(Object.values(packed).every((v) => typeof v === 'string')).to.equal(true);
+    expect(decodeMetadata({ ...packed, ...serverKeys })).to.deep.equal({ metadata, hash: 'h2' });
+  });
+
+  it('packs metadata whose keys would collide with the server or with its own keys', () => {
+    const metadata: EventMetadata = { $custom: 'x', tallyHash: 'not ours' };
+    expect(decodeMetadata(encodeMetadata(metadata, 'h', false))).to.deep.equal({ metadata, hash: 'h' });
+  });
+
+  it('refuses an atomic append to several streams when the server has no multi-stream append', async () => {
+    const client = KurrentDBClient.connectionString('kurrentdb://127.0.0.1:1?tls=false');
+    const store = new KurrentDbEventStore(client, { version: '24.10.0', multiStreamAppend: false });
+    const event = () => ({ id: randomUUID(), type: 'A', data: {} });
+    try {
+      const error = await store
+        .appendMany([
+          { stream: `a-${randomUUID()}`, events: [event()], expectedRevision: 'no_stream' },
+          { stream: `b-${randomUUID()}`, events: [event()], expectedRevision: 'no_stream' },
+        ])
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect((error as Error | undefined)?.message).to.equal(multiStreamAppendUnsupported('24.10.0'));
+    } finally {
+      await client.dispose();
+    }
+  });
+});

@@ -1,0 +1,149 @@
+import { expect } from 'chai';
+import { createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
+import { sharedCluster } from '../support/postgres';
+import { CuttableProxy } from '../support/proxy';
+
+describe('HTTP foundation', () => {
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  let partner: PartnerCredentials;
+  before(async () => {
+    app = await startTestApp();
+    partner = await createPartner(app.http);
+  });
+  after(async () => {
+    await app.close();
+  });
+
+  it('answers an unknown route with 404 "Not found" in the error envelope', async () => {
+    const res = await app.http.get('/api/v1/nothing-here');
+    expect(res.status).to.equal(404);
+    expect(res.body).to.deep.equal({ success: false, error: 'Not found' });
+  });
+
+  it('has no route for the removed POST /api/v1/partner/auth/token', async () => {
+    const res = await app.http.post('/api/v1/partner/auth/token').set(partner.headers).send({ userId: 'x' });
+    expect(res.status).to.equal(404);
+    expect(res.body.error).to.equal('Not found');
+  });
+
+  it('answers malformed JSON with 400 "Invalid JSON body" and writes nothing', async () => {
+    const res = await app.http.post('/api/v1/partner/users').set(partner.headers).set('Content-Type', 'application/json').send('{"email": "a@b.co",');
+    expect(res.status).to.equal(400);
+    expect(res.body).to.deep.equal({ success: false, error: 'Invalid JSON body' });
+    const list = await app.http.get('/api/v1/partner/users').set(partner.headers);
+    expect(list.body.data.meta.totalItems).to.equal(0);
+  });
+
+  it('answers a body over 100 kB with 413', async () => {
+    const res = await app.http
+      .post('/api/v1/partner/users')
+      .set(partner.headers)
+      .send({ email: uniqueEmail(), countryCode: 'CO', padding: 'x'.repeat(110_000) });
+    expect(res.status).to.equal(413);
+    expect(res.body.success).to.equal(false);
+  });
+
+  it('answers a JSON body that is not an object with 400', async () => {
+    const res = await app.http.post('/api/v1/partner/users').set(partner.headers).set('Content-Type', 'application/json').send('[1,2]');
+    expect(res.status).to.equal(400);
+    expect(res.body.error).to.equal('Request body must be a JSON object');
+  });
+
+  it('puts a request id on every response, keeping a sane incoming one', async () => {
+    const fresh = await app.http.get('/healthz');
+    expect(fresh.headers['x-request-id']).to.match(/^[0-9a-f-]{36}$/);
+    const kept = await app.http.get('/nothing').set('X-Request-Id', 'trace-123');
+    expect(kept.headers['x-request-id']).to.equal('trace-123');
+    const replaced = await app.http.get('/healthz').set('X-Request-Id', 'bad id with spaces');
+    expect(replaced.headers['x-request-id']).to.not.equal('bad id with spaces');
+  });
+
+  it('serves /healthz, /readyz with projection lag, and Prometheus /metrics', async () => {
+    expect((await app.http.get('/healthz')).body).to.deep.equal({ status: 'ok' });
+    const ready = await app.http.get('/readyz');
+    expect(ready.status).to.equal(200);
+    expect(ready.body.status).to.equal('ready');
+    expect(ready.body.projections.map((p: { name: string }) => p.name)).to.include.members(['partners', 'users']);
+    const metrics = await app.http.get('/metrics');
+    expect(metrics.status).to.equal(200);
+    expect(metrics.text).to.match(/tally_http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
+  });
+
+  it('documents every served route in OpenAPI 3.1 and renders /docs', async () => {
+    const doc = await app.http.get('/api/v1/openapi.json');
+    expect(doc.status).to.equal(200);
+    expect(doc.body.openapi).to.equal('3.1.0');
+    expect(doc.body.paths['/api/v1/partner/users'].post.requestBody.content['application/json'].schema.required).to.include.members(['email', 'countryCode']);
+    expect(doc.body.paths['/api/v1/partner/users/{userId}'].get.parameters[0]).to.include({ name: 'userId', in: 'path', required: true });
+    const docs = await app.http.get('/docs');
+    expect(docs.status).to.equal(200);
+    expect(docs.headers['content-type']).to.match(/text\/html/);
+    expect(docs.text).to.contain('/api/v1/partner/users');
+  });
+
+  describe('rate limits', () => {
+    it('answers 429 "Too many requests" with Retry-After past a partner key’s burst', async () => {
+      const limited = await startTestApp({ rateLimit: { partnerRps: 2, userRps: 0, ipRps: 0 } });
+      try {
+        const p = await createPartner(limited.http);
+        const statuses: number[] = [];
+        let retryAfter: string | undefined;
+        for (let i = 0; i < 6; i++) {
+          const res = await limited.http.get('/api/v1/partner/users').set(p.headers);
+          statuses.push(res.status);
+          if (res.status === 429) {
+            retryAfter = res.headers['retry-after'];
+            expect(res.body).to.deep.equal({ success: false, error: 'Too many requests' });
+          }
+        }
+        expect(statuses.slice(0, 4)).to.deep.equal([200, 200, 200, 200]);
+        expect(statuses).to.include(429);
+        expect(Number(retryAfter)).to.be.at.least(1);
+      } finally {
+        await limited.close();
+      }
+    });
+
+    it('limits per client IP as well', async () => {
+      const limited = await startTestApp({ rateLimit: { partnerRps: 0, userRps: 0, ipRps: 1 } });
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i < 4; i++) statuses.push((await limited.http.get('/healthz')).status);
+        expect(statuses.slice(0, 2)).to.deep.equal([200, 200]);
+        expect(statuses.at(-1)).to.equal(429);
+      } finally {
+        await limited.close();
+      }
+    });
+  });
+
+  describe('when the store is down', () => {
+    it('answers 503 "Service unavailable", writes nothing, and recovers', async () => {
+      const direct = new URL(await (await sharedCluster()).freshDatabase());
+      const proxy = new CuttableProxy(direct.hostname, Number(direct.port));
+      await proxy.open();
+      const viaProxy = new URL(direct.toString());
+      viaProxy.port = String(proxy.port);
+      const fragile = await startTestApp({ databaseUrl: viaProxy.toString() });
+      try {
+        const p = await createPartner(fragile.http);
+        const email = uniqueEmail('down');
+        await proxy.cut();
+        const res = await fragile.http.post('/api/v1/partner/users').set(p.headers).send({ email, countryCode: 'CO' });
+        expect(res.status).to.equal(503);
+        expect(res.body).to.deep.equal({ success: false, error: 'Service unavailable' });
+        expect((await fragile.http.get('/readyz')).status).to.equal(503);
+        await proxy.restore();
+        const list = await fragile.http.get('/api/v1/partner/users').set(p.headers);
+        expect(list.status).to.equal(200);
+        expect(list.body.data.meta.totalItems).to.equal(0);
+        const again = await fragile.http.post('/api/v1/partner/users').set(p.headers).send({ email, countryCode: 'CO' });
+        expect(again.status).to.equal(201);
+      } finally {
+        await proxy.restore().catch(() => {});
+        await fragile.close();
+        await proxy.cut();
+      }
+    });
+  });
+});

@@ -1,0 +1,151 @@
+import { expect } from 'chai';
+import { ADMIN_TOKEN, createPartner, startTestApp, uniqueEmail } from '../support/app';
+
+const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+
+describe('operator API over HTTP', () => {
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  before(async () => {
+    app = await startTestApp();
+  });
+  after(async () => {
+    await app.close();
+  });
+
+  describe('access', () => {
+    it('answers 401 without the admin token or with a wrong one', async () => {
+      for (const headers of [{}, { Authorization: 'Bearer wrong' }, { Authorization: ADMIN_TOKEN }]) {
+        const res = await app.http.post('/admin/v1/partners').set(headers).send({ name: 'X' });
+        expect(res.status).to.equal(401);
+        expect(res.body).to.deep.equal({ success: false, error: 'Invalid admin token' });
+      }
+    });
+
+    it('does not exist while ADMIN_TOKEN is unset', async () => {
+      const off = await startTestApp({ adminToken: undefined });
+      try {
+        const res = await off.http.post('/admin/v1/partners').set(admin).send({ name: 'X' });
+        expect(res.status).to.equal(404);
+        expect(res.body).to.deep.equal({ success: false, error: 'Not found' });
+      } finally {
+        await off.close();
+      }
+    });
+  });
+
+  describe('partners and key pairs', () => {
+    it('creates a partner and shows its secret once; the pair authenticates', async () => {
+      const res = await app.http.post('/admin/v1/partners').set(admin).send({ name: '  Initech  ' });
+      expect(res.status).to.equal(201);
+      expect(Object.keys(res.body).sort()).to.deep.equal(['apiKey', 'apiSecret', 'id', 'name']);
+      expect(res.body.name).to.equal('Initech');
+      expect(res.body.apiKey).to.match(/^tk_sandbox_[0-9a-f]{24}$/);
+      expect(res.body.apiSecret).to.match(/^ts_[A-Za-z0-9_-]{43}$/);
+      const list = await app.http.get('/api/v1/partner/users').set({ 'X-Api-Key': res.body.apiKey, 'X-Api-Secret': res.body.apiSecret });
+      expect(list.status).to.equal(200);
+    });
+
+    it('keeps no secret in clear in the log or the read models', async () => {
+      const p = await createPartner(app.http, 'Hushed');
+      const inLog = await app.tally.sql.query<{ n: string }>(`SELECT count(*)::text AS n FROM es_events WHERE data::text LIKE $1 OR metadata::text LIKE $1`, [
+        `%${p.apiSecret}%`,
+      ]);
+      expect(inLog[0]?.n).to.equal('0');
+      const [key] = await app.tally.sql.query<{ secret_hash: string }>('SELECT secret_hash FROM rm_partner_keys WHERE api_key = $1', [p.apiKey]);
+      expect(key?.secret_hash).to.match(/^scrypt\$/);
+      expect(key?.secret_hash).to.not.contain(p.apiSecret);
+    });
+
+    it('rejects a partner without a name with 400', async () => {
+      const res = await app.http.post('/admin/v1/partners').set(admin).send({});
+      expect(res.status).to.equal(400);
+      expect(res.body.error).to.equal('name is required');
+    });
+
+    it('creates a second key pair; revoking the first stops it at once and leaves the second working', async () => {
+      const p = await createPartner(app.http, 'Rotator');
+      const second = await app.http.post(`/admin/v1/partners/${p.id}/keys`).set(admin).send();
+      expect(second.status).to.equal(201);
+      expect(second.body.id).to.equal(p.id);
+      const secondHeaders = { 'X-Api-Key': second.body.apiKey, 'X-Api-Secret': second.body.apiSecret };
+      // Both pairs see the same partner's users.
+      const created = await app.http.post('/api/v1/partner/users').set(p.headers).send({ email: uniqueEmail(), countryCode: 'CO' });
+      expect((await app.http.get(`/api/v1/partner/users/${created.body.data.user.id}`).set(secondHeaders)).status).to.equal(200);
+      const revoked = await app.http.delete(`/admin/v1/partners/${p.id}/keys/${p.apiKey}`).set(admin);
+      expect(revoked.status).to.equal(204);
+      const old = await app.http.get('/api/v1/partner/users').set(p.headers);
+      expect(old.status).to.equal(401);
+      expect(old.body.error).to.equal('Invalid partner credentials');
+      expect((await app.http.get('/api/v1/partner/users').set(secondHeaders)).status).to.equal(200);
+      const again = await app.http.delete(`/admin/v1/partners/${p.id}/keys/${p.apiKey}`).set(admin);
+      expect(again.status).to.equal(404);
+      expect(again.body.error).to.equal('API key not found');
+    });
+
+    it('answers 404 for keys of an unknown partner', async () => {
+      const res = await app.http.post('/admin/v1/partners/00000000-0000-4000-8000-000000000000/keys').set(admin).send();
+      expect(res.status).to.equal(404);
+      expect(res.body.error).to.equal('Partner not found');
+    });
+  });
+
+  describe('user actions', () => {
+    it('answers 404 "User not found" for an unknown user', async () => {
+      const res = await app.http.post('/admin/v1/users/00000000-0000-4000-8000-000000000000/suspend').set(admin).send({});
+      expect(res.status).to.equal(404);
+      expect(res.body.error).to.equal('User not found');
+    });
+  });
+
+  describe('projections', () => {
+    it('lists every projection with position and lag', async () => {
+      const res = await app.http.get('/admin/v1/projections').set(admin);
+      expect(res.status).to.equal(200);
+      const names = res.body.data.map((p: { name: string }) => p.name);
+      expect(names).to.include.members(['partners', 'users']);
+      for (const p of res.body.data) {
+        expect(p.lag).to.equal(0);
+        expect(p.position).to.be.a('string');
+      }
+    });
+
+    it('rebuilds every projection, leaving every read identical', async () => {
+      const p = await createPartner(app.http, 'Rebuilt');
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await app.http
+          .post('/api/v1/partner/users')
+          .set(p.headers)
+          .send({ email: uniqueEmail('rb'), countryCode: 'CO' });
+        ids.push(res.body.data.user.id);
+      }
+      await app.http.post(`/admin/v1/users/${ids[0]}/suspend`).set(admin).send({});
+      await app.http.post(`/admin/v1/users/${ids[1]}/ban`).set(admin).send({});
+      const reads = async () => ({
+        list: (await app.http.get('/api/v1/partner/users?limit=100').set(p.headers)).body,
+        one: (await app.http.get(`/api/v1/partner/users/${ids[0]}`).set(p.headers)).body,
+        partners: await app.tally.sql.query('SELECT * FROM rm_partners ORDER BY partner_id'),
+        keys: await app.tally.sql.query('SELECT * FROM rm_partner_keys ORDER BY api_key'),
+        users: await app.tally.sql.query('SELECT * FROM rm_users ORDER BY user_id'),
+      });
+      const before = await reads();
+      for (const name of ['partners', 'users']) {
+        const res = await app.http.post(`/admin/v1/projections/${name}/rebuild`).set(admin).send();
+        expect(res.status).to.equal(200);
+        expect(res.body.data.events).to.be.greaterThan(0);
+      }
+      expect(await reads()).to.deep.equal(before);
+      // And it keeps following the log after the swap.
+      const later = await app.http
+        .post('/api/v1/partner/users')
+        .set(p.headers)
+        .send({ email: uniqueEmail('after'), countryCode: 'CO' });
+      expect((await app.http.get(`/api/v1/partner/users/${later.body.data.user.id}`).set(p.headers)).status).to.equal(200);
+    });
+
+    it('answers 404 for an unknown projection', async () => {
+      const res = await app.http.post('/admin/v1/projections/nope/rebuild').set(admin).send();
+      expect(res.status).to.equal(404);
+    });
+  });
+});
