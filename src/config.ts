@@ -13,6 +13,13 @@ export interface Config {
   rateLimit: { partnerRps: number; userRps: number; ipRps: number };
   /** Bound of the read-your-writes wait of a write route. */
   readYourWritesTimeoutMs: number;
+  /** Identity provider for new verifications: `sandbox` (default) or `persona`. */
+  identityProvider: string;
+  persona?: { apiKey: string; templateId: string; webhookSecret: string; baseUrl?: string };
+  /** `smtp://user:pass@host:port?from=...` sends real emails; unset: the sandbox outbox. */
+  smtpUrl?: string;
+  /** Derived operating limits after KYC approval at level basic (decisions.md). */
+  kycLimits: { maxTransactionAmount: number; dailyTransactionLimit: number };
 }
 
 function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -45,5 +52,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ipRps: number(env, 'RATE_LIMIT_IP_RPS', 200),
     },
     readYourWritesTimeoutMs: number(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5_000),
+    identityProvider: env.IDENTITY_PROVIDER || 'sandbox',
+    persona: env.PERSONA_API_KEY
+      ? { apiKey: env.PERSONA_API_KEY, templateId: env.PERSONA_TEMPLATE_ID ?? '', webhookSecret: env.PERSONA_WEBHOOK_SECRET ?? '', baseUrl: env.PERSONA_BASE_URL || undefined }
+      : undefined,
+    smtpUrl: env.SMTP_URL || undefined,
+    kycLimits: {
+      maxTransactionAmount: number(env, 'KYC_MAX_TRANSACTION_AMOUNT', 10_000),
+      dailyTransactionLimit: number(env, 'KYC_DAILY_TRANSACTION_LIMIT', 50_000),
+    },
   };
 }

@@ -3,8 +3,8 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Server } from 'node:http';
 import pino, { type Logger } from 'pino';
-import { openBackend } from './app/backend';
-import { Tally } from './app/tally';
+import { openTally } from './app/open';
+import type { Tally } from './app/tally';
 import type { Config } from './config';
 import { createApp } from './http/app';
 
@@ -45,9 +45,8 @@ export function embeddedStoreHolder(config: Config): number | null {
 export async function startServer(config: Config, log: Logger = makeLogger(config.logLevel)): Promise<RunningServer> {
   const holder = embeddedStoreHolder(config);
   if (holder) throw new Error(`The embedded store in ${config.dataDir} is in use by process ${holder}; stop it or set DATA_DIR`);
-  const backend = await openBackend(config);
+  const { tally, describe } = await openTally(config, log);
   if (!config.databaseUrl) writeFileSync(lockFile(config), String(process.pid));
-  const tally = new Tally(config, backend.store, backend.sql, log);
   await tally.start({ runProjections: true });
   const app = createApp(tally);
   const server = app.listen(config.port);
@@ -56,7 +55,10 @@ export async function startServer(config: Config, log: Logger = makeLogger(confi
     server.once('error', reject);
   });
   const { port } = server.address() as AddressInfo;
-  log.info({ port, backend: backend.describe }, 'listening');
+  tally.urls.selfUrl = `http://127.0.0.1:${port}`;
+  // With an ephemeral port (tests) and no PUBLIC_BASE_URL, links point at where we really listen.
+  if (config.port === 0 && !process.env.PUBLIC_BASE_URL) tally.urls.publicBaseUrl = tally.urls.selfUrl;
+  log.info({ port, backend: describe }, 'listening');
   return {
     tally,
     server,

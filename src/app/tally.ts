@@ -4,28 +4,56 @@ import type { EventStore } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
 import { ProjectionEngine } from '../projections/runner';
+import type { BaseUrls, BuiltProviders } from '../providers';
+import type { ServiceKeys } from './keys';
+import { KycService } from './kyc';
+import { LoginService } from './login';
 import { PartnerService } from './partners';
+import { ProfileService } from './profiles';
+import { TokenService } from './tokens';
 import { UserService } from './users';
+
+
+/** Tables that belong to no projection: id allocation and operational counters. */
+const SERVICE_SCHEMA = `
+CREATE SEQUENCE IF NOT EXISTS account_id_seq START WITH 1000;
+CREATE TABLE IF NOT EXISTS login_send_log (email_hash text NOT NULL, sent_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS login_send_log_email ON login_send_log (email_hash, sent_at);
+`;
 
 /** The running service without its HTTP face: stores, projections and application services. */
 export class Tally {
   readonly engine: ProjectionEngine;
   readonly partners: PartnerService;
   readonly users: UserService;
+  readonly profiles: ProfileService;
+  readonly kyc: KycService;
+  readonly login: LoginService;
+  readonly tokens: TokenService;
 
   constructor(
     readonly config: Config,
     readonly store: EventStore,
     readonly sql: Sql,
     readonly log: Logger,
+    readonly keys: ServiceKeys,
+    readonly providers: BuiltProviders,
+    /** Mutable: the server fills in the port it got. */
+    readonly urls: BaseUrls,
   ) {
     this.engine = new ProjectionEngine(store, sql, allProjections, log);
     this.partners = new PartnerService(this);
     this.users = new UserService(this);
+    this.profiles = new ProfileService(this);
+    this.kyc = new KycService(this);
+    this.login = new LoginService(this);
+    this.tokens = new TokenService(keys);
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */
   async start(options: { runProjections: boolean }): Promise<void> {
+    await this.sql.exec(SERVICE_SCHEMA);
+    await this.providers.prepare();
     await this.engine.prepare();
     if (options.runProjections) this.engine.start();
   }

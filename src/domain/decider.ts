@@ -16,7 +16,7 @@ export interface Decider<State, Command, Event extends DomainEvent> {
   decide(command: Command, state: State): Event[];
 }
 
-export type DomainErrorKind = 'invalid' | 'not_found' | 'forbidden' | 'conflict' | 'unprocessable' | 'gone';
+export type DomainErrorKind = 'invalid' | 'unauthenticated' | 'not_found' | 'forbidden' | 'conflict' | 'unprocessable' | 'gone';
 
 /** A rule the command broke. The HTTP layer maps `kind` to a status; `message` is shown as is. */
 export class DomainError extends Error {

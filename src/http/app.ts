@@ -1,6 +1,8 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import client from 'prom-client';
+import { ProviderFailure } from '../app/kyc';
+import { TooManySends } from '../app/login';
 import type { Tally } from '../app/tally';
 import { DomainError } from '../domain/decider';
 import { StoreUnavailableError } from '../eventstore/port';
@@ -10,7 +12,12 @@ import { RateLimiter } from './ratelimit';
 import { expressPath, type RequestContext, type RouteSpec } from './route';
 import { adminRoutes } from './routes/admin';
 import { operationsRoutes } from './routes/operations';
+import { kycRoutes } from './routes/kyc';
+import { loginRoutes } from './routes/login';
 import { partnerUserRoutes } from './routes/partner-users';
+import { profileRoutes } from './routes/profile';
+import { sandboxIdentityRoutes } from './routes/sandbox';
+import { webhookRoutes } from './routes/webhooks';
 import { validate } from './validation';
 
 const BODY_LIMIT = '100kb';
@@ -54,7 +61,7 @@ function clientIp(req: Request): string {
 
 /** Every route of the service, in one list: served, validated and documented from it. */
 export function allRoutes(): RouteSpec[] {
-  return [...partnerUserRoutes, ...adminRoutes, ...operationsRoutes];
+  return [...partnerUserRoutes, ...loginRoutes, ...profileRoutes, ...kycRoutes, ...sandboxIdentityRoutes, ...webhookRoutes, ...adminRoutes, ...operationsRoutes];
 }
 
 export function createApp(tally: Tally): express.Express {
@@ -64,6 +71,7 @@ export function createApp(tally: Tally): express.Express {
   const openapi = buildOpenApi(routes, tally.config.publicBaseUrl);
   const partnerLimiter = new RateLimiter(tally.config.rateLimit.partnerRps);
   const ipLimiter = new RateLimiter(tally.config.rateLimit.ipRps);
+  const userLimiter = new RateLimiter(tally.config.rateLimit.userRps);
   app.disable('x-powered-by');
   app.set('trust proxy', false);
   app.locals.openapi = openapi;
@@ -89,7 +97,13 @@ export function createApp(tally: Tally): express.Express {
     next();
   });
 
-  app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ['application/json', 'application/*+json'] }));
+  // Provider callbacks are verified over their raw bytes, so keep them.
+  const keepRaw = (req: Request, _res: Response, buf: Buffer) => {
+    (req as Request & { rawBody?: Buffer }).rawBody = buf;
+  };
+  app.use(express.json({ limit: BODY_LIMIT, strict: false, type: ['application/json', 'application/*+json'], verify: keepRaw }));
+  // The sandbox hosted pages post plain HTML forms.
+  app.use(express.urlencoded({ limit: BODY_LIMIT, extended: false }));
 
   for (const spec of routes) {
     app[spec.method](expressPath(spec.path), async (req: Request, res: Response) => {
@@ -152,8 +166,16 @@ export function createApp(tally: Tally): express.Express {
         if (!given || !safeEqual(given, token)) throw new HttpError(401, 'Invalid admin token');
         return ctx;
       }
-      case 'bearer':
-        throw new HttpError(401, MESSAGES.invalidToken);
+      case 'bearer': {
+        const token = /^Bearer\s+(\S+)$/i.exec(req.get('authorization') ?? '')?.[1];
+        const claims = token ? await tally.login.authenticateBearer(token) : null;
+        if (!claims) throw new HttpError(401, spec.bearerError ?? MESSAGES.invalidToken);
+        const wait = userLimiter.take(claims.userId);
+        if (wait > 0) throw new HttpError(429, MESSAGES.tooManyRequests, {}, { 'Retry-After': String(wait) });
+        ctx.userId = claims.userId;
+        ctx.partnerId = claims.partnerId;
+        return ctx;
+      }
       default:
         return ctx;
     }
@@ -174,6 +196,8 @@ export function createApp(tally: Tally): express.Express {
 
 export function toErrorReply(error: unknown): { status: number; body: Record<string, unknown>; headers: Record<string, string> } {
   if (error instanceof HttpError) return { status: error.status, body: { success: false, error: error.message, ...error.extra }, headers: error.headers };
+  if (error instanceof ProviderFailure) return { status: 502, body: { success: false, error: error.message }, headers: {} };
+  if (error instanceof TooManySends) return { status: 429, body: { success: false, error: MESSAGES.tooManyRequests }, headers: { 'Retry-After': '3600' } };
   if (error instanceof DomainError) return { status: STATUS_OF[error.kind], body: { success: false, error: error.message }, headers: {} };
   const e = error as { type?: string; status?: number };
   if (e?.type === 'entity.parse.failed') return { status: 400, body: { success: false, error: MESSAGES.invalidJson }, headers: {} };

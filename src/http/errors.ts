@@ -15,6 +15,7 @@ export class HttpError extends Error {
 
 export const STATUS_OF: Record<DomainErrorKind, number> = {
   invalid: 400,
+  unauthenticated: 401,
   forbidden: 403,
   not_found: 404,
   conflict: 409,

@@ -39,6 +39,8 @@ export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
   tag: string;
   description?: string;
   deprecated?: boolean;
+  /** The 401 message of a bearer route when the token is missing or bad (one route's is its own). */
+  bearerError?: string;
   body?: TSchema;
   query?: TSchema;
   params?: TSchema;

@@ -90,7 +90,8 @@ function describe(error: ErrorObject, rootSchema: TSchema): string {
 export function validate<T>(schema: TSchema, value: unknown, options: { coerce: boolean }): T {
   const fn = compiled(schema, options.coerce);
   if (!fn(value)) {
-    const [first] = fn.errors ?? [];
+    // For a property that may take one of several forms, its own message beats a branch's.
+    const first = fn.errors?.find((e) => e.keyword === 'anyOf') ?? fn.errors?.[0];
     throw new HttpError(400, first ? describe(first, schema) : 'Invalid request', {
       code: 'validation_error',
       details: (fn.errors ?? []).map((e) => ({ field: fieldName(e) || null, rule: e.keyword })),

@@ -1,6 +1,7 @@
 import type { Projection } from './projection';
 import { partnersProjection } from './partners';
+import { accountsProjection, kycProjection, profilesProjection, sessionsProjection } from './identity';
 import { usersProjection } from './users';
 
 /** Every read model of the service. */
-export const allProjections: Projection[] = [partnersProjection, usersProjection];
+export const allProjections: Projection[] = [partnersProjection, usersProjection, profilesProjection, kycProjection, sessionsProjection, accountsProjection];

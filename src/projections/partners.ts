@@ -4,6 +4,7 @@ import type { Projection } from './projection';
 /** Partners and their API keys (secrets only as slow hashes), for authenticating partner calls. */
 export const partnersProjection: Projection = {
   name: 'partners',
+  version: 1,
   tables: ['rm_partners', 'rm_partner_keys'],
   eventTypes: ['PartnerCreated', 'PartnerApiKeyCreated', 'PartnerApiKeyRevoked'],
   createTables: (t) => `

@@ -10,6 +10,8 @@ export type Tables = Record<string, string>;
  */
 export interface Projection {
   name: string;
+  /** Bump when tables or apply change: a store built by another version is rebuilt at start. */
+  version: number;
   /** Base names of the tables it owns. */
   tables: string[];
   /** Event types it reads; the runner asks the store for these only. */

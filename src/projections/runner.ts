@@ -14,10 +14,12 @@ export const CHECKPOINTS_SCHEMA = `
 CREATE TABLE IF NOT EXISTS projection_checkpoints (
   name         text PRIMARY KEY,
   position     text NOT NULL DEFAULT '',
+  version      integer NOT NULL DEFAULT 1,
   owner        text,
   lease_until  timestamptz,
   updated_at   timestamptz NOT NULL DEFAULT now()
-);`;
+);
+ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS version integer NOT NULL DEFAULT 1;`;
 
 export interface ProjectionStatus {
   name: string;
@@ -61,11 +63,15 @@ export class ProjectionEngine {
         await this.sql.transaction(async (tx) => {
           for (const table of p.tables) await tx.query(`DROP TABLE IF EXISTS ${table}`);
           for (const statement of splitStatements(p.createTables(liveTables(p)))) await tx.query(statement);
-          await tx.query(`INSERT INTO projection_checkpoints (name, position) VALUES ($1, '') ON CONFLICT (name) DO NOTHING`, [p.name]);
+          await tx.query(`INSERT INTO projection_checkpoints (name, position, version) VALUES ($1, '', $2) ON CONFLICT (name) DO NOTHING`, [p.name, p.version]);
         });
       }
-      const [row] = await this.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = $1`, [p.name]);
+      const [row] = await this.sql.query<{ position: string; version: number }>(`SELECT position, version FROM projection_checkpoints WHERE name = $1`, [p.name]);
       this.positions.set(p.name, row?.position ?? '');
+      if (row && row.version !== p.version) {
+        this.log?.info({ projection: p.name, from: row.version, to: p.version }, 'projection changed since this store was built: rebuilding');
+        await this.rebuild(p.name);
+      }
     }
   }
 
@@ -251,7 +257,7 @@ export class ProjectionEngine {
           await tx.query(`DROP TABLE IF EXISTS ${table}`);
           await tx.query(`ALTER TABLE ${tables[table]} RENAME TO ${table}`);
         }
-        await tx.query(`UPDATE projection_checkpoints SET position = $2, updated_at = now() WHERE name = $1`, [p.name, position]);
+        await tx.query(`UPDATE projection_checkpoints SET position = $2, version = $3, updated_at = now() WHERE name = $1`, [p.name, position, p.version]);
       });
     } catch (error) {
       for (const table of Object.values(tables)) await this.sql.query(`DROP TABLE IF EXISTS ${table}`).catch(() => {});

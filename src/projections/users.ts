@@ -1,11 +1,13 @@
+import type { KycEvent } from '../domain/kyc/kyc';
 import type { UserEvent } from '../domain/users/user';
 import type { Projection } from './projection';
 
 /** The partner-facing user list and record. */
 export const usersProjection: Projection = {
   name: 'users',
+  version: 2,
   tables: ['rm_users'],
-  eventTypes: ['UserRegistered', 'UserStatusChanged'],
+  eventTypes: ['UserRegistered', 'UserStatusChanged', 'KycVerificationStarted', 'KycStatusChanged'],
   createTables: (t) => `
     CREATE TABLE ${t.rm_users} (
       user_id       uuid PRIMARY KEY,
@@ -23,7 +25,7 @@ export const usersProjection: Projection = {
     CREATE INDEX ${t.rm_users}_email ON ${t.rm_users} (email);`,
   async apply(tx, events, t) {
     for (const recorded of events) {
-      const e = { type: recorded.type, data: recorded.data } as UserEvent;
+      const e = { type: recorded.type, data: recorded.data } as UserEvent | KycEvent;
       switch (e.type) {
         case 'UserRegistered':
           await tx.query(
@@ -34,6 +36,12 @@ export const usersProjection: Projection = {
           break;
         case 'UserStatusChanged':
           await tx.query(`UPDATE ${t.rm_users} SET status = $2, updated_at = $3 WHERE user_id = $1`, [e.data.userId, e.data.to, recorded.recordedAt]);
+          break;
+        case 'KycVerificationStarted':
+          await tx.query(`UPDATE ${t.rm_users} SET kyc_status = 'created', updated_at = $2 WHERE user_id = $1`, [e.data.userId, recorded.recordedAt]);
+          break;
+        case 'KycStatusChanged':
+          await tx.query(`UPDATE ${t.rm_users} SET kyc_status = $2, updated_at = $3 WHERE user_id = $1`, [e.data.userId, e.data.to, recorded.recordedAt]);
           break;
       }
     }

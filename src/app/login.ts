@@ -1,0 +1,184 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { accountStream, accountDecider, userAccountStream } from '../domain/accounts/account';
+import { DomainError } from '../domain/decider';
+import { INVALID_CODE, loginDecider, loginStream, MAX_SENDS_PER_HOUR } from '../domain/login/login';
+import { INVALID_TOKEN, sessionDecider, sessionStream } from '../domain/sessions/session';
+import { normalizeEmail, userDecider, userStream } from '../domain/users/user';
+import { type StreamAppend, WrongExpectedRevisionError } from '../eventstore/port';
+import { type CommandContext, load, toNewEvents } from './commands';
+import type { Tally } from './tally';
+import { newLoginCode, newRefreshToken, parseRefreshToken } from './tokens';
+
+export const SEND_MESSAGE = 'If the email is registered, a code has been sent';
+const MAX_ATTEMPTS = 4;
+
+export class TooManySends extends Error {}
+
+export interface LoginResult {
+  success: true;
+  accessToken: string;
+  refreshToken: string;
+  tokenType: 'Bearer';
+  expiresIn: number;
+  user: { id: string; email: string; status: 'active' };
+}
+
+const emailKey = (email: string) => createHash('sha256').update(normalizeEmail(email)).digest('hex');
+
+/** Emailed-code login, sessions with rotating refresh tokens, and the account opened at first login. */
+export class LoginService {
+  constructor(private readonly tally: Tally) {}
+
+  private async partnerUser(partnerId: string, email: string): Promise<{ id: string; email: string } | null> {
+    const [row] = await this.tally.sql.query<{ id: string; email: string }>('SELECT user_id::text AS id, email FROM rm_users WHERE email = $1 AND partner_id = $2', [
+      normalizeEmail(email),
+      partnerId,
+    ]);
+    return row ?? null;
+  }
+
+  /**
+   * Always the same answer (no account enumeration). Sends are counted per email, registered or
+   * not, so the 429 gives nothing away either.
+   */
+  async send(partnerId: string, email: string, ctx: CommandContext): Promise<void> {
+    const key = emailKey(email);
+    const allowed = await this.tally.sql.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
+      await tx.query(`DELETE FROM login_send_log WHERE email_hash = $1 AND sent_at < now() - interval '1 hour'`, [key]);
+      const [row] = await tx.query<{ n: string }>('SELECT count(*)::text AS n FROM login_send_log WHERE email_hash = $1', [key]);
+      if (Number(row?.n ?? 0) >= MAX_SENDS_PER_HOUR) return false;
+      await tx.query('INSERT INTO login_send_log (email_hash, sent_at) VALUES ($1, now())', [key]);
+      return true;
+    });
+    if (!allowed) throw new TooManySends();
+    const user = await this.partnerUser(partnerId, email);
+    if (!user) return;
+    const code = newLoginCode();
+    const at = new Date().toISOString();
+    const login = await load(this.tally.store, loginStream(user.id), loginDecider);
+    const events = loginDecider.decide({ type: 'IssueCode', userId: user.id, codeId: randomUUID(), codeHash: this.tally.tokens.codeHash(user.id, code), at }, login.state);
+    // Any revision: a new send replaces the code whatever happened in between.
+    await this.tally.store.append(loginStream(user.id), toNewEvents(ctx, loginStream(user.id), events), 'any');
+    try {
+      await this.tally.providers.email.send({
+        to: user.email,
+        subject: 'Your login code',
+        text: `Your login code is ${code}. It expires in 10 minutes. If you did not ask for it, ignore this email.`,
+        tags: { code, kind: 'login_code' },
+      });
+    } catch (error) {
+      // Same answer regardless; the user can ask again. The code itself is never logged.
+      this.tally.log.error({ err: error, provider: this.tally.providers.email.name }, 'login code email could not be sent');
+    }
+  }
+
+  async verify(partnerId: string, email: string, code: string, ctx: CommandContext): Promise<LoginResult> {
+    const user = await this.partnerUser(partnerId, email);
+    if (!user) throw new DomainError('unauthenticated', INVALID_CODE);
+    for (let attempt = 1; ; attempt++) {
+      const at = new Date().toISOString();
+      const sessionId = randomUUID();
+      const login = await load(this.tally.store, loginStream(user.id), loginDecider);
+      const events = loginDecider.decide({ type: 'VerifyCode', userId: user.id, presentedHash: this.tally.tokens.codeHash(user.id, code), sessionId, at }, login.state);
+      const loginAppend: StreamAppend = { stream: loginStream(user.id), events: toNewEvents(ctx, loginStream(user.id), events), expectedRevision: login.revision };
+      try {
+        if (events.some((e) => e.type === 'LoginCodeAttemptFailed')) {
+          // The failed try must count even though the answer is an error.
+          await this.tally.store.appendMany([loginAppend]);
+          throw new DomainError('unauthenticated', INVALID_CODE);
+        }
+        const account = await this.userState(user.id);
+        if (account.status !== 'active') throw new DomainError('unauthenticated', `User account is ${account.status}`);
+        const refresh = newRefreshToken(sessionId);
+        const sessionEvents = sessionDecider.decide(
+          { type: 'StartSession', sessionId, userId: user.id, partnerId, refreshHash: refresh.hash, at },
+          sessionDecider.initialState(),
+        );
+        const appends: StreamAppend[] = [loginAppend, { stream: sessionStream(sessionId), events: toNewEvents(ctx, sessionStream(sessionId), sessionEvents), expectedRevision: 'no_stream' }];
+        appends.push(...(await this.accountOpening(user.id, partnerId, at, ctx)));
+        const results = await this.tally.store.appendMany(appends);
+        await this.tally.readYourWrites(results[results.length - 1]?.position, ['sessions', 'accounts']);
+        return {
+          success: true,
+          accessToken: this.tally.tokens.issueAccessToken({ userId: user.id, partnerId, sessionId }),
+          refreshToken: refresh.token,
+          tokenType: 'Bearer',
+          expiresIn: 900,
+          user: { id: user.id, email: user.email, status: 'active' },
+        };
+      } catch (error) {
+        // A concurrent verify moved the login stream (or opened the account): decide again.
+        if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  /** The first successful login opens the user's one USDC account, in the same atomic append. */
+  private async accountOpening(userId: string, partnerId: string, at: string, ctx: CommandContext): Promise<StreamAppend[]> {
+    const reservation = await this.tally.store.readStream(userAccountStream(userId), { maxCount: 1 });
+    if (reservation.length > 0) return [];
+    const [row] = await this.tally.sql.query<{ id: string }>(`SELECT nextval('account_id_seq')::text AS id`);
+    const accountId = Number(row?.id);
+    const opened = accountDecider.decide({ type: 'OpenAccount', accountId, userId, partnerId, at }, accountDecider.initialState());
+    return [
+      { stream: userAccountStream(userId), events: toNewEvents(ctx, userAccountStream(userId), [{ type: 'UserAccountReserved', data: { userId, accountId } }]), expectedRevision: 'no_stream' },
+      { stream: accountStream(accountId), events: toNewEvents(ctx, accountStream(accountId), opened), expectedRevision: 'no_stream' },
+    ];
+  }
+
+  private async userState(userId: string) {
+    const { state } = await load(this.tally.store, userStream(userId), userDecider);
+    return { status: state.status ?? 'pending' };
+  }
+
+  async refresh(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<LoginResult> {
+    const parsed = parseRefreshToken(refreshToken);
+    if (!parsed) throw new DomainError('unauthenticated', INVALID_TOKEN);
+    const session = await load(this.tally.store, sessionStream(parsed.sessionId), sessionDecider);
+    if (session.state.partnerId !== partnerId || !session.state.userId) throw new DomainError('unauthenticated', INVALID_TOKEN);
+    const userId = session.state.userId;
+    const next = newRefreshToken(parsed.sessionId);
+    const events = sessionDecider.decide({ type: 'Refresh', presentedHash: parsed.hash, newHash: next.hash, at: new Date().toISOString() }, session.state);
+    const result = await this.tally.store.append(sessionStream(parsed.sessionId), toNewEvents(ctx, sessionStream(parsed.sessionId), events), session.revision);
+    if (events.some((e) => e.type === 'SessionRevoked')) {
+      await this.tally.readYourWrites(result.position, ['sessions']);
+      throw new DomainError('unauthenticated', INVALID_TOKEN);
+    }
+    const { status } = await this.userState(userId);
+    if (status !== 'active') throw new DomainError('unauthenticated', `User account is ${status}`);
+    const [user] = await this.tally.sql.query<{ email: string }>('SELECT email FROM rm_users WHERE user_id = $1', [userId]);
+    await this.tally.readYourWrites(result.position, ['sessions']);
+    return {
+      success: true,
+      accessToken: this.tally.tokens.issueAccessToken({ userId, partnerId, sessionId: parsed.sessionId }),
+      refreshToken: next.token,
+      tokenType: 'Bearer',
+      expiresIn: 900,
+      user: { id: userId, email: user?.email ?? '', status: 'active' },
+    };
+  }
+
+  async logout(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<void> {
+    const parsed = parseRefreshToken(refreshToken);
+    if (!parsed) throw new DomainError('unauthenticated', INVALID_TOKEN);
+    const session = await load(this.tally.store, sessionStream(parsed.sessionId), sessionDecider);
+    if (session.state.partnerId !== partnerId) throw new DomainError('unauthenticated', INVALID_TOKEN);
+    const events = sessionDecider.decide({ type: 'Logout', presentedHash: parsed.hash, at: new Date().toISOString() }, session.state);
+    const result = await this.tally.store.append(sessionStream(parsed.sessionId), toNewEvents(ctx, sessionStream(parsed.sessionId), events), session.revision);
+    await this.tally.readYourWrites(result.position, ['sessions']);
+  }
+
+  /** Bearer check on every request: a valid token of a live session of a user who is still active. */
+  async authenticateBearer(token: string): Promise<{ userId: string; partnerId: string; sessionId: string } | null> {
+    const claims = this.tally.tokens.verifyAccessToken(token);
+    if (!claims) return null;
+    const [row] = await this.tally.sql.query<{ status: string; revoked: boolean }>(
+      `SELECT u.status, (s.revoked_at IS NOT NULL) AS revoked FROM rm_sessions s JOIN rm_users u ON u.user_id = s.user_id
+        WHERE s.session_id = $1 AND s.user_id = $2 AND s.partner_id = $3`,
+      [claims.sessionId, claims.userId, claims.partnerId],
+    );
+    if (!row || row.revoked || row.status !== 'active') return null;
+    return claims;
+  }
+}

@@ -1,0 +1,73 @@
+import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import type { ServiceKeys } from './keys';
+
+export const ACCESS_TOKEN_LIFETIME_SECONDS = 15 * 60;
+export const TOKEN_ISSUER = 'tally';
+export const TOKEN_AUDIENCE = 'tally-partner-api';
+/** Pinned: a token naming any other algorithm (including `none`) is refused. */
+const ALGORITHM = 'HS256' as const;
+
+export interface AccessClaims {
+  userId: string;
+  partnerId: string;
+  sessionId: string;
+}
+
+export class TokenService {
+  constructor(private readonly keys: ServiceKeys) {}
+
+  issueAccessToken(claims: AccessClaims): string {
+    const key = this.keys.signing[this.keys.signing.length - 1];
+    if (!key) throw new Error('no signing key');
+    return jwt.sign({ pid: claims.partnerId, sid: claims.sessionId }, key.secret, {
+      algorithm: ALGORITHM,
+      keyid: key.kid,
+      subject: claims.userId,
+      issuer: TOKEN_ISSUER,
+      audience: TOKEN_AUDIENCE,
+      expiresIn: ACCESS_TOKEN_LIFETIME_SECONDS,
+    });
+  }
+
+  /** The claims of a valid token, or null (unknown kid, bad signature, expired, wrong alg/iss/aud). */
+  verifyAccessToken(token: string): AccessClaims | null {
+    if (token.length > 4096) return null;
+    const decoded = jwt.decode(token, { complete: true });
+    if (!decoded || typeof decoded === 'string' || decoded.header.alg !== ALGORITHM) return null;
+    const key = this.keys.signing.find((k) => k.kid === decoded.header.kid);
+    if (!key) return null;
+    try {
+      const payload = jwt.verify(token, key.secret, { algorithms: [ALGORITHM], issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE }) as jwt.JwtPayload;
+      if (typeof payload.sub !== 'string' || typeof payload.pid !== 'string' || typeof payload.sid !== 'string') return null;
+      return { userId: payload.sub, partnerId: payload.pid, sessionId: payload.sid };
+    } catch {
+      // Expired, tampered or malformed: all the same 401 to the caller.
+      return null;
+    }
+  }
+
+  /** Login codes are stored only as this keyed hash: a leaked log or table does not give them away. */
+  codeHash(userId: string, code: string): string {
+    return createHmac('sha256', this.keys.pepper).update(`${userId}:${code}`).digest('hex');
+  }
+}
+
+/** 6 digits from the CSPRNG. */
+export function newLoginCode(): string {
+  return randomInt(0, 1_000_000).toString().padStart(6, '0');
+}
+
+/** Opaque refresh token that names its session; only the hash of its secret part is stored. */
+export function newRefreshToken(sessionId: string): { token: string; hash: string } {
+  const secret = randomBytes(32).toString('base64url');
+  return { token: `rt_${sessionId}_${secret}`, hash: refreshHash(secret) };
+}
+
+export function parseRefreshToken(token: string): { sessionId: string; hash: string } | null {
+  const match = /^rt_([0-9a-f-]{36})_([A-Za-z0-9_-]{43})$/.exec(token);
+  if (!match?.[1] || !match[2]) return null;
+  return { sessionId: match[1], hash: refreshHash(match[2]) };
+}
+
+const refreshHash = (secret: string) => createHash('sha256').update(secret).digest('hex');

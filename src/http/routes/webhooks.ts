@@ -1,0 +1,33 @@
+import { Type } from '@sinclair/typebox';
+import type { Request } from 'express';
+import { WebhookSignatureError } from '../../providers/identity/port';
+import { HttpError, MESSAGES } from '../errors';
+import { route } from '../route';
+
+const rawBody = (req: Request) => (req as Request & { rawBody?: Buffer }).rawBody ?? Buffer.alloc(0);
+
+const identityWebhook = (provider: string) =>
+  route({
+    method: 'post',
+    path: `/webhooks/identity/${provider}`,
+    auth: 'signed',
+    tag: 'Provider callbacks',
+    summary: `Signed callbacks of the ${provider} identity provider (deduplicated by its event id).`,
+    body: Type.Object({}),
+    responses: { 200: { description: 'Received' }, 401: { description: 'Missing or bad signature: nothing changes' } },
+    async handler({ tally, req }) {
+      const adapter = tally.providers.identity.get(provider);
+      if (!adapter) throw new HttpError(404, MESSAGES.notFound);
+      let event: ReturnType<typeof adapter.parseWebhook>;
+      try {
+        event = adapter.parseWebhook(rawBody(req), req.headers);
+      } catch (error) {
+        if (error instanceof WebhookSignatureError) throw new HttpError(401, 'Invalid webhook signature');
+        throw new HttpError(400, 'Invalid webhook payload');
+      }
+      await tally.kyc.applyWebhook(provider, event);
+      return { status: 200, body: { success: true, received: true } };
+    },
+  });
+
+export const webhookRoutes = [identityWebhook('sandbox'), identityWebhook('persona')];
