@@ -63,15 +63,29 @@ export class KycService {
       }
       const at = new Date().toISOString();
       const kycEvents = kycDecider.decide(
-        { type: 'RecordVerificationStarted', userId, verificationId: randomUUID(), inquiryId: created.inquiryId, provider: provider.name, verificationUrl: created.verificationUrl, at },
+        {
+          type: 'RecordVerificationStarted',
+          userId,
+          verificationId: randomUUID(),
+          inquiryId: created.inquiryId,
+          provider: provider.name,
+          verificationUrl: created.verificationUrl,
+          at,
+        },
         kyc.state,
       );
       const user = await load(this.tally.store, userStream(userId), userDecider);
       const userEvents = userDecider.decide({ type: 'RequireKyc' }, user.state);
       try {
         const results = await this.tally.store.appendMany([
-          { stream: kycStream(userId), events: toNewEvents(ctx, kycStream(userId), kycEvents), expectedRevision: kyc.revision === -1 ? 'no_stream' : kyc.revision },
-          ...(userEvents.length ? [{ stream: userStream(userId), events: toNewEvents(ctx, userStream(userId), userEvents), expectedRevision: user.revision }] : []),
+          {
+            stream: kycStream(userId),
+            events: toNewEvents(ctx, kycStream(userId), kycEvents),
+            expectedRevision: kyc.revision === -1 ? 'no_stream' : kyc.revision,
+          },
+          ...(userEvents.length
+            ? [{ stream: userStream(userId), events: toNewEvents(ctx, userStream(userId), userEvents), expectedRevision: user.revision }]
+            : []),
         ]);
         await this.tally.readYourWrites(results[results.length - 1]?.position, ['kyc', 'users']);
         return { verificationUrl: created.verificationUrl, inquiryId: created.inquiryId, isExisting: false };
@@ -86,12 +100,25 @@ export class KycService {
   async applyProviderUpdate(update: { snapshot: Omit<InquirySnapshot, 'updatedAt'>; source: string; eventId: string; at: string }): Promise<void> {
     const userId = await this.userOfInquiry(update.snapshot.inquiryId, update.snapshot.referenceId);
     if (!userId) throw new DomainError('not_found', `Unknown inquiry ${update.snapshot.inquiryId}`);
-    const ctx: CommandContext = { commandId: `identity:${update.source}:${update.eventId}`, metadata: { actor: { kind: 'provider', id: update.source }, correlationId: update.eventId } };
+    const ctx: CommandContext = {
+      commandId: `identity:${update.source}:${update.eventId}`,
+      metadata: { actor: { kind: 'provider', id: update.source }, correlationId: update.eventId },
+    };
     for (let attempt = 1; ; attempt++) {
       const kyc = await load(this.tally.store, kycStream(userId), kycDecider);
       const s = update.snapshot;
       const kycEvents = kycDecider.decide(
-        { type: 'ApplyProviderStatus', inquiryId: s.inquiryId, status: s.status, riskLevel: s.riskLevel, riskScore: s.riskScore, reasons: s.reasons, document: s.document as KycDocumentData | null, source: update.source, at: update.at },
+        {
+          type: 'ApplyProviderStatus',
+          inquiryId: s.inquiryId,
+          status: s.status,
+          riskLevel: s.riskLevel,
+          riskScore: s.riskScore,
+          reasons: s.reasons,
+          document: s.document as KycDocumentData | null,
+          source: update.source,
+          at: update.at,
+        },
         kyc.state,
       );
       if (kycEvents.length === 0) return;
@@ -101,7 +128,9 @@ export class KycService {
       try {
         const results = await this.tally.store.appendMany([
           { stream: kycStream(userId), events: toNewEvents(ctx, kycStream(userId), kycEvents), expectedRevision: kyc.revision },
-          ...(userEvents.length ? [{ stream: userStream(userId), events: toNewEvents(ctx, userStream(userId), userEvents), expectedRevision: user.revision }] : []),
+          ...(userEvents.length
+            ? [{ stream: userStream(userId), events: toNewEvents(ctx, userStream(userId), userEvents), expectedRevision: user.revision }]
+            : []),
         ]);
         await this.tally.readYourWrites(results[results.length - 1]?.position, ['kyc', 'users']);
         return;
@@ -112,7 +141,15 @@ export class KycService {
   }
 
   async applyWebhook(providerName: string, event: IdentityWebhookEvent): Promise<void> {
-    const snapshot = event.snapshot ?? { inquiryId: event.inquiryId, referenceId: '', status: event.status, riskLevel: null, riskScore: null, reasons: null, document: null };
+    const snapshot = event.snapshot ?? {
+      inquiryId: event.inquiryId,
+      referenceId: '',
+      status: event.status,
+      riskLevel: null,
+      riskScore: null,
+      reasons: null,
+      document: null,
+    };
     await this.applyProviderUpdate({ snapshot: { ...snapshot, status: event.status }, source: providerName, eventId: event.eventId, at: event.occurredAt });
   }
 
@@ -127,7 +164,12 @@ export class KycService {
       this.tally.log.warn({ err: error }, 'identity provider could not be read');
       throw new ProviderFailure('Identity provider unavailable');
     }
-    await this.applyProviderUpdate({ snapshot, source: latest.provider, eventId: `resync:${latest.inquiry_id}:${snapshot.status}:${snapshot.updatedAt}`, at: new Date().toISOString() });
+    await this.applyProviderUpdate({
+      snapshot,
+      source: latest.provider,
+      eventId: `resync:${latest.inquiry_id}:${snapshot.status}:${snapshot.updatedAt}`,
+      at: new Date().toISOString(),
+    });
   }
 
   private async userOfInquiry(inquiryId: string, referenceId: string): Promise<string | null> {
@@ -142,11 +184,17 @@ export class KycService {
   }
 
   async history(userId: string): Promise<VerificationRow[]> {
-    return this.tally.sql.query<VerificationRow>(`SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 100`, [userId]);
+    return this.tally.sql.query<VerificationRow>(
+      `SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 100`,
+      [userId],
+    );
   }
 
   async latest(userId: string): Promise<VerificationRow | null> {
-    const [row] = await this.tally.sql.query<VerificationRow>(`SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 1`, [userId]);
+    const [row] = await this.tally.sql.query<VerificationRow>(
+      `SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 1`,
+      [userId],
+    );
     return row ?? null;
   }
 

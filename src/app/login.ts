@@ -30,10 +30,10 @@ export class LoginService {
   constructor(private readonly tally: Tally) {}
 
   private async partnerUser(partnerId: string, email: string): Promise<{ id: string; email: string } | null> {
-    const [row] = await this.tally.sql.query<{ id: string; email: string }>('SELECT user_id::text AS id, email FROM rm_users WHERE email = $1 AND partner_id = $2', [
-      normalizeEmail(email),
-      partnerId,
-    ]);
+    const [row] = await this.tally.sql.query<{ id: string; email: string }>(
+      'SELECT user_id::text AS id, email FROM rm_users WHERE email = $1 AND partner_id = $2',
+      [normalizeEmail(email), partnerId],
+    );
     return row ?? null;
   }
 
@@ -57,7 +57,10 @@ export class LoginService {
     const code = newLoginCode();
     const at = new Date().toISOString();
     const login = await load(this.tally.store, loginStream(user.id), loginDecider);
-    const events = loginDecider.decide({ type: 'IssueCode', userId: user.id, codeId: randomUUID(), codeHash: this.tally.tokens.codeHash(user.id, code), at }, login.state);
+    const events = loginDecider.decide(
+      { type: 'IssueCode', userId: user.id, codeId: randomUUID(), codeHash: this.tally.tokens.codeHash(user.id, code), at },
+      login.state,
+    );
     // Any revision: a new send replaces the code whatever happened in between.
     await this.tally.store.append(loginStream(user.id), toNewEvents(ctx, loginStream(user.id), events), 'any');
     try {
@@ -80,8 +83,15 @@ export class LoginService {
       const at = new Date().toISOString();
       const sessionId = randomUUID();
       const login = await load(this.tally.store, loginStream(user.id), loginDecider);
-      const events = loginDecider.decide({ type: 'VerifyCode', userId: user.id, presentedHash: this.tally.tokens.codeHash(user.id, code), sessionId, at }, login.state);
-      const loginAppend: StreamAppend = { stream: loginStream(user.id), events: toNewEvents(ctx, loginStream(user.id), events), expectedRevision: login.revision };
+      const events = loginDecider.decide(
+        { type: 'VerifyCode', userId: user.id, presentedHash: this.tally.tokens.codeHash(user.id, code), sessionId, at },
+        login.state,
+      );
+      const loginAppend: StreamAppend = {
+        stream: loginStream(user.id),
+        events: toNewEvents(ctx, loginStream(user.id), events),
+        expectedRevision: login.revision,
+      };
       try {
         if (events.some((e) => e.type === 'LoginCodeAttemptFailed')) {
           // The failed try must count even though the answer is an error.
@@ -95,7 +105,10 @@ export class LoginService {
           { type: 'StartSession', sessionId, userId: user.id, partnerId, refreshHash: refresh.hash, at },
           sessionDecider.initialState(),
         );
-        const appends: StreamAppend[] = [loginAppend, { stream: sessionStream(sessionId), events: toNewEvents(ctx, sessionStream(sessionId), sessionEvents), expectedRevision: 'no_stream' }];
+        const appends: StreamAppend[] = [
+          loginAppend,
+          { stream: sessionStream(sessionId), events: toNewEvents(ctx, sessionStream(sessionId), sessionEvents), expectedRevision: 'no_stream' },
+        ];
         appends.push(...(await this.accountOpening(user.id, partnerId, at, ctx)));
         const results = await this.tally.store.appendMany(appends);
         await this.tally.readYourWrites(results[results.length - 1]?.position, ['sessions', 'accounts']);
@@ -122,7 +135,11 @@ export class LoginService {
     const accountId = Number(row?.id);
     const opened = accountDecider.decide({ type: 'OpenAccount', accountId, userId, partnerId, at }, accountDecider.initialState());
     return [
-      { stream: userAccountStream(userId), events: toNewEvents(ctx, userAccountStream(userId), [{ type: 'UserAccountReserved', data: { userId, accountId } }]), expectedRevision: 'no_stream' },
+      {
+        stream: userAccountStream(userId),
+        events: toNewEvents(ctx, userAccountStream(userId), [{ type: 'UserAccountReserved', data: { userId, accountId } }]),
+        expectedRevision: 'no_stream',
+      },
       { stream: accountStream(accountId), events: toNewEvents(ctx, accountStream(accountId), opened), expectedRevision: 'no_stream' },
     ];
   }

@@ -16,7 +16,13 @@ export class ProfileService {
   constructor(private readonly tally: Tally) {}
 
   async create(partnerId: string, userId: string, fields: ProfileFields, ctx: CommandContext): Promise<ProfileView> {
-    const result = await handle(this.tally.store, profileStream(userId), profileDecider, { type: 'CreateProfile', userId, partnerId, fields, today: today() }, ctx);
+    const result = await handle(
+      this.tally.store,
+      profileStream(userId),
+      profileDecider,
+      { type: 'CreateProfile', userId, partnerId, fields, today: today() },
+      ctx,
+    );
     await this.tally.readYourWrites(result.appended?.position, ['profiles']);
     return this.require(userId);
   }

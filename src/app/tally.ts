@@ -13,7 +13,6 @@ import { ProfileService } from './profiles';
 import { TokenService } from './tokens';
 import { UserService } from './users';
 
-
 /** Tables that belong to no projection: id allocation and operational counters. */
 const SERVICE_SCHEMA = `
 CREATE SEQUENCE IF NOT EXISTS account_id_seq START WITH 1000;

@@ -61,7 +61,16 @@ function clientIp(req: Request): string {
 
 /** Every route of the service, in one list: served, validated and documented from it. */
 export function allRoutes(): RouteSpec[] {
-  return [...partnerUserRoutes, ...loginRoutes, ...profileRoutes, ...kycRoutes, ...sandboxIdentityRoutes, ...webhookRoutes, ...adminRoutes, ...operationsRoutes];
+  return [
+    ...partnerUserRoutes,
+    ...loginRoutes,
+    ...profileRoutes,
+    ...kycRoutes,
+    ...sandboxIdentityRoutes,
+    ...webhookRoutes,
+    ...adminRoutes,
+    ...operationsRoutes,
+  ];
 }
 
 export function createApp(tally: Tally): express.Express {

@@ -22,12 +22,10 @@ export const profilesProjection: Projection = {
     for (const recorded of events) {
       const e = { type: recorded.type, data: recorded.data } as ProfileEvent;
       if (e.type === 'ProfileCreated') {
-        await tx.query(`INSERT INTO ${t.rm_profiles} (user_id, partner_id, fields, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) ON CONFLICT DO NOTHING`, [
-          e.data.userId,
-          e.data.partnerId,
-          JSON.stringify(e.data.fields),
-          recorded.recordedAt,
-        ]);
+        await tx.query(
+          `INSERT INTO ${t.rm_profiles} (user_id, partner_id, fields, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) ON CONFLICT DO NOTHING`,
+          [e.data.userId, e.data.partnerId, JSON.stringify(e.data.fields), recorded.recordedAt],
+        );
       } else {
         await tx.query(`UPDATE ${t.rm_profiles} SET fields = fields || $2::jsonb, updated_at = $3 WHERE user_id = $1`, [
           e.data.userId,
@@ -134,19 +132,20 @@ export const sessionsProjection: Projection = {
       const e = { type: recorded.type, data: recorded.data } as SessionEvent;
       switch (e.type) {
         case 'SessionStarted':
-          await tx.query(`INSERT INTO ${t.rm_sessions} (session_id, user_id, partner_id, expires_at, started_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, [
-            e.data.sessionId,
-            e.data.userId,
-            e.data.partnerId,
-            e.data.expiresAt,
-            e.data.at,
-          ]);
+          await tx.query(
+            `INSERT INTO ${t.rm_sessions} (session_id, user_id, partner_id, expires_at, started_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+            [e.data.sessionId, e.data.userId, e.data.partnerId, e.data.expiresAt, e.data.at],
+          );
           break;
         case 'SessionRefreshed':
           await tx.query(`UPDATE ${t.rm_sessions} SET expires_at = $2 WHERE session_id = $1`, [e.data.sessionId, e.data.expiresAt]);
           break;
         case 'SessionRevoked':
-          await tx.query(`UPDATE ${t.rm_sessions} SET revoked_at = $2, revoked_reason = $3 WHERE session_id = $1`, [e.data.sessionId, e.data.at, e.data.reason]);
+          await tx.query(`UPDATE ${t.rm_sessions} SET revoked_at = $2, revoked_reason = $3 WHERE session_id = $1`, [
+            e.data.sessionId,
+            e.data.at,
+            e.data.reason,
+          ]);
           break;
       }
     }
@@ -173,14 +172,10 @@ export const accountsProjection: Projection = {
   async apply(tx, events, t) {
     for (const recorded of events) {
       const e = { type: recorded.type, data: recorded.data } as AccountEvent;
-      await tx.query(`INSERT INTO ${t.rm_accounts} (account_id, user_id, partner_id, asset, type, opened_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, [
-        e.data.accountId,
-        e.data.userId,
-        e.data.partnerId,
-        e.data.asset,
-        e.data.type,
-        e.data.at,
-      ]);
+      await tx.query(
+        `INSERT INTO ${t.rm_accounts} (account_id, user_id, partner_id, asset, type, opened_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+        [e.data.accountId, e.data.userId, e.data.partnerId, e.data.asset, e.data.type, e.data.at],
+      );
     }
   },
 };

@@ -66,7 +66,9 @@ export class ProjectionEngine {
           await tx.query(`INSERT INTO projection_checkpoints (name, position, version) VALUES ($1, '', $2) ON CONFLICT (name) DO NOTHING`, [p.name, p.version]);
         });
       }
-      const [row] = await this.sql.query<{ position: string; version: number }>(`SELECT position, version FROM projection_checkpoints WHERE name = $1`, [p.name]);
+      const [row] = await this.sql.query<{ position: string; version: number }>(`SELECT position, version FROM projection_checkpoints WHERE name = $1`, [
+        p.name,
+      ]);
       this.positions.set(p.name, row?.position ?? '');
       if (row && row.version !== p.version) {
         this.log?.info({ projection: p.name, from: row.version, to: p.version }, 'projection changed since this store was built: rebuilding');

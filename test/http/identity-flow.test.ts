@@ -23,7 +23,10 @@ describe('identity: the whole flow over HTTP', () => {
     const partial = await app.http.get(`/api/v1/user/profile/check-completion?userId=${user.id}`).set(partner.headers);
     expect(partial.body.data.isComplete).to.equal(false);
     expect(partial.body.data.missingFields).to.include('lastName').and.not.include('firstName');
-    const patched = await app.http.patch('/api/v1/user/profile').set(partner.headers).send({ userId: user.id, ...COMPLETE_PROFILE });
+    const patched = await app.http
+      .patch('/api/v1/user/profile')
+      .set(partner.headers)
+      .send({ userId: user.id, ...COMPLETE_PROFILE });
     expect(patched.status).to.equal(200);
     expect(patched.body.data.profile).to.include({ expectedMonthlyVolume: '2500', annualSalary: '85000.5', nationality: 'CO' });
     const complete = await app.http.get(`/api/v1/user/profile/check-completion?userId=${user.id}`).set(partner.headers);
@@ -44,7 +47,10 @@ describe('identity: the whole flow over HTTP', () => {
 
     const done = await app.http.post(`/sandbox/v1/kyc/${start.body.inquiryId}/complete`).set(partner.headers).send({ outcome: 'approved' });
     expect(done.status).to.equal(202);
-    expect((await app.http.get(`/api/v1/partner/users/${user.id}`).set(partner.headers)).body.data.user).to.include({ status: 'active', kycStatus: 'approved' });
+    expect((await app.http.get(`/api/v1/partner/users/${user.id}`).set(partner.headers)).body.data.user).to.include({
+      status: 'active',
+      kycStatus: 'approved',
+    });
     const after = await app.http.get(`/api/v1/user/kyc/status?userId=${user.id}`).set(partner.headers);
     expect(after.body.data.kyc).to.include({ hasKyc: true, isApproved: true, status: 'approved', inquiryId: start.body.inquiryId, canStartNewKyc: false });
     expect(after.body.data.permissions).to.include({ maxTransactionAmount: 10000, dailyTransactionLimit: 50000, requiresKyc: false, canCreateAccounts: true });

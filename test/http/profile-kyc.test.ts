@@ -19,10 +19,17 @@ describe('identity: profile and KYC over HTTP', () => {
 
   const profiled = async () => {
     const user = await registerUser(app.http, acme);
-    await app.http.post('/api/v1/user/profile').set(acme.headers).send({ userId: user.id, ...COMPLETE_PROFILE });
+    await app.http
+      .post('/api/v1/user/profile')
+      .set(acme.headers)
+      .send({ userId: user.id, ...COMPLETE_PROFILE });
     return user;
   };
-  const startKyc = (userId: string, extra: Record<string, unknown> = {}) => app.http.post('/api/v1/partner/kyc').set(acme.headers).send({ userId, ...extra });
+  const startKyc = (userId: string, extra: Record<string, unknown> = {}) =>
+    app.http
+      .post('/api/v1/partner/kyc')
+      .set(acme.headers)
+      .send({ userId, ...extra });
   const complete = (inquiryId: string, outcome: string) => app.http.post(`/sandbox/v1/kyc/${inquiryId}/complete`).set(acme.headers).send({ outcome });
   const status = async (userId: string) => (await app.http.get(`/api/v1/user/kyc/status?userId=${userId}`).set(acme.headers)).body.data;
 
@@ -71,7 +78,10 @@ describe('identity: profile and KYC over HTTP', () => {
         [{ city: 'x'.repeat(201) }, 'city must be a non-empty string of at most 200 characters'],
       ];
       for (const [fields, message] of cases) {
-        const res = await app.http.post('/api/v1/user/profile').set(acme.headers).send({ userId: user.id, ...fields });
+        const res = await app.http
+          .post('/api/v1/user/profile')
+          .set(acme.headers)
+          .send({ userId: user.id, ...fields });
         expect(res.status, JSON.stringify(fields)).to.equal(400);
         expect(res.body.error, JSON.stringify(fields)).to.equal(message);
       }
@@ -203,7 +213,10 @@ describe('identity: profile and KYC over HTTP', () => {
 
     it('gives a simple status string, not_started before any verification', async () => {
       const user = await profiled();
-      expect((await app.http.get(`/api/v1/auth/kyc/simple-status?userId=${user.id}`).set(acme.headers)).body).to.deep.equal({ success: true, data: { status: 'not_started' } });
+      expect((await app.http.get(`/api/v1/auth/kyc/simple-status?userId=${user.id}`).set(acme.headers)).body).to.deep.equal({
+        success: true,
+        data: { status: 'not_started' },
+      });
       await startKyc(user.id);
       expect((await app.http.get(`/api/v1/auth/kyc/simple-status?userId=${user.id}`).set(acme.headers)).body.data.status).to.equal('created');
     });
@@ -258,7 +271,12 @@ describe('identity: profile and KYC over HTTP', () => {
       const start = await startKyc(user.id);
       const secret = app.tally.keys.webhooks['identity/sandbox'] ?? '';
       const send = (id: string, status: string) => {
-        const body = JSON.stringify({ id, type: `inquiry.${status}`, createdAt: new Date().toISOString(), data: { inquiryId: start.body.inquiryId, referenceId: user.id, status, snapshot: null } });
+        const body = JSON.stringify({
+          id,
+          type: `inquiry.${status}`,
+          createdAt: new Date().toISOString(),
+          data: { inquiryId: start.body.inquiryId, referenceId: user.id, status, snapshot: null },
+        });
         return webhook(body, signPayload(secret, Buffer.from(body), Math.floor(Date.now() / 1000)));
       };
       expect((await send('evt_1', 'approved')).status).to.equal(200);

@@ -29,9 +29,16 @@ export async function registerUser(http: supertest.Agent, partner: PartnerCreden
 }
 
 /** Registered, profiled, KYC approved through the sandbox provider's signed webhook: active. */
-export async function activeUser(http: supertest.Agent, partner: PartnerCredentials, email = uniqueEmail()): Promise<{ id: string; email: string; inquiryId: string }> {
+export async function activeUser(
+  http: supertest.Agent,
+  partner: PartnerCredentials,
+  email = uniqueEmail(),
+): Promise<{ id: string; email: string; inquiryId: string }> {
   const user = await registerUser(http, partner, email);
-  const profile = await http.post('/api/v1/user/profile').set(partner.headers).send({ userId: user.id, ...COMPLETE_PROFILE });
+  const profile = await http
+    .post('/api/v1/user/profile')
+    .set(partner.headers)
+    .send({ userId: user.id, ...COMPLETE_PROFILE });
   if (profile.status !== 201) throw new Error(`profile failed ${profile.status} ${JSON.stringify(profile.body)}`);
   const kyc = await http.post('/api/v1/partner/kyc').set(partner.headers).send({ userId: user.id });
   if (kyc.status !== 200) throw new Error(`kyc failed ${kyc.status} ${JSON.stringify(kyc.body)}`);

@@ -133,7 +133,18 @@ function applyStatus(v: Verification, e: Extract<KycEvent, { type: 'KycStatusCha
 function mayMove(from: KycStatus, to: KycStatus): boolean {
   if (from === to) return false;
   if (KYC_FINAL.includes(from)) return false;
-  const rank: Record<KycStatus, number> = { created: 0, pending: 1, in_progress: 2, completed: 3, needs_review: 4, approved: 5, declined: 5, rejected: 5, expired: 5, failed: 5 };
+  const rank: Record<KycStatus, number> = {
+    created: 0,
+    pending: 1,
+    in_progress: 2,
+    completed: 3,
+    needs_review: 4,
+    approved: 5,
+    declined: 5,
+    rejected: 5,
+    expired: 5,
+    failed: 5,
+  };
   return rank[to] >= rank[from];
 }
 

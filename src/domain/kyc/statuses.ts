@@ -1,5 +1,16 @@
 /** KYC status values of the interface (section 3.2). */
-export const KYC_STATUSES = ['created', 'pending', 'in_progress', 'completed', 'needs_review', 'approved', 'declined', 'rejected', 'expired', 'failed'] as const;
+export const KYC_STATUSES = [
+  'created',
+  'pending',
+  'in_progress',
+  'completed',
+  'needs_review',
+  'approved',
+  'declined',
+  'rejected',
+  'expired',
+  'failed',
+] as const;
 export type KycStatus = (typeof KYC_STATUSES)[number];
 
 /** Start KYC answers with the existing verification while it is one of these. */

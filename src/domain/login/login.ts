@@ -45,7 +45,9 @@ export const loginDecider: Decider<LoginState, LoginCommand, LoginEvent> = {
     switch (event.type) {
       case 'LoginCodeIssued':
         // A new send replaces the old code.
-        return { code: { codeId: event.data.codeId, codeHash: event.data.codeHash, expiresAt: event.data.expiresAt, attempts: 0, burned: false, consumed: false } };
+        return {
+          code: { codeId: event.data.codeId, codeHash: event.data.codeHash, expiresAt: event.data.expiresAt, attempts: 0, burned: false, consumed: false },
+        };
       case 'LoginCodeAttemptFailed':
         return state.code?.codeId === event.data.codeId ? { code: { ...state.code, attempts: event.data.attempts, burned: event.data.burned } } : state;
       case 'LoginCodeConsumed':
@@ -77,7 +79,12 @@ export const loginDecider: Decider<LoginState, LoginCommand, LoginEvent> = {
         if (!code || code.consumed || code.burned || code.expiresAt <= command.at) throw new DomainError('unauthenticated', INVALID_CODE);
         if (!sameHash(code.codeHash, command.presentedHash)) {
           const attempts = code.attempts + 1;
-          return [{ type: 'LoginCodeAttemptFailed', data: { userId: command.userId, codeId: code.codeId, attempts, burned: attempts >= MAX_WRONG_ATTEMPTS, at: command.at } }];
+          return [
+            {
+              type: 'LoginCodeAttemptFailed',
+              data: { userId: command.userId, codeId: code.codeId, attempts, burned: attempts >= MAX_WRONG_ATTEMPTS, at: command.at },
+            },
+          ];
         }
         return [{ type: 'LoginCodeConsumed', data: { userId: command.userId, codeId: code.codeId, sessionId: command.sessionId, at: command.at } }];
       }

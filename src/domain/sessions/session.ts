@@ -43,9 +43,21 @@ export const sessionDecider: Decider<SessionState, SessionCommand, SessionEvent>
   evolve(state, event) {
     switch (event.type) {
       case 'SessionStarted':
-        return { ...state, sessionId: event.data.sessionId, userId: event.data.userId, partnerId: event.data.partnerId, refreshHash: event.data.refreshHash, expiresAt: event.data.expiresAt };
+        return {
+          ...state,
+          sessionId: event.data.sessionId,
+          userId: event.data.userId,
+          partnerId: event.data.partnerId,
+          refreshHash: event.data.refreshHash,
+          expiresAt: event.data.expiresAt,
+        };
       case 'SessionRefreshed':
-        return { ...state, spentHashes: state.refreshHash ? [...state.spentHashes, state.refreshHash] : state.spentHashes, refreshHash: event.data.refreshHash, expiresAt: event.data.expiresAt };
+        return {
+          ...state,
+          spentHashes: state.refreshHash ? [...state.spentHashes, state.refreshHash] : state.spentHashes,
+          refreshHash: event.data.refreshHash,
+          expiresAt: event.data.expiresAt,
+        };
       case 'SessionRevoked':
         return { ...state, revoked: true };
     }
@@ -59,7 +71,14 @@ export const sessionDecider: Decider<SessionState, SessionCommand, SessionEvent>
         return [
           {
             type: 'SessionStarted',
-            data: { sessionId: command.sessionId, userId: command.userId, partnerId: command.partnerId, refreshHash: command.refreshHash, expiresAt: expiry(command.at), at: command.at },
+            data: {
+              sessionId: command.sessionId,
+              userId: command.userId,
+              partnerId: command.partnerId,
+              refreshHash: command.refreshHash,
+              expiresAt: expiry(command.at),
+              at: command.at,
+            },
           },
         ];
       case 'Refresh': {
@@ -68,7 +87,9 @@ export const sessionDecider: Decider<SessionState, SessionCommand, SessionEvent>
           return [{ type: 'SessionRevoked', data: { sessionId: state.sessionId, reason: 'refresh_token_reuse', at: command.at } }];
         }
         if (!same(state.refreshHash, command.presentedHash) || (state.expiresAt ?? '') <= command.at) throw new DomainError('unauthenticated', INVALID_TOKEN);
-        return [{ type: 'SessionRefreshed', data: { sessionId: state.sessionId, refreshHash: command.newHash, expiresAt: expiry(command.at), at: command.at } }];
+        return [
+          { type: 'SessionRefreshed', data: { sessionId: state.sessionId, refreshHash: command.newHash, expiresAt: expiry(command.at), at: command.at } },
+        ];
       }
       case 'Logout': {
         if (!state.sessionId || state.revoked) throw new DomainError('unauthenticated', INVALID_TOKEN);

@@ -56,7 +56,10 @@ const documentRoute = (path: string) =>
       const latest = await tally.kyc.latest(userId);
       if (!latest) throw new DomainError('not_found', `KycVerification not found: ${userId}`);
       const empty = { issuingCountry: null, type: null, issuedDate: null, idNumber: null, expiryDate: null, imageFront: null, imageBack: null };
-      return { status: 200, body: { success: true, data: { inquiryId: latest.inquiry_id, kycStatus: latest.status, document: { ...empty, ...(latest.document ?? {}) } } } };
+      return {
+        status: 200,
+        body: { success: true, data: { inquiryId: latest.inquiry_id, kycStatus: latest.status, document: { ...empty, ...(latest.document ?? {}) } } },
+      };
     },
   });
 
@@ -85,7 +88,13 @@ export const kycRoutes = [
     responses: {
       200: {
         description: 'Verification URL and inquiry',
-        schema: Type.Object({ success: Type.Boolean(), verificationUrl: Type.String(), inquiryId: Type.String(), isExisting: Type.Boolean(), message: Type.String() }),
+        schema: Type.Object({
+          success: Type.Boolean(),
+          verificationUrl: Type.String(),
+          inquiryId: Type.String(),
+          isExisting: Type.Boolean(),
+          message: Type.String(),
+        }),
       },
     },
     async handler({ tally, body, partnerId, command }) {

@@ -58,7 +58,7 @@ export const sandboxIdentityRoutes = [
     path: '/sandbox/v1/kyc/{inquiryId}/complete',
     auth: 'partner',
     tag: 'Sandbox',
-    summary: "Decide a sandbox inquiry; the sandbox provider sends its signed webhook to the service, as a real one would.",
+    summary: 'Decide a sandbox inquiry; the sandbox provider sends its signed webhook to the service, as a real one would.',
     params: InquiryParams,
     body: OutcomeBody,
     responses: { 202: { description: 'Decided and delivered' } },
@@ -98,7 +98,11 @@ export const sandboxIdentityRoutes = [
       if (!(await sandbox.identity.findInquiry(params.inquiryId))) throw new HttpError(404, 'Inquiry not found');
       await complete(tally, params.inquiryId, body.outcome);
       const inquiry = await sandbox.identity.findInquiry(params.inquiryId);
-      return { status: 200, body: renderDecisionPage(inquiry?.status ?? body.outcome, { inquiryId: params.inquiryId }), contentType: 'text/html; charset=utf-8' };
+      return {
+        status: 200,
+        body: renderDecisionPage(inquiry?.status ?? body.outcome, { inquiryId: params.inquiryId }),
+        contentType: 'text/html; charset=utf-8',
+      };
     },
   }),
 ];
