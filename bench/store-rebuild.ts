@@ -3,7 +3,7 @@ import { PostgresEventStore } from '../src/eventstore/postgres';
 import type { PgSql } from '../src/eventstore/sql';
 import { allProjections } from '../src/projections';
 import { ProjectionEngine } from '../src/projections/runner';
-import { CallTimings, fmtInt, fmtMs, percentile, timedStore } from './support';
+import { CallTimings, cpuSnapshot, describeCpu, fmtInt, fmtMs, percentile, timedStore } from './support';
 
 const LOAD_CHUNK = 100_000;
 
@@ -55,7 +55,7 @@ async function loadUserEvents(sql: PgSql, events: number): Promise<{ users: numb
   return { users };
 }
 
-export async function runRebuildBench(sql: PgSql, events: number): Promise<{ rate: number; events: number }> {
+export async function runRebuildBench(sql: PgSql, events: number, postmaster: string | undefined): Promise<{ rate: number; events: number }> {
   const store = await PostgresEventStore.create(sql);
   const loadStart = performance.now();
   const { users } = await loadUserEvents(sql, events);
@@ -66,6 +66,7 @@ export async function runRebuildBench(sql: PgSql, events: number): Promise<{ rat
   const engine = new ProjectionEngine(timedStore(store, timings), sql, allProjections);
   await engine.prepare();
   const batchMs: number[] = [];
+  const cpuBefore = cpuSnapshot(postmaster);
   const start = performance.now();
   let last = start;
   const result = await engine.rebuild('users', () => {
@@ -74,6 +75,7 @@ export async function runRebuildBench(sql: PgSql, events: number): Promise<{ rat
     last = now;
   });
   const seconds = (performance.now() - start) / 1_000;
+  const cpu = describeCpu(cpuBefore, cpuSnapshot(postmaster), result.events);
   const rate = result.events / seconds;
 
   const sorted = Float64Array.from(batchMs).sort();
@@ -87,5 +89,6 @@ export async function runRebuildBench(sql: PgSql, events: number): Promise<{ rat
     `      readAll ${fmtInt(read.calls)} calls, ${fmtMs(read.ms / Math.max(1, read.calls))} ms each = ${Math.round((100 * read.ms) / (seconds * 1_000))}% of the time; ` +
       `the rest is apply (one INSERT/UPDATE round trip per event) and the swap. rm_users rows: ${fmtInt(Number(rows?.n ?? 0))}`,
   );
+  console.log(`      ${cpu.replace('CPU/op', 'CPU/event')}`);
   return { rate, events: result.events };
 }

@@ -1,6 +1,10 @@
+import { execFileSync } from 'node:child_process';
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { EventStore } from '../src/eventstore/port';
-import type { PgSql } from '../src/eventstore/sql';
+import type { PgSql, SqlQueryable } from '../src/eventstore/sql';
 
 /** A positive number from the environment, or the default when unset. */
 export function envNumber(name: string, fallback: number, options: { integer?: boolean } = {}): number {
@@ -132,6 +136,94 @@ export async function walSince(pools: PgSql[], before: WalSnapshot): Promise<{ b
   const after = await walSnapshot(pools);
   const [row] = await (pools[0] as PgSql).query<{ bytes: string }>(`SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS bytes`, [after.lsn, before.lsn]);
   return { bytes: Number(row?.bytes ?? 0), walSyncs: after.walSyncs - before.walSyncs };
+}
+
+/** CPU time used so far by this process, by the Postgres server's processes and by the whole machine. */
+export interface CpuSnapshot {
+  at: number;
+  nodeMs: number;
+  /** pid -> CPU ms of the postmaster and its children; empty when the server is not local. */
+  postgresMs: Map<string, number>;
+  machineBusyMs: number;
+}
+
+let clockTicks: number | undefined;
+const ticksToMs = (ticks: number) => {
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return (ticks * 1_000) / clockTicks;
+};
+
+/** proc(5) stat of one process: its command name, parent pid and CPU ms (utime + stime). */
+function procStat(pid: string): { comm: string; ppid: string; cpuMs: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const close = stat.lastIndexOf(')');
+    const fields = stat.slice(close + 2).split(' ');
+    return { comm: stat.slice(stat.indexOf('(') + 1, close), ppid: fields[1] ?? '', cpuMs: ticksToMs(Number(fields[11]) + Number(fields[12])) };
+  } catch {
+    return undefined; // ended meanwhile, or not on this machine
+  }
+}
+
+/** The postmaster's pid when the server behind `sql` runs on this machine (other clusters may run beside it). */
+export async function localPostmaster(sql: SqlQueryable): Promise<string | undefined> {
+  const [row] = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const backend = procStat(String(row?.pid));
+  return backend?.comm === 'postgres' ? backend.ppid : undefined;
+}
+
+export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
+  const postgresMs = new Map<string, number>();
+  if (postmaster) {
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      const stat = procStat(pid);
+      if (stat?.comm === 'postgres' && (pid === postmaster || stat.ppid === postmaster)) postgresMs.set(pid, stat.cpuMs);
+    }
+  }
+  // First line of /proc/stat: user nice system idle iowait irq softirq steal ...
+  const jiffies = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
+  const busy = jiffies.slice(0, 8).reduce((a, b) => a + b, 0) - (jiffies[3] ?? 0) - (jiffies[4] ?? 0);
+  const { user, system } = process.cpuUsage();
+  return { at: performance.now(), nodeMs: (user + system) / 1_000, postgresMs, machineBusyMs: ticksToMs(busy) };
+}
+
+/**
+ * e.g. "CPU/op: node 120 us, postgres 340 us; 2 CPUs 97% busy (other processes 12%)". Postgres time
+ * is summed per process still alive at the end (a pooled connection closed meanwhile loses its share).
+ */
+export function describeCpu(before: CpuSnapshot, after: CpuSnapshot, ops: number): string {
+  const node = after.nodeMs - before.nodeMs;
+  let pg = 0;
+  for (const [pid, ms] of after.postgresMs) pg += ms - (before.postgresMs.get(pid) ?? 0);
+  const capacity = (after.at - before.at) * availableParallelism();
+  const busy = after.machineBusyMs - before.machineBusyMs;
+  const others = Math.max(0, busy - node - pg);
+  const perOp = (ms: number) => `${fmtInt((ms * 1_000) / Math.max(1, ops))} us`;
+  const postgres = after.postgresMs.size > 0 ? `, postgres ${perOp(pg)}` : ' (postgres not local)';
+  const pct = (ms: number) => `${((100 * ms) / capacity).toFixed(0)}%`;
+  return `CPU/op: node ${perOp(node)}${postgres}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(others)})`;
+}
+
+/** Latency of an 8 kB write + fdatasync in the temp dir (where the throwaway cluster lives): the floor of a durable commit. */
+export function probeFsync(count = 300): Measurement {
+  const dir = mkdtempSync(join(tmpdir(), 'tally-fsync-'));
+  const fd = openSync(join(dir, 'probe'), 'w');
+  const page = Buffer.alloc(8_192, 7);
+  const latencies: number[] = [];
+  const start = performance.now();
+  try {
+    for (let i = 0; i < count; i++) {
+      const t0 = performance.now();
+      writeSync(fd, page, 0, page.length, (i % 16) * page.length);
+      fdatasyncSync(fd);
+      latencies.push(performance.now() - t0);
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return summarize(latencies, (performance.now() - start) / 1_000);
 }
 
 export const fmtInt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');

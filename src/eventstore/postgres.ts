@@ -158,7 +158,7 @@ export class PostgresEventStore implements EventStore {
       limit = ` LIMIT $${params.length}`;
     }
     const rows = await this.guard(() =>
-      this.sql.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM es_events WHERE ${where} ORDER BY stream_revision${limit}`, params),
+      this.sql.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM es_events WHERE ${where} ORDER BY es_events.stream_revision${limit}`, params),
     );
     return rows.map(toRecorded);
   }
