@@ -31,7 +31,9 @@ export async function auditVerify(config: Config, io: CliIo, checks: AuditCheck[
       }
     }
     const findings = report.checks.reduce((n, c) => n + c.findings.length, 0);
-    io.out(report.ok ? `Audit passed: ${checks.length} checks, no findings.` : `Audit FAILED: ${findings} finding(s).`);
+    const failed = report.checks.filter((c) => c.error).length;
+    const incomplete = failed ? `, ${failed} check(s) could not complete` : '';
+    io.out(report.ok ? `Audit passed: ${checks.length} checks, no findings.` : `Audit FAILED: ${findings} finding(s)${incomplete}.`);
     return report;
   });
 }

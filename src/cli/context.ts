@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { CommandContext } from '../app/commands';
-import { openBackend } from '../app/backend';
-import { Tally } from '../app/tally';
+import { openTally } from '../app/open';
+import type { Tally } from '../app/tally';
 import type { Config } from '../config';
 import { embeddedStoreHolder, lockFile } from '../server';
 
@@ -30,7 +30,7 @@ export interface CliIo {
   /** Whether `err` is a terminal: progress redraws one line in place only then. */
   errIsTTY?: boolean;
   log?: Logger;
-  /** Aborted on SIGINT (or a closed stdout): long-running commands stop cleanly. */
+  /** Aborted on Ctrl-C: long-running commands (tail --follow, export) stop cleanly. */
   signal?: AbortSignal;
 }
 
@@ -51,8 +51,7 @@ export function operatorContext(): CommandContext {
 export async function withTally<T>(config: Config, io: CliIo, fn: (tally: Tally) => Promise<T>): Promise<T> {
   const releaseLock = claimEmbeddedStore(config);
   try {
-    const backend = await openBackend(config);
-    const tally = new Tally(config, backend.store, backend.sql, io.log ?? cliLogger());
+    const { tally } = await openTally(config, io.log ?? cliLogger());
     try {
       await tally.start({ runProjections: false });
       return await fn(tally);

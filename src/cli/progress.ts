@@ -11,14 +11,16 @@ export function progressBar(write: (text: string) => void, options: { total?: nu
     const filled = Math.min(WIDTH, Math.round((done / options.total) * WIDTH));
     return `[${'#'.repeat(filled)}${'-'.repeat(WIDTH - filled)}] ${count}`;
   };
-  let last = 0;
+  let printed: number | undefined;
   return {
     update(done: number) {
-      last = done;
+      printed = done;
       write(options.tty ? `\r${render(done)}` : `${render(done)}\n`);
     },
-    finish(done = last) {
-      write(options.tty ? `\r${render(done)}\n` : `${render(done)}\n`);
+    /** Ends the bar's line; prints the final count unless the last update already did. */
+    finish(done: number) {
+      if (options.tty) write(`\r${render(done)}\n`);
+      else if (printed !== done) write(`${render(done)}\n`);
     },
   };
 }
