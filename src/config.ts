@@ -18,6 +18,10 @@ export interface Config {
   persona?: { apiKey: string; templateId: string; webhookSecret: string; baseUrl?: string };
   /** `smtp://user:pass@host:port?from=...` sends real emails; unset: the sandbox outbox. */
   smtpUrl?: string;
+  /** Mid rates per 1 USDC overriding the defaults, e.g. `COP=4100,MXN=17.2`. */
+  rates?: string;
+  /** Spread of exchange quotes, in basis points. */
+  exchangeSpreadBps: number;
   /** Derived operating limits after KYC approval at level basic (decisions.md). */
   kycLimits: { maxTransactionAmount: number; dailyTransactionLimit: number };
 }
@@ -54,9 +58,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readYourWritesTimeoutMs: number(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5_000),
     identityProvider: env.IDENTITY_PROVIDER || 'sandbox',
     persona: env.PERSONA_API_KEY
-      ? { apiKey: env.PERSONA_API_KEY, templateId: env.PERSONA_TEMPLATE_ID ?? '', webhookSecret: env.PERSONA_WEBHOOK_SECRET ?? '', baseUrl: env.PERSONA_BASE_URL || undefined }
+      ? {
+          apiKey: env.PERSONA_API_KEY,
+          templateId: env.PERSONA_TEMPLATE_ID ?? '',
+          webhookSecret: env.PERSONA_WEBHOOK_SECRET ?? '',
+          baseUrl: env.PERSONA_BASE_URL || undefined,
+        }
       : undefined,
     smtpUrl: env.SMTP_URL || undefined,
+    rates: env.EXCHANGE_RATES || undefined,
+    exchangeSpreadBps: number(env, 'EXCHANGE_SPREAD_BPS', 50),
     kycLimits: {
       maxTransactionAmount: number(env, 'KYC_MAX_TRANSACTION_AMOUNT', 10_000),
       dailyTransactionLimit: number(env, 'KYC_DAILY_TRANSACTION_LIMIT', 50_000),

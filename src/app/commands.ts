@@ -22,16 +22,64 @@ export interface Loaded<State> {
   revision: number;
 }
 
+/**
+ * Folded states of recently used streams, keyed by decider and stream. Never trusted blindly: a load
+ * reads the events after the cached revision (usually none) and folds them in, so a state is always
+ * the stored one; the cache only saves re-reading a long stream from its start.
+ */
+export class StateCache {
+  private readonly entries = new Map<string, Loaded<unknown>>();
+  private readonly ids = new WeakMap<object, number>();
+  private nextId = 0;
+
+  constructor(private readonly maxEntries = 50_000) {}
+
+  key(decider: object, stream: string): string {
+    let id = this.ids.get(decider);
+    if (id === undefined) {
+      id = this.nextId++;
+      this.ids.set(decider, id);
+    }
+    return `${id}|${stream}`;
+  }
+
+  get<State>(key: string): Loaded<State> | undefined {
+    const entry = this.entries.get(key) as Loaded<State> | undefined;
+    if (entry) {
+      // Most recently used last, so eviction takes the oldest.
+      this.entries.delete(key);
+      this.entries.set(key, entry);
+    }
+    return entry;
+  }
+
+  set<State>(key: string, loaded: Loaded<State>): void {
+    const current = this.entries.get(key);
+    if (current && current.revision > loaded.revision) return;
+    this.entries.delete(key);
+    this.entries.set(key, loaded);
+    if (this.entries.size > this.maxEntries) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+  }
+}
+
 export async function load<State, Event extends DomainEvent>(
   store: EventStore,
   stream: string,
   decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve'>,
-  options: { untilTime?: Date } = {},
+  options: { untilTime?: Date; cache?: StateCache } = {},
 ): Promise<Loaded<State>> {
-  const events = await store.readStream(stream, options);
-  let state = decider.initialState();
+  const cache = options.untilTime ? undefined : options.cache;
+  const key = cache?.key(decider, stream);
+  const cached = key ? cache?.get<State>(key) : undefined;
+  const events = await store.readStream(stream, { untilTime: options.untilTime, fromRevision: cached ? cached.revision + 1 : 0 });
+  let state = cached ? cached.state : decider.initialState();
   for (const e of events) state = decider.evolve(state, { type: e.type, data: e.data } as Event);
-  return { state, revision: events.length ? (events[events.length - 1]?.revision ?? -1) : -1 };
+  const loaded = { state, revision: events.length ? (events[events.length - 1]?.revision ?? -1) : (cached?.revision ?? -1) };
+  if (key && cache) cache.set(key, loaded);
+  return loaded;
 }
 
 export function toNewEvents(ctx: CommandContext, stream: string, events: DomainEvent[], offset = 0) {

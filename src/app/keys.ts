@@ -29,7 +29,11 @@ export function generateKeys(at = new Date()): ServiceKeys {
   return {
     signing: [newSigningKey(at)],
     pepper: randomBytes(32).toString('base64url'),
-    webhooks: { 'identity/sandbox': randomBytes(24).toString('base64url') },
+    webhooks: {
+      'identity/sandbox': randomBytes(24).toString('base64url'),
+      'payments/mock': randomBytes(24).toString('base64url'),
+      'payouts/mock': randomBytes(24).toString('base64url'),
+    },
   };
 }
 

@@ -111,7 +111,7 @@ export class LoginService {
         ];
         appends.push(...(await this.accountOpening(user.id, partnerId, at, ctx)));
         const results = await this.tally.store.appendMany(appends);
-        await this.tally.readYourWrites(results[results.length - 1]?.position, ['sessions', 'accounts']);
+        await this.tally.readYourWrites(results[results.length - 1]?.position, ['sessions', 'ledger']);
         return {
           success: true,
           accessToken: this.tally.tokens.issueAccessToken({ userId: user.id, partnerId, sessionId }),

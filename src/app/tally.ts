@@ -6,7 +6,9 @@ import { allProjections } from '../projections';
 import { ProjectionEngine } from '../projections/runner';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from './keys';
+import { StateCache } from './commands';
 import { KycService } from './kyc';
+import { LedgerService } from './ledger';
 import { LoginService } from './login';
 import { PartnerService } from './partners';
 import { ProfileService } from './profiles';
@@ -16,6 +18,7 @@ import { UserService } from './users';
 /** Tables that belong to no projection: id allocation and operational counters. */
 const SERVICE_SCHEMA = `
 CREATE SEQUENCE IF NOT EXISTS account_id_seq START WITH 1000;
+CREATE SEQUENCE IF NOT EXISTS transaction_id_seq START WITH 1;
 CREATE TABLE IF NOT EXISTS login_send_log (email_hash text NOT NULL, sent_at timestamptz NOT NULL);
 CREATE INDEX IF NOT EXISTS login_send_log_email ON login_send_log (email_hash, sent_at);
 `;
@@ -29,6 +32,9 @@ export class Tally {
   readonly kyc: KycService;
   readonly login: LoginService;
   readonly tokens: TokenService;
+  readonly ledger: LedgerService;
+  /** Folded aggregate states, checked against the stored revision on every load. */
+  readonly stateCache = new StateCache();
 
   constructor(
     readonly config: Config,
@@ -47,6 +53,7 @@ export class Tally {
     this.kyc = new KycService(this);
     this.login = new LoginService(this);
     this.tokens = new TokenService(keys);
+    this.ledger = new LedgerService(this);
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */

@@ -2,21 +2,25 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import client from 'prom-client';
 import { ProviderFailure } from '../app/kyc';
+import { LedgerProviderFailure } from '../app/ledger';
 import { TooManySends } from '../app/login';
 import type { Tally } from '../app/tally';
 import { DomainError } from '../domain/decider';
-import { StoreUnavailableError } from '../eventstore/port';
+import { StoreUnavailableError, WrongExpectedRevisionError } from '../eventstore/port';
 import { HttpError, MESSAGES, STATUS_OF } from './errors';
 import { buildOpenApi, renderDocs } from './openapi';
 import { RateLimiter } from './ratelimit';
 import { expressPath, type RequestContext, type RouteSpec } from './route';
 import { adminRoutes } from './routes/admin';
 import { operationsRoutes } from './routes/operations';
+import { exchangeRoutes } from './routes/exchange';
 import { kycRoutes } from './routes/kyc';
+import { ledgerRoutes } from './routes/ledger';
 import { loginRoutes } from './routes/login';
 import { partnerUserRoutes } from './routes/partner-users';
 import { profileRoutes } from './routes/profile';
 import { sandboxIdentityRoutes } from './routes/sandbox';
+import { sandboxLedgerRoutes } from './routes/sandbox-ledger';
 import { webhookRoutes } from './routes/webhooks';
 import { validate } from './validation';
 
@@ -66,7 +70,10 @@ export function allRoutes(): RouteSpec[] {
     ...loginRoutes,
     ...profileRoutes,
     ...kycRoutes,
+    ...ledgerRoutes,
+    ...exchangeRoutes,
     ...sandboxIdentityRoutes,
+    ...sandboxLedgerRoutes,
     ...webhookRoutes,
     ...adminRoutes,
     ...operationsRoutes,
@@ -205,8 +212,11 @@ export function createApp(tally: Tally): express.Express {
 
 export function toErrorReply(error: unknown): { status: number; body: Record<string, unknown>; headers: Record<string, string> } {
   if (error instanceof HttpError) return { status: error.status, body: { success: false, error: error.message, ...error.extra }, headers: error.headers };
-  if (error instanceof ProviderFailure) return { status: 502, body: { success: false, error: error.message }, headers: {} };
+  if (error instanceof ProviderFailure || error instanceof LedgerProviderFailure)
+    return { status: 502, body: { success: false, error: error.message }, headers: {} };
   if (error instanceof TooManySends) return { status: 429, body: { success: false, error: MESSAGES.tooManyRequests }, headers: { 'Retry-After': '3600' } };
+  if (error instanceof WrongExpectedRevisionError)
+    return { status: 409, body: { success: false, error: 'Concurrent update; retry the request' }, headers: { 'Retry-After': '1' } };
   if (error instanceof DomainError) return { status: STATUS_OF[error.kind], body: { success: false, error: error.message }, headers: {} };
   const e = error as { type?: string; status?: number };
   if (e?.type === 'entity.parse.failed') return { status: 400, body: { success: false, error: MESSAGES.invalidJson }, headers: {} };

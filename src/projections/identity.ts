@@ -1,4 +1,3 @@
-import type { AccountEvent } from '../domain/accounts/account';
 import type { KycEvent } from '../domain/kyc/kyc';
 import type { ProfileEvent } from '../domain/profiles/profile';
 import type { SessionEvent } from '../domain/sessions/session';
@@ -148,34 +147,6 @@ export const sessionsProjection: Projection = {
           ]);
           break;
       }
-    }
-  },
-};
-
-/** Accounts as opened; the ledger adds balances. */
-export const accountsProjection: Projection = {
-  name: 'accounts',
-  version: 1,
-  tables: ['rm_accounts'],
-  eventTypes: ['AccountOpened'],
-  createTables: (t) => `
-    CREATE TABLE ${t.rm_accounts} (
-      account_id  bigint PRIMARY KEY,
-      user_id     uuid NOT NULL UNIQUE,
-      partner_id  uuid NOT NULL,
-      asset       text NOT NULL,
-      type        text NOT NULL,
-      credits     numeric(38, 8) NOT NULL DEFAULT 0,
-      debits      numeric(38, 8) NOT NULL DEFAULT 0,
-      opened_at   timestamptz NOT NULL
-    );`,
-  async apply(tx, events, t) {
-    for (const recorded of events) {
-      const e = { type: recorded.type, data: recorded.data } as AccountEvent;
-      await tx.query(
-        `INSERT INTO ${t.rm_accounts} (account_id, user_id, partner_id, asset, type, opened_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-        [e.data.accountId, e.data.userId, e.data.partnerId, e.data.asset, e.data.type, e.data.at],
-      );
     }
   },
 };

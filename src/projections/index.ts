@@ -1,7 +1,8 @@
 import type { Projection } from './projection';
 import { partnersProjection } from './partners';
-import { accountsProjection, kycProjection, profilesProjection, sessionsProjection } from './identity';
+import { kycProjection, profilesProjection, sessionsProjection } from './identity';
+import { ledgerProjection } from './ledger';
 import { usersProjection } from './users';
 
 /** Every read model of the service. */
-export const allProjections: Projection[] = [partnersProjection, usersProjection, profilesProjection, kycProjection, sessionsProjection, accountsProjection];
+export const allProjections: Projection[] = [partnersProjection, usersProjection, profilesProjection, kycProjection, sessionsProjection, ledgerProjection];

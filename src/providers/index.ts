@@ -7,6 +7,12 @@ import { SmtpEmailSender } from './email/smtp';
 import type { IdentityProvider } from './identity/port';
 import { PersonaIdentityProvider } from './identity/persona';
 import { SandboxIdentityProvider } from './identity/sandbox';
+import { MockPaymentProvider } from './payments/mock';
+import type { PaymentProvider } from './payments/port';
+import { MockPayoutProvider } from './payouts/mock';
+import type { PayoutProvider } from './payouts/port';
+import type { RateSource } from './rates/port';
+import { DEFAULT_RATES, parseRateTable, TableRateSource } from './rates/table';
 
 export interface BaseUrls {
   /** Where links handed to partners and users point (PUBLIC_BASE_URL). */
@@ -15,11 +21,21 @@ export interface BaseUrls {
   selfUrl: string;
 }
 
+export interface SandboxProviders {
+  identity: SandboxIdentityProvider;
+  outbox: SandboxOutbox;
+  payments: MockPaymentProvider;
+  payouts: MockPayoutProvider;
+}
+
 export interface BuiltProviders {
   identity: Map<string, IdentityProvider>;
   email: EmailSender;
-  /** Present when SANDBOX is on: the simulated identity provider and mailbox. */
-  sandbox: { identity: SandboxIdentityProvider; outbox: SandboxOutbox } | null;
+  payments: Map<string, PaymentProvider>;
+  payouts: Map<string, PayoutProvider>;
+  rates: RateSource;
+  /** Present when SANDBOX is on: the simulated identity provider, mailbox, payment and payout providers. */
+  sandbox: SandboxProviders | null;
   prepare(): Promise<void>;
 }
 
@@ -38,30 +54,46 @@ function smtpFromUrl(url: string): SmtpEmailSender {
 /** The provider adapters the configuration asks for. */
 export function buildProviders(config: Config, sql: Sql, keys: ServiceKeys, urls: BaseUrls): BuiltProviders {
   const identity = new Map<string, IdentityProvider>();
-  let sandbox: BuiltProviders['sandbox'] = null;
+  const payments = new Map<string, PaymentProvider>();
+  const payouts = new Map<string, PayoutProvider>();
+  let sandbox: SandboxProviders | null = null;
   const outbox = new SandboxOutbox({ sql });
   if (config.sandbox) {
-    const sandboxIdentity = new SandboxIdentityProvider({
-      sql,
-      webhookSecret: keys.webhooks['identity/sandbox'] ?? '',
-      publicBaseUrl: () => urls.publicBaseUrl,
-      webhookUrl: () => `${urls.selfUrl}/webhooks/identity/sandbox`,
-    });
-    identity.set('sandbox', sandboxIdentity);
-    sandbox = { identity: sandboxIdentity, outbox };
+    const secret = (name: string) => keys.webhooks[name] ?? '';
+    const webhookUrl = (name: string) => () => `${urls.selfUrl}/webhooks/${name}`;
+    sandbox = {
+      identity: new SandboxIdentityProvider({
+        sql,
+        webhookSecret: secret('identity/sandbox'),
+        publicBaseUrl: () => urls.publicBaseUrl,
+        webhookUrl: webhookUrl('identity/sandbox'),
+      }),
+      outbox,
+      payments: new MockPaymentProvider({ sql, webhookSecret: secret('payments/mock'), webhookUrl: webhookUrl('payments/mock') }),
+      payouts: new MockPayoutProvider({ sql, webhookSecret: secret('payouts/mock'), webhookUrl: webhookUrl('payouts/mock') }),
+    };
+    identity.set('sandbox', sandbox.identity);
+    payments.set('mock', sandbox.payments);
+    payouts.set('mock', sandbox.payouts);
   }
   if (config.persona) {
     identity.set('persona', new PersonaIdentityProvider({ ...config.persona }));
   }
   const email: EmailSender = config.smtpUrl ? smtpFromUrl(config.smtpUrl) : outbox;
+  const rates = new TableRateSource({ rates: config.rates ? { ...DEFAULT_RATES, ...parseRateTable(config.rates) } : DEFAULT_RATES });
   return {
     identity,
     email,
+    payments,
+    payouts,
+    rates,
     sandbox,
     async prepare() {
       if (sandbox) {
         await sandbox.identity.prepare();
         await sandbox.outbox.prepare();
+        await sandbox.payments.prepare();
+        await sandbox.payouts.prepare();
       } else if (!config.smtpUrl) await outbox.prepare();
     },
   };

@@ -1,46 +1,158 @@
-import { DomainError, type Decider } from '../decider';
+import { DomainError, type Decider, invariant } from '../decider';
+import { fixed, money, ZERO } from '../ledger/money';
 
 /**
- * The user's USDC account: opened once, at the first successful login. The ledger builds balances
- * on this stream; here it is only opened.
+ * The user's USDC account: opened once, at the first successful login; its balance is decided
+ * here, at a known revision, so no interleaving of commands can overdraw it.
+ * Balance shape (TigerBeetle's): posted credits, posted debits, pending debits (holds).
+ * Available = credits - (posted + pending debits); the interface's `debits` counts both.
  */
 export const ACCOUNT_ASSET = 'USDC';
 export const ACCOUNT_TYPE = 'LIABILITY';
 
-export type AccountEvent = {
-  type: 'AccountOpened';
-  data: { accountId: number; userId: string; partnerId: string; asset: string; type: string; at: string };
-};
+export type CreditReason = 'deposit' | 'transfer' | 'payout_reversal' | 'card_reversal';
+export type DebitReason = 'transfer' | 'payout' | 'card';
+
+export type AccountEvent =
+  | { type: 'AccountOpened'; data: { accountId: number; userId: string; partnerId: string; asset: string; type: string; at: string } }
+  | { type: 'FundsCredited'; data: { accountId: number; transactionId: string; amount: string; reason: CreditReason; at: string } }
+  | { type: 'FundsDebited'; data: { accountId: number; transactionId: string; amount: string; reason: DebitReason; pending: boolean; at: string } }
+  | { type: 'HoldPosted'; data: { accountId: number; transactionId: string; amount: string; at: string } };
 
 /** One per user, appended with "no stream": two concurrent first logins cannot open two accounts. */
 export type AccountReservationEvent = { type: 'UserAccountReserved'; data: { userId: string; accountId: number } };
 
-export type AccountCommand = { type: 'OpenAccount'; accountId: number; userId: string; partnerId: string; at: string };
+export interface Limits {
+  maxTransactionAmount: string;
+  dailyTransactionLimit: string;
+}
+
+export type AccountCommand =
+  | { type: 'OpenAccount'; accountId: number; userId: string; partnerId: string; at: string }
+  | { type: 'Credit'; transactionId: string; amount: string; reason: CreditReason; at: string }
+  | { type: 'Debit'; transactionId: string; amount: string; reason: DebitReason; pending: boolean; at: string; limits: Limits | null }
+  | { type: 'PostHold'; transactionId: string; at: string };
 
 export interface AccountState {
   opened: boolean;
   accountId: number | null;
   userId: string | null;
+  partnerId: string | null;
+  creditsPosted: string;
+  debitsPosted: string;
+  debitsPending: string;
+  /** Pending debits by transaction, to post exactly what was held. */
+  holds: Record<string, string>;
+  /** Outgoing total of one UTC day, for the daily limit. */
+  day: string;
+  dayOutgoing: string;
 }
 
 export const accountStream = (accountId: number) => `account-${accountId}`;
 export const userAccountStream = (userId: string) => `useraccount-${userId}`;
 
+export const available = (s: AccountState) => money(s.creditsPosted).minus(s.debitsPosted).minus(s.debitsPending);
+
+const utcDay = (iso: string) => iso.slice(0, 10);
+
 export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent> = {
-  initialState: () => ({ opened: false, accountId: null, userId: null }),
+  initialState: () => ({
+    opened: false,
+    accountId: null,
+    userId: null,
+    partnerId: null,
+    creditsPosted: fixed(ZERO),
+    debitsPosted: fixed(ZERO),
+    debitsPending: fixed(ZERO),
+    holds: {},
+    day: '',
+    dayOutgoing: fixed(ZERO),
+  }),
+
   evolve(state, event) {
     switch (event.type) {
       case 'AccountOpened':
-        return { ...state, opened: true, accountId: event.data.accountId, userId: event.data.userId };
+        return { ...state, opened: true, accountId: event.data.accountId, userId: event.data.userId, partnerId: event.data.partnerId };
+      case 'FundsCredited':
+        return { ...state, creditsPosted: fixed(money(state.creditsPosted).plus(event.data.amount)) };
+      case 'FundsDebited': {
+        const day = utcDay(event.data.at);
+        const dayOutgoing = fixed((day === state.day ? money(state.dayOutgoing) : ZERO).plus(event.data.amount));
+        if (event.data.pending) {
+          return {
+            ...state,
+            debitsPending: fixed(money(state.debitsPending).plus(event.data.amount)),
+            holds: { ...state.holds, [event.data.transactionId]: event.data.amount },
+            day,
+            dayOutgoing,
+          };
+        }
+        return { ...state, debitsPosted: fixed(money(state.debitsPosted).plus(event.data.amount)), day, dayOutgoing };
+      }
+      case 'HoldPosted': {
+        const { [event.data.transactionId]: _posted, ...holds } = state.holds;
+        return {
+          ...state,
+          debitsPending: fixed(money(state.debitsPending).minus(event.data.amount)),
+          debitsPosted: fixed(money(state.debitsPosted).plus(event.data.amount)),
+          holds,
+        };
+      }
     }
   },
+
   decide(command, state) {
-    if (state.opened) throw new DomainError('conflict', 'Account already opened');
-    return [
-      {
-        type: 'AccountOpened',
-        data: { accountId: command.accountId, userId: command.userId, partnerId: command.partnerId, asset: ACCOUNT_ASSET, type: ACCOUNT_TYPE, at: command.at },
-      },
-    ];
+    if (command.type === 'OpenAccount') {
+      if (state.opened) throw new DomainError('conflict', 'Account already opened');
+      return [
+        {
+          type: 'AccountOpened',
+          data: {
+            accountId: command.accountId,
+            userId: command.userId,
+            partnerId: command.partnerId,
+            asset: ACCOUNT_ASSET,
+            type: ACCOUNT_TYPE,
+            at: command.at,
+          },
+        },
+      ];
+    }
+    if (!state.opened || state.accountId === null) throw new DomainError('not_found', 'Account not found');
+    const accountId = state.accountId;
+    switch (command.type) {
+      case 'Credit':
+        invariant(money(command.amount).gt(0), 'a credit is positive');
+        return [
+          {
+            type: 'FundsCredited',
+            data: { accountId, transactionId: command.transactionId, amount: fixed(money(command.amount)), reason: command.reason, at: command.at },
+          },
+        ];
+      case 'Debit': {
+        const amount = money(command.amount);
+        invariant(amount.gt(0), 'a debit is positive');
+        if (command.limits) {
+          const max = money(command.limits.maxTransactionAmount);
+          if (amount.gt(max)) throw new DomainError('invalid', `Amount exceeds maximum transaction amount of ${max.toFixed()}`);
+          const today = utcDay(command.at) === state.day ? money(state.dayOutgoing) : ZERO;
+          if (today.plus(amount).gt(command.limits.dailyTransactionLimit)) throw new DomainError('invalid', 'Daily transaction limit exceeded');
+        }
+        if (available(state).lt(amount)) throw new DomainError('invalid', `Insufficient balance in account ${accountId}`);
+        const events: AccountEvent[] = [
+          {
+            type: 'FundsDebited',
+            data: { accountId, transactionId: command.transactionId, amount: fixed(amount), reason: command.reason, pending: command.pending, at: command.at },
+          },
+        ];
+        invariant(available(events.reduce(accountDecider.evolve, state)).gte(0), 'a debit never leaves the balance below zero');
+        return events;
+      }
+      case 'PostHold': {
+        const held = state.holds[command.transactionId];
+        if (held === undefined) return [];
+        return [{ type: 'HoldPosted', data: { accountId, transactionId: command.transactionId, amount: held, at: command.at } }];
+      }
+    }
   },
 };

@@ -107,6 +107,7 @@ export const kycRoutes = [
         email: body.email?.trim().toLowerCase() ?? user.email,
         phone: body.phone?.trim() ?? user.phoneNumber ?? undefined,
         birthDate: body.birthDate ?? profile.dateOfBirth,
+        country: profile.governmentIdCountry,
       };
       const started = await tally.kyc.start(body.userId, prefill, command());
       return {

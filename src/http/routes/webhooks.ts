@@ -30,4 +30,42 @@ const identityWebhook = (provider: string) =>
     },
   });
 
-export const webhookRoutes = [identityWebhook('sandbox'), identityWebhook('persona')];
+/** Payment and payout callbacks: same verification, then the ledger applies them (deduplicated by state). */
+const ledgerWebhook = (kind: 'payments' | 'payouts', provider: string) =>
+  route({
+    method: 'post',
+    path: `/webhooks/${kind}/${provider}`,
+    auth: 'signed',
+    tag: 'Provider callbacks',
+    summary: `Signed callbacks of the ${provider} ${kind === 'payments' ? 'payment' : 'payout'} provider.`,
+    body: Type.Object({}),
+    responses: { 200: { description: 'Received' }, 401: { description: 'Missing or bad signature: nothing changes' } },
+    async handler({ tally, req }) {
+      const parse = <T>(fn: () => T): T => {
+        try {
+          return fn();
+        } catch (error) {
+          if (error instanceof WebhookSignatureError) throw new HttpError(401, 'Invalid webhook signature');
+          throw new HttpError(400, 'Invalid webhook payload');
+        }
+      };
+      if (kind === 'payments') {
+        const adapter = tally.providers.payments.get(provider);
+        if (!adapter) throw new HttpError(404, MESSAGES.notFound);
+        await tally.ledger.applyPaymentWebhook(
+          provider,
+          parse(() => adapter.parseWebhook(rawBody(req), req.headers)),
+        );
+      } else {
+        const adapter = tally.providers.payouts.get(provider);
+        if (!adapter) throw new HttpError(404, MESSAGES.notFound);
+        await tally.ledger.applyPayoutWebhook(
+          provider,
+          parse(() => adapter.parseWebhook(rawBody(req), req.headers)),
+        );
+      }
+      return { status: 200, body: { success: true, received: true } };
+    },
+  });
+
+export const webhookRoutes = [identityWebhook('sandbox'), identityWebhook('persona'), ledgerWebhook('payments', 'mock'), ledgerWebhook('payouts', 'mock')];

@@ -1,0 +1,121 @@
+import { DomainError, type Decider } from '../decider';
+
+/** Ledger transactions: what partners see in lists, with the statuses of the interface (3.3). */
+export const TRANSACTION_STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const;
+export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
+export type TransactionKind = 'DEPOSIT' | 'TRANSFER' | 'PAYOUT' | 'REVERSAL';
+
+type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+export interface TransactionCreatedData {
+  uuid: string;
+  id: number;
+  kind: TransactionKind;
+  status: TransactionStatus;
+  amount: string;
+  debitAccountId: number | null;
+  creditAccountId: number | null;
+  description: string;
+  /** The user who asked for it (for ownership checks). */
+  userId: string;
+  partnerId: string;
+  /** Hash of the request, for idempotent retries by key (payouts). */
+  requestHash: string | null;
+  /** Kind-specific: provider, payment id, payout asset and amount, rate, ... */
+  details: { [key: string]: Json };
+  at: string;
+  [key: string]: Json;
+}
+
+export type TransactionEvent =
+  | { type: 'TransactionCreated'; data: TransactionCreatedData }
+  | {
+      type: 'TransactionStatusChanged';
+      data: { uuid: string; from: TransactionStatus; to: TransactionStatus; reason: string | null; details: { [key: string]: Json }; at: string };
+    }
+  /** The provider took the payout: its payment id, and the status it reported. */
+  | { type: 'PayoutAccepted'; data: { uuid: string; paymentId: string; from: TransactionStatus; to: TransactionStatus; at: string } }
+  /** A payout refused by a rule: kept under its key, so the same retry gets the same refusal. */
+  | { type: 'TransactionRejected'; data: { uuid: string; requestHash: string; status: number; error: string; userId: string; at: string } };
+
+export type TransactionCommand =
+  | { type: 'Create'; data: TransactionCreatedData }
+  | { type: 'Reject'; uuid: string; requestHash: string; status: number; error: string; userId: string; at: string }
+  | { type: 'ChangeStatus'; to: TransactionStatus; reason: string | null; details?: { [key: string]: Json }; at: string }
+  | { type: 'RecordAcceptance'; paymentId: string; status: TransactionStatus; at: string };
+
+export interface TransactionState {
+  created: TransactionCreatedData | null;
+  status: TransactionStatus | null;
+  rejection: { requestHash: string; status: number; error: string; userId: string } | null;
+  /** The payout provider's id, once it accepted. */
+  paymentId: string | null;
+}
+
+export const transactionStream = (uuid: string) => `txn-${uuid}`;
+
+const NEXT: Record<TransactionKind, Partial<Record<TransactionStatus, TransactionStatus[]>>> = {
+  DEPOSIT: { PENDING: ['COMPLETED', 'FAILED'] },
+  TRANSFER: {},
+  PAYOUT: { PENDING: ['PROCESSING', 'COMPLETED', 'FAILED'], PROCESSING: ['COMPLETED', 'FAILED'] },
+  REVERSAL: {},
+};
+
+export const transactionDecider: Decider<TransactionState, TransactionCommand, TransactionEvent> = {
+  initialState: () => ({ created: null, status: null, rejection: null, paymentId: null }),
+
+  evolve(state, event) {
+    switch (event.type) {
+      case 'TransactionCreated':
+        return { ...state, created: event.data, status: event.data.status };
+      case 'TransactionStatusChanged':
+        return { ...state, status: event.data.to };
+      case 'PayoutAccepted':
+        return { ...state, status: event.data.to, paymentId: event.data.paymentId };
+      case 'TransactionRejected':
+        return { ...state, rejection: { requestHash: event.data.requestHash, status: event.data.status, error: event.data.error, userId: event.data.userId } };
+    }
+  },
+
+  decide(command, state) {
+    switch (command.type) {
+      case 'Create':
+        if (state.created || state.rejection) throw new DomainError('conflict', 'Transaction already exists');
+        return [{ type: 'TransactionCreated', data: command.data }];
+      case 'Reject':
+        if (state.created || state.rejection) throw new DomainError('conflict', 'Transaction already exists');
+        return [
+          {
+            type: 'TransactionRejected',
+            data: {
+              uuid: command.uuid,
+              requestHash: command.requestHash,
+              status: command.status,
+              error: command.error,
+              userId: command.userId,
+              at: command.at,
+            },
+          },
+        ];
+      case 'RecordAcceptance': {
+        if (!state.created || !state.status) throw new DomainError('not_found', 'Transaction not found');
+        if (state.paymentId) return [];
+        const allowed = state.status === command.status || (NEXT[state.created.kind][state.status] ?? []).includes(command.status);
+        const to = allowed ? command.status : state.status;
+        return [{ type: 'PayoutAccepted', data: { uuid: state.created.uuid, paymentId: command.paymentId, from: state.status, to, at: command.at } }];
+      }
+      case 'ChangeStatus': {
+        if (!state.created || !state.status) throw new DomainError('not_found', 'Transaction not found');
+        if (state.status === command.to) return [];
+        // Only the transitions of the interface; a late or repeated provider report changes nothing.
+        if (!(NEXT[state.created.kind][state.status] ?? []).includes(command.to)) return [];
+        return [
+          {
+            type: 'TransactionStatusChanged',
+            data: { uuid: state.created.uuid, from: state.status, to: command.to, reason: command.reason, details: command.details ?? {}, at: command.at },
+          },
+        ];
+      }
+    }
+  },
+};

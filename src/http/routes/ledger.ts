@@ -1,0 +1,269 @@
+import { type Static, Type } from '@sinclair/typebox';
+import type { RequestContext } from '../route';
+import { DomainError } from '../../domain/decider';
+import { type Amount, checkAmount, parseAmount } from '../../domain/ledger/money';
+import { HttpError } from '../errors';
+import { route } from '../route';
+import { PageMeta, pageMeta, StringEnum, UUID_RE, Uuid } from '../schemas';
+
+/** Amounts arrive as JSON numbers (the interface) or decimal strings; either way never through float math. */
+export const AmountField = (name: string) => Type.Union([Type.Number(), Type.String({ maxLength: 40 })], { 'x-error': `${name} must be a number` });
+
+export function requireAmount(value: unknown, name = 'amount'): string {
+  const amount = parseAmount(value);
+  const problem = checkAmount(amount);
+  if (problem === 'not_a_number') throw new HttpError(400, `${name} must be a number`);
+  if (problem === 'not_positive') throw new HttpError(400, 'Amount must be greater than 0');
+  if (problem === 'too_many_decimals') throw new HttpError(400, `${name} must have at most 8 decimal places`);
+  if (problem === 'too_large') throw new HttpError(400, `${name} must have at most 18 integer digits`);
+  return (amount as Amount).toFixed();
+}
+
+/** The interface types these as JSON numbers; the value is exact for amounts of up to 15 significant digits. */
+export const asNumber = (decimal: string): number => Number(decimal);
+
+const AccountId = (name: string) =>
+  Type.Integer({ minimum: 1, maximum: 9_007_199_254_740_991, 'x-error': `${name} must be an account id (a positive integer)` });
+
+const Account = Type.Object({ id: Type.Integer(), asset: Type.String(), type: Type.String(), credits: Type.String(), debits: Type.String() });
+const Transaction = Type.Object({
+  id: Type.Integer(),
+  uuid: Uuid,
+  description: Type.String(),
+  status: StringEnum(['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const),
+  amount: Type.String(),
+  debitAccountId: Type.Union([Type.Integer(), Type.Null()]),
+  creditAccountId: Type.Union([Type.Integer(), Type.Null()]),
+  created: Type.String(),
+  updated: Type.Optional(Type.String()),
+});
+
+const BalanceQuery = Type.Object({
+  page: Type.Integer({ minimum: 1, default: 1 }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  at: Type.Optional(Type.String({ format: 'date-time', 'x-error': 'at must be an ISO 8601 date-time' })),
+});
+
+const PAYER_REQUIRED = 'Payer information is required for deposits';
+const PAYER_FIELDS_REQUIRED = 'Payer document type and number are required for deposits';
+const DepositBody = Type.Object({
+  toAccountId: AccountId('toAccountId'),
+  amount: AmountField('amount'),
+  currency: Type.String({ minLength: 1, maxLength: 10 }),
+  provider: Type.String({ minLength: 1, maxLength: 50 }),
+  description: Type.String({ maxLength: 500, 'x-error': 'description must be a string', 'x-required-error': 'description must be a string' }),
+  metadata: Type.Object(
+    {
+      payer: Type.Object(
+        {
+          documentType: Type.String({ minLength: 1, maxLength: 20, 'x-error': PAYER_FIELDS_REQUIRED, 'x-required-error': PAYER_FIELDS_REQUIRED }),
+          documentNumber: Type.String({ minLength: 1, maxLength: 50, 'x-error': PAYER_FIELDS_REQUIRED, 'x-required-error': PAYER_FIELDS_REQUIRED }),
+        },
+        { 'x-error': PAYER_REQUIRED, 'x-required-error': PAYER_REQUIRED },
+      ),
+    },
+    { 'x-error': PAYER_REQUIRED, 'x-required-error': PAYER_REQUIRED },
+  ),
+});
+
+const DateParam = (name: string) =>
+  Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}([T ][0-9:.]+(Z|[+-]\\d{2}:?\\d{2})?)?$', 'x-error': `${name} must be an ISO 8601 date` });
+const TransactionsQuery = Type.Object({
+  accountId: Type.Integer({ minimum: 1, 'x-error': 'accountId must be an account id (a positive integer)', 'x-required-error': 'accountId is required' }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  page: Type.Integer({ minimum: 1, default: 1 }),
+  from: Type.Optional(DateParam('from')),
+  to: Type.Optional(DateParam('to')),
+});
+const TransactionParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+const TransferBody = Type.Object({
+  fromAccountId: Type.Optional(AccountId('fromAccountId')),
+  toAccountId: AccountId('toAccountId'),
+  amount: AmountField('amount'),
+  description: Type.String({ maxLength: 500, 'x-error': 'description must be a string', 'x-required-error': 'description must be a string' }),
+});
+
+const PayoutBody = Type.Object({
+  transactionId: Type.String({ format: 'uuid', 'x-error': 'transactionId must be a UUID' }),
+  amount: AmountField('amount'),
+  asset: Type.String({ minLength: 1, maxLength: 10 }),
+  description: Type.Optional(Type.String({ maxLength: 500 })),
+  provider: Type.String({ minLength: 1, maxLength: 50 }),
+  source: Type.Object({ metadata: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }),
+  destination: Type.Object({
+    accountNumber: Type.String({ minLength: 1, maxLength: 50 }),
+    accountType: StringEnum(['H', 'C'] as const),
+    bankName: Type.Optional(Type.String({ maxLength: 100 })),
+    bankNumber: Type.Optional(Type.String({ maxLength: 20 })),
+    ownerName: Type.String({ minLength: 1, maxLength: 200 }),
+    ownerDocumentType: StringEnum(['CC', 'CE', 'NIT', 'PA', 'PPT'] as const),
+    ownerDocumentNumber: Type.String({ minLength: 1, maxLength: 50 }),
+  }),
+});
+
+const me = (ctx: RequestContext) => ({ userId: ctx.userId, partnerId: ctx.partnerId });
+
+export const ledgerRoutes = [
+  route({
+    method: 'get',
+    path: '/api/v1/user/accounts',
+    auth: 'bearer',
+    tag: 'Accounts',
+    summary: "The token user's accounts (one USDC account, opened at first login).",
+    responses: {
+      200: {
+        description: 'Accounts',
+        schema: Type.Object({ items: Type.Array(Account), meta: Type.Object({ totalItems: Type.Integer(), currentPage: Type.Integer() }) }),
+      },
+    },
+    async handler({ tally, userId }) {
+      const items = await tally.ledger.accountsOf(userId);
+      return { status: 200, body: { items, meta: { totalItems: items.length, currentPage: 1 } } };
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/api/v1/user/accounts',
+    auth: 'bearer',
+    tag: 'Accounts',
+    deprecated: true,
+    summary: 'Deprecated: accounts are created automatically at first login.',
+    responses: { 410: { description: 'Gone' } },
+    async handler() {
+      throw new HttpError(410, 'Accounts are created automatically at first login');
+    },
+  }),
+  route<unknown, Static<typeof BalanceQuery>>({
+    method: 'get',
+    path: '/api/v1/user/balance',
+    auth: 'bearer',
+    tag: 'Accounts',
+    summary: 'Balances (credits and debits); with `at`, as they were at that instant, computed from the log.',
+    query: BalanceQuery,
+    responses: { 200: { description: 'Balances', schema: Type.Object({ items: Type.Array(Account), meta: PageMeta }) } },
+    async handler({ tally, userId, query }) {
+      let items = await tally.ledger.accountsOf(userId);
+      if (query.at) {
+        const at = new Date(query.at);
+        items = await Promise.all(items.map(async (a) => ({ ...a, ...(await tally.ledger.balanceAt(a.id, at)) })));
+      }
+      const page = items.slice((query.page - 1) * query.limit, query.page * query.limit);
+      return { status: 200, body: { items: page, meta: pageMeta(items.length, query.page, query.limit) } };
+    },
+  }),
+  route<Static<typeof DepositBody>>({
+    method: 'post',
+    path: '/api/v1/transactions/deposit',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'Create a hosted payment link; the balance is credited only when the provider confirms.',
+    body: DepositBody,
+    responses: {
+      201: {
+        description: 'Payment link',
+        schema: Type.Object({
+          transactionId: Uuid,
+          status: Type.Literal('PENDING'),
+          inferredTransactionType: Type.Literal('DEPOSIT'),
+          paymentLink: Type.String(),
+          message: Type.String(),
+        }),
+      },
+    },
+    async handler(ctx) {
+      const { body, tally } = ctx;
+      const amount = requireAmount(body.amount);
+      if (body.currency !== 'USDC') throw new HttpError(400, 'currency must match the account asset (USDC)');
+      const created = await tally.ledger.deposit(
+        me(ctx),
+        { toAccountId: body.toAccountId, amount, currency: body.currency, provider: body.provider, description: body.description, payer: body.metadata.payer },
+        ctx.command(),
+      );
+      return {
+        status: 201,
+        body: {
+          ...created,
+          status: 'PENDING',
+          inferredTransactionType: 'DEPOSIT',
+          message: 'Deposit created; the balance is credited once the payment is confirmed',
+        },
+      };
+    },
+  }),
+  route<unknown, Static<typeof TransactionsQuery>>({
+    method: 'get',
+    path: '/api/v1/transactions',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'Transactions of one of the token user’s accounts, newest first.',
+    query: TransactionsQuery,
+    responses: { 200: { description: 'A plain array of transactions', schema: Type.Array(Type.Omit(Transaction, ['updated'])) } },
+    async handler(ctx) {
+      const { tally, query } = ctx;
+      const accountId = await tally.ledger.ownAccount(ctx.userId, ctx.partnerId, query.accountId);
+      return { status: 200, body: await tally.ledger.listTransactions(accountId, query) };
+    },
+  }),
+  route<unknown, unknown, Static<typeof TransactionParams>>({
+    method: 'get',
+    path: '/api/v1/transactions/{id}',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'One transaction by its uuid, with `updated`.',
+    params: TransactionParams,
+    responses: { 200: { description: 'The transaction', schema: Transaction } },
+    async handler(ctx) {
+      if (!UUID_RE.test(ctx.params.id)) throw new DomainError('not_found', 'Transaction not found');
+      return { status: 200, body: await ctx.tally.ledger.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
+    },
+  }),
+  route<Static<typeof TransferBody>>({
+    method: 'post',
+    path: '/api/v1/transactions/transfer',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'Move funds to another account of the same partner; COMPLETED at once.',
+    body: TransferBody,
+    responses: {
+      201: {
+        description: 'Completed',
+        schema: Type.Object({ id: Type.Integer(), uuid: Uuid, status: Type.Literal('COMPLETED'), amount: Type.Number(), description: Type.String() }),
+      },
+    },
+    async handler(ctx) {
+      const { body, tally } = ctx;
+      const amount = requireAmount(body.amount);
+      const done = await tally.ledger.transfer(
+        me(ctx),
+        { fromAccountId: body.fromAccountId, toAccountId: body.toAccountId, amount, description: body.description },
+        ctx.command(),
+      );
+      return { status: 201, body: { id: done.id, uuid: done.uuid, status: done.status, amount: asNumber(done.amount), description: done.description } };
+    },
+  }),
+  route<Static<typeof PayoutBody>>({
+    method: 'post',
+    path: '/api/v1/user/payout',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'Send funds to a bank account. `transactionId` is the idempotency key; the USDC debit is held at acceptance.',
+    body: PayoutBody,
+    responses: {
+      200: {
+        description: 'Accepted (not settled)',
+        schema: Type.Object({ success: Type.Boolean(), paymentId: Type.Union([Type.String(), Type.Null()]), status: Type.String(), message: Type.String() }),
+      },
+    },
+    async handler(ctx) {
+      const { body, tally } = ctx;
+      const amount = requireAmount(body.amount);
+      const answer = await tally.ledger.payout(
+        me(ctx),
+        { ...body, amount, source: body.source as { metadata: Record<string, unknown> } },
+        ctx.command(`payout:${body.transactionId.toLowerCase()}`),
+      );
+      return { status: answer.httpStatus, body: answer.body };
+    },
+  }),
+];

@@ -1,0 +1,420 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
+
+describe('ledger over HTTP', () => {
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  let acme: PartnerCredentials;
+  let globex: PartnerCredentials;
+  let alice: Customer;
+  let bob: Customer;
+  let mallory: Customer;
+  before(async () => {
+    app = await startTestApp();
+    acme = await createPartner(app.http, 'Acme');
+    globex = await createPartner(app.http, 'Globex');
+    alice = await customer(app.http, acme);
+    bob = await customer(app.http, acme);
+    mallory = await customer(app.http, globex);
+  });
+  after(async () => {
+    await app.close();
+  });
+
+  const transfer = (who: Customer, body: Record<string, unknown>) => app.http.post('/api/v1/transactions/transfer').set(who.bearer).send(body);
+  const deposit = (who: Customer, body: Record<string, unknown>) =>
+    app.http
+      .post('/api/v1/transactions/deposit')
+      .set(who.bearer)
+      .send({ toAccountId: who.accountId, amount: 10, currency: 'USDC', provider: 'mock', description: 'd', metadata: PAYER, ...body });
+
+  describe('accounts', () => {
+    it('shows the one USDC LIABILITY account opened at first login, with zero balances', async () => {
+      const fresh = await customer(app.http, acme);
+      const res = await app.http.get('/api/v1/user/accounts').set(fresh.bearer);
+      expect(res.status).to.equal(200);
+      expect(res.body).to.deep.equal({
+        items: [{ id: fresh.accountId, asset: 'USDC', type: 'LIABILITY', credits: '0.00000000', debits: '0.00000000' }],
+        meta: { totalItems: 1, currentPage: 1 },
+      });
+      const balance = await app.http.get('/api/v1/user/balance').set(fresh.bearer);
+      expect(balance.body.meta).to.deep.equal({ totalItems: 1, totalPages: 1, currentPage: 1, itemsPerPage: 20 });
+      expect(balance.body.items).to.deep.equal(res.body.items);
+    });
+
+    it('refuses manual account creation with 410', async () => {
+      const res = await app.http.post('/api/v1/user/accounts').set(alice.bearer).send({ description: 'x', asset: 'USDC', type: 'LIABILITY' });
+      expect(res.status).to.equal(410);
+      expect(res.body).to.deep.equal({ success: false, error: 'Accounts are created automatically at first login' });
+    });
+
+    it('answers 401 on every ledger route without a token', async () => {
+      for (const [method, path] of [
+        ['get', '/api/v1/user/accounts'],
+        ['get', '/api/v1/user/balance'],
+        ['post', '/api/v1/transactions/deposit'],
+        ['get', '/api/v1/transactions?accountId=1'],
+        ['post', '/api/v1/transactions/transfer'],
+        ['post', '/api/v1/user/payout'],
+      ] as const) {
+        const res = await app.http[method](path).send({});
+        expect(res.status, path).to.equal(401);
+        expect(res.body.error, path).to.equal('Invalid or expired token');
+      }
+    });
+  });
+
+  describe('deposits', () => {
+    it('creates a PENDING deposit with a payment link, and credits only on confirmation, once', async () => {
+      const res = await deposit(alice, { amount: 100 });
+      expect(res.status).to.equal(201);
+      expect(res.body).to.include({ status: 'PENDING', inferredTransactionType: 'DEPOSIT' });
+      expect(res.body.paymentLink).to.match(new RegExp(`^/api/pay/[^?]+\\?transactionId=${res.body.transactionId}&amount=100(\\.0+)?&currency=USDC$`));
+      const before = await balanceOf(app.http, alice);
+      const pending = await app.http.get(`/api/v1/transactions/${res.body.transactionId}`).set(alice.bearer);
+      expect(pending.body).to.include({ status: 'PENDING', amount: '100.00000000', creditAccountId: alice.accountId, debitAccountId: null });
+      const confirm = await app.http.post(`/sandbox/v1/deposits/${res.body.transactionId}/confirm`).set(acme.headers).send();
+      expect(confirm.status).to.equal(202);
+      const after = await balanceOf(app.http, alice);
+      expect(Number(after.credits) - Number(before.credits)).to.equal(100);
+      // The provider reports it again (a new event id): nothing moves twice.
+      expect((await app.http.post(`/sandbox/v1/deposits/${res.body.transactionId}/confirm`).set(acme.headers).send()).status).to.equal(202);
+      expect(await balanceOf(app.http, alice)).to.deep.equal(after);
+      const done = await app.http.get(`/api/v1/transactions/${res.body.transactionId}`).set(alice.bearer);
+      expect(done.body.status).to.equal('COMPLETED');
+      expect(done.body.updated).to.be.a('string');
+    });
+
+    it('marks a failed payment FAILED and credits nothing', async () => {
+      const res = await deposit(alice, { amount: 5 });
+      const before = await balanceOf(app.http, alice);
+      expect((await app.http.post(`/sandbox/v1/deposits/${res.body.transactionId}/fail`).set(acme.headers).send()).status).to.equal(202);
+      expect((await app.http.get(`/api/v1/transactions/${res.body.transactionId}`).set(alice.bearer)).body.status).to.equal('FAILED');
+      expect(await balanceOf(app.http, alice)).to.deep.equal(before);
+      const again = await app.http.post(`/sandbox/v1/deposits/${res.body.transactionId}/confirm`).set(acme.headers).send();
+      expect(again.status).to.equal(409);
+      expect(await balanceOf(app.http, alice)).to.deep.equal(before);
+    });
+
+    const invalid: Array<[string, Record<string, unknown>, number, string]> = [
+      ['no description', { description: undefined }, 400, 'description must be a string'],
+      ['a numeric description', { description: 12 }, 400, 'description must be a string'],
+      ['no metadata', { metadata: undefined }, 400, 'Payer information is required for deposits'],
+      ['no payer', { metadata: {} }, 400, 'Payer information is required for deposits'],
+      ['no document type', { metadata: { payer: { documentNumber: '1' } } }, 400, 'Payer document type and number are required for deposits'],
+      ['no document number', { metadata: { payer: { documentType: 'CC' } } }, 400, 'Payer document type and number are required for deposits'],
+      ['a zero amount', { amount: 0 }, 400, 'Amount must be greater than 0'],
+      ['a negative amount', { amount: -5 }, 400, 'Amount must be greater than 0'],
+      ['nine decimals', { amount: '1.123456789' }, 400, 'amount must have at most 8 decimal places'],
+      ['19 integer digits', { amount: '1234567890123456789' }, 400, 'amount must have at most 18 integer digits'],
+      ['another currency', { currency: 'COP' }, 400, 'currency must match the account asset (USDC)'],
+      ['an unknown provider', { provider: 'acmepay' }, 400, 'Unsupported payment provider: acmepay'],
+      ['no toAccountId', { toAccountId: undefined }, 400, 'toAccountId is required'],
+    ];
+    for (const [name, body, status, message] of invalid) {
+      it(`answers ${status} "${message}" for ${name}, and records nothing`, async () => {
+        const before = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_transactions');
+        const res = await deposit(alice, body);
+        expect(res.status).to.equal(status);
+        expect(res.body).to.include({ success: false, error: message });
+        expect(await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_transactions')).to.deep.equal(before);
+      });
+    }
+
+    it('keeps deposits to other accounts out: 403 same partner, 404 other partner or unknown', async () => {
+      const other = await deposit(alice, { toAccountId: bob.accountId });
+      expect(other.status).to.equal(403);
+      expect(other.body.error).to.equal('Account does not belong to the authenticated user');
+      for (const toAccountId of [mallory.accountId, 99_999_999]) {
+        const res = await deposit(alice, { toAccountId });
+        expect(res.status).to.equal(404);
+        expect(res.body.error).to.equal('Account not found');
+      }
+    });
+  });
+
+  describe('transfers', () => {
+    before(async () => {
+      await fund(app.http, acme, alice, '1000');
+    });
+
+    it('moves money at once, COMPLETED, exactly to the cent (0.1 + 0.2 = 0.3)', async () => {
+      const sender = await customer(app.http, acme);
+      const receiver = await customer(app.http, acme);
+      await fund(app.http, acme, sender, '1');
+      const first = await transfer(sender, { toAccountId: receiver.accountId, amount: 0.1, description: 'a' });
+      expect(first.status).to.equal(201);
+      expect(first.body).to.include({ status: 'COMPLETED', amount: 0.1, description: 'a' });
+      expect(first.body.id).to.be.a('number');
+      expect(first.body.uuid).to.match(/^[0-9a-f-]{36}$/);
+      await transfer(sender, { toAccountId: receiver.accountId, amount: '0.2', description: 'b' });
+      expect(await balanceOf(app.http, receiver)).to.deep.equal({ credits: '0.30000000', debits: '0.00000000' });
+      expect(await balanceOf(app.http, sender)).to.deep.equal({ credits: '1.00000000', debits: '0.30000000' });
+      await transfer(sender, { toAccountId: receiver.accountId, amount: '0.00000001', description: 'c' });
+      expect((await balanceOf(app.http, receiver)).credits).to.equal('0.30000001');
+      const list = await app.http.get(`/api/v1/transactions?accountId=${receiver.accountId}`).set(receiver.bearer);
+      expect(list.body.map((t: { amount: string }) => t.amount)).to.deep.equal(['0.00000001', '0.20000000', '0.10000000']);
+      expect(list.body[0]).to.not.have.property('updated');
+    });
+
+    it('defaults the source to the token user’s account', async () => {
+      const res = await transfer(alice, { toAccountId: bob.accountId, amount: 1, description: 'default source' });
+      expect(res.status).to.equal(201);
+      const txn = await app.http.get(`/api/v1/transactions/${res.body.uuid}`).set(alice.bearer);
+      expect(txn.body).to.include({ debitAccountId: alice.accountId, creditAccountId: bob.accountId, status: 'COMPLETED' });
+      // The receiver sees it too; a third user of the same partner gets 403.
+      expect((await app.http.get(`/api/v1/transactions/${res.body.uuid}`).set(bob.bearer)).status).to.equal(200);
+      const third = await customer(app.http, acme);
+      const forbidden = await app.http.get(`/api/v1/transactions/${res.body.uuid}`).set(third.bearer);
+      expect(forbidden.status).to.equal(403);
+      expect(forbidden.body.error).to.equal('Transaction does not belong to the authenticated user');
+      const otherPartner = await app.http.get(`/api/v1/transactions/${res.body.uuid}`).set(mallory.bearer);
+      expect(otherPartner.status).to.equal(404);
+      expect(otherPartner.body.error).to.equal('Transaction not found');
+    });
+
+    const errors: Array<[string, () => Record<string, unknown>, number, string]> = [
+      ['to the same account', () => ({ toAccountId: alice.accountId, amount: 1, description: 'x' }), 400, 'Cannot transfer to the same account'],
+      [
+        'from an underfunded account',
+        () => ({ toAccountId: bob.accountId, amount: 1_000_000, description: 'x' }),
+        400,
+        `Amount exceeds maximum transaction amount of 10000`,
+      ],
+      ['to an unknown account', () => ({ toAccountId: 99_999_999, amount: 1, description: 'x' }), 400, 'One or both accounts do not exist'],
+      ['to another partner’s account', () => ({ toAccountId: mallory.accountId, amount: 1, description: 'x' }), 400, 'One or both accounts do not exist'],
+      [
+        'from an unknown account',
+        () => ({ fromAccountId: 99_999_999, toAccountId: bob.accountId, amount: 1, description: 'x' }),
+        400,
+        'One or both accounts do not exist',
+      ],
+      [
+        'from another user’s account',
+        () => ({ fromAccountId: bob.accountId, toAccountId: alice.accountId, amount: 1, description: 'x' }),
+        403,
+        'Account does not belong to the authenticated user',
+      ],
+      ['of zero', () => ({ toAccountId: bob.accountId, amount: 0, description: 'x' }), 400, 'Amount must be greater than 0'],
+      ['without description', () => ({ toAccountId: bob.accountId, amount: 1 }), 400, 'description must be a string'],
+      ['with nine decimals', () => ({ toAccountId: bob.accountId, amount: '0.000000001', description: 'x' }), 400, 'amount must have at most 8 decimal places'],
+    ];
+    for (const [name, body, status, message] of errors) {
+      it(`refuses a transfer ${name}: ${status} "${message}", moving nothing`, async () => {
+        const before = [await balanceOf(app.http, alice), await balanceOf(app.http, bob)];
+        const res = await transfer(alice, body());
+        expect(res.status).to.equal(status);
+        expect(res.body).to.include({ success: false, error: message });
+        expect([await balanceOf(app.http, alice), await balanceOf(app.http, bob)]).to.deep.equal(before);
+      });
+    }
+
+    it('refuses a transfer that would overdraw: 400 "Insufficient balance in account <id>"', async () => {
+      const poor = await customer(app.http, acme);
+      await fund(app.http, acme, poor, '5');
+      const res = await transfer(poor, { toAccountId: bob.accountId, amount: '5.00000001', description: 'x' });
+      expect(res.status).to.equal(400);
+      expect(res.body.error).to.equal(`Insufficient balance in account ${poor.accountId}`);
+      expect((await transfer(poor, { toAccountId: bob.accountId, amount: '5', description: 'all' })).status).to.equal(201);
+      expect(await balanceOf(app.http, poor)).to.deep.equal({ credits: '5.00000000', debits: '5.00000000' });
+    });
+
+    it('enforces the daily limit on outgoing money', async () => {
+      const rich = await customer(app.http, acme);
+      await fund(app.http, acme, rich, '60000');
+      for (let i = 0; i < 5; i++) expect((await transfer(rich, { toAccountId: bob.accountId, amount: 10000, description: `d${i}` })).status).to.equal(201);
+      const over = await transfer(rich, { toAccountId: bob.accountId, amount: '0.00000001', description: 'one too many' });
+      expect(over.status).to.equal(400);
+      expect(over.body.error).to.equal('Daily transaction limit exceeded');
+    });
+
+    it('lets exactly 1,000 of 2,000 concurrent 1-unit transfers out of an account holding 1,000 succeed', async function () {
+      this.timeout(180_000);
+      const source = await customer(app.http, acme);
+      const sinks = [await customer(app.http, acme), await customer(app.http, acme)];
+      await fund(app.http, acme, source, '1000');
+      const statuses: number[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 50 }, async () => {
+          while (next < 2000) {
+            const i = next++;
+            const sink = sinks[i % 2] as Customer;
+            const res = await transfer(source, { toAccountId: sink.accountId, amount: 1, description: `race ${i}` });
+            statuses.push(res.status);
+          }
+        }),
+      );
+      const counts = statuses.reduce<Record<number, number>>((acc, s) => ({ ...acc, [s]: (acc[s] ?? 0) + 1 }), {});
+      expect(counts).to.deep.equal({ 201: 1000, 400: 1000 });
+      expect(statuses.filter((s) => s === 201)).to.have.length(1000);
+      expect(statuses.filter((s) => s === 400)).to.have.length(1000);
+      expect(await balanceOf(app.http, source)).to.deep.equal({ credits: '1000.00000000', debits: '1000.00000000' });
+      const received = await Promise.all(sinks.map((s) => balanceOf(app.http, s)));
+      expect(received.reduce((sum, b) => sum + Number(b.credits), 0)).to.equal(1000);
+    });
+  });
+
+  describe('transaction reads', () => {
+    it('lists with accountId required, limits, pages and dates; ownership as decided', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '10');
+      for (let i = 0; i < 3; i++) await transfer(who, { toAccountId: bob.accountId, amount: 1, description: `t${i}` });
+      const missing = await app.http.get('/api/v1/transactions').set(who.bearer);
+      expect(missing.status).to.equal(400);
+      expect(missing.body.error).to.equal('accountId is required');
+      const all = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}`).set(who.bearer);
+      expect(all.body.map((t: { description: string }) => t.description)).to.deep.equal(['t2', 't1', 't0', 'top up']);
+      const page = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&limit=2&page=2`).set(who.bearer);
+      expect(page.body.map((t: { description: string }) => t.description)).to.deep.equal(['t0', 'top up']);
+      expect((await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&limit=101`).set(who.bearer)).status).to.equal(400);
+      const future = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&from=2999-01-01`).set(who.bearer);
+      expect(future.body).to.deep.equal([]);
+      const past = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&to=2000-01-01`).set(who.bearer);
+      expect(past.body).to.deep.equal([]);
+      const other = await app.http.get(`/api/v1/transactions?accountId=${bob.accountId}`).set(who.bearer);
+      expect(other.status).to.equal(403);
+      expect(other.body.error).to.equal('Account does not belong to the authenticated user');
+      const foreign = await app.http.get(`/api/v1/transactions?accountId=${mallory.accountId}`).set(who.bearer);
+      expect(foreign.status).to.equal(404);
+      expect(foreign.body.error).to.equal('Account not found');
+      expect((await app.http.get(`/api/v1/transactions/${randomUUID()}`).set(who.bearer)).body.error).to.equal('Transaction not found');
+    });
+
+    it('computes a balance at an instant from the log', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '10');
+      await new Promise((r) => setTimeout(r, 30));
+      const between = new Date().toISOString();
+      await new Promise((r) => setTimeout(r, 30));
+      await fund(app.http, acme, who, '5');
+      const then = await app.http.get(`/api/v1/user/balance?at=${encodeURIComponent(between)}`).set(who.bearer);
+      expect(then.body.items[0]).to.include({ credits: '10.00000000', debits: '0.00000000' });
+      const now = await app.http.get('/api/v1/user/balance').set(who.bearer);
+      expect(now.body.items[0].credits).to.equal('15.00000000');
+    });
+  });
+
+  describe('payouts', () => {
+    const payout = (who: Customer, body: Record<string, unknown> = {}) =>
+      app.http
+        .post('/api/v1/user/payout')
+        .set(who.bearer)
+        .send({
+          transactionId: randomUUID(),
+          amount: 40000,
+          asset: 'COP',
+          provider: 'mock',
+          source: { metadata: { fundingId: 'f1' } },
+          destination: PAYOUT_DESTINATION,
+          ...body,
+        });
+
+    it('holds the converted USDC at acceptance and settles later', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '100');
+      const transactionId = randomUUID();
+      const res = await payout(who, { transactionId });
+      expect(res.status).to.equal(200);
+      expect(res.body).to.include({ success: true, status: 'PROCESSING' });
+      expect(res.body.paymentId).to.be.a('string');
+      // 40,000 COP at 4,000 COP per USDC = 10 USDC, held at once.
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
+      const txn = await app.http.get(`/api/v1/transactions/${transactionId}`).set(who.bearer);
+      expect(txn.body).to.include({ uuid: transactionId, status: 'PROCESSING', amount: '10.00000000', debitAccountId: who.accountId });
+      expect((await app.http.post(`/sandbox/v1/payouts/${res.body.paymentId}/settle`).set(acme.headers).send()).status).to.equal(202);
+      expect((await app.http.get(`/api/v1/transactions/${transactionId}`).set(who.bearer)).body.status).to.equal('COMPLETED');
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
+    });
+
+    it('returns the funds with a REVERSED credit when the payout fails', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '100');
+      const transactionId = randomUUID();
+      const res = await payout(who, { transactionId });
+      await app.http.post(`/sandbox/v1/payouts/${res.body.paymentId}/fail`).set(acme.headers).send({ reason: 'account_closed' });
+      expect((await app.http.get(`/api/v1/transactions/${transactionId}`).set(who.bearer)).body.status).to.equal('FAILED');
+      const list = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}`).set(who.bearer);
+      expect(list.body.map((t: { status: string }) => t.status)).to.deep.equal(['REVERSED', 'FAILED', 'COMPLETED']);
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
+      // The provider saying it twice changes nothing.
+      await app.http.post(`/sandbox/v1/payouts/${res.body.paymentId}/fail`).set(acme.headers).send({ reason: 'account_closed' });
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
+    });
+
+    it('answers a retry with the same transactionId and body with the first answer, moving no money again', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '100');
+      const body = { transactionId: randomUUID() };
+      const first = await payout(who, body);
+      const again = await Promise.all([payout(who, body), payout(who, body)]);
+      for (const res of again) {
+        expect(res.status).to.equal(200);
+        expect(res.body.paymentId).to.equal(first.body.paymentId);
+      }
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
+      const different = await payout(who, { ...body, amount: 40001 });
+      expect(different.status).to.equal(409);
+      expect(different.body.error).to.equal('transactionId already used with different parameters');
+    });
+
+    it('keeps a refusal under its key: the same retry is refused even after funding', async () => {
+      const who = await customer(app.http, acme);
+      const body = { transactionId: randomUUID() };
+      const refused = await payout(who, body);
+      expect(refused.status).to.equal(400);
+      expect(refused.body.error).to.equal(`Insufficient balance in account ${who.accountId}`);
+      await fund(app.http, acme, who, '100');
+      const retry = await payout(who, body);
+      expect(retry.status).to.equal(400);
+      expect(retry.body.error).to.equal(`Insufficient balance in account ${who.accountId}`);
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '0.00000000' });
+    });
+
+    it('answers 502 when the provider refuses, and returns the held funds', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '100');
+      const sandbox = app.tally.providers.sandbox;
+      if (!sandbox) throw new Error('sandbox off');
+      sandbox.payouts.setAvailability(false);
+      try {
+        const res = await payout(who);
+        expect(res.status).to.equal(502);
+        expect(res.body).to.deep.equal({ success: false, error: 'Payout provider unavailable' });
+      } finally {
+        sandbox.payouts.setAvailability(true);
+      }
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
+    });
+
+    const invalid: Array<[string, Record<string, unknown>, string]> = [
+      ['an unknown asset', { asset: 'XYZ' }, 'Unsupported asset: XYZ'],
+      ['a zero amount', { amount: 0 }, 'Amount must be greater than 0'],
+      ['a bad transactionId', { transactionId: 'abc' }, 'transactionId must be a UUID'],
+      ['no destination owner', { destination: { ...PAYOUT_DESTINATION, ownerName: undefined } }, 'destination.ownerName is required'],
+      ['a bad account type', { destination: { ...PAYOUT_DESTINATION, accountType: 'X' } }, 'destination.accountType must be one of H, C'],
+      [
+        'a bad owner document type',
+        { destination: { ...PAYOUT_DESTINATION, ownerDocumentType: 'DNI' } },
+        'destination.ownerDocumentType must be one of CC, CE, NIT, PA, PPT',
+      ],
+      ['no source', { source: undefined }, 'source is required'],
+      ['no source metadata', { source: {} }, 'source.metadata is required'],
+      ['an unknown provider', { provider: 'bankco' }, 'Unsupported payout provider: bankco'],
+    ];
+    for (const [name, body, message] of invalid) {
+      it(`answers 400 "${message}" for ${name}`, async () => {
+        const res = await payout(alice, body);
+        expect(res.status).to.equal(400);
+        expect(res.body.error).to.equal(message);
+      });
+    }
+
+    it('enforces the maximum transaction amount on the USDC debited', async () => {
+      const res = await payout(alice, { amount: 40_000_004 });
+      expect(res.status).to.equal(400);
+      expect(res.body.error).to.equal('Amount exceeds maximum transaction amount of 10000');
+    });
+  });
+});
