@@ -42,7 +42,7 @@ export function rotate(keys: ServiceKeys, now = new Date()): { keys: ServiceKeys
   const newest = keys.signing[keys.signing.length - 1];
   if (newest && now.getTime() - Date.parse(newest.createdAt) < KEY_ROTATION_DAYS * 86_400_000) return { keys, changed: false };
   const added = newSigningKey(now);
-  const kept = keys.signing.filter((k, i, all) => {
+  const kept = keys.signing.filter((_k, i, all) => {
     const successor = all[i + 1];
     return !successor || now.getTime() - Date.parse(successor.createdAt) < RETIRED_KEY_GRACE_MS;
   });

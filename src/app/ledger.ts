@@ -291,7 +291,7 @@ export class LedgerService {
     for (let attempt = 1; ; attempt++) {
       const txn = await load(this.tally.store, transactionStream(event.transactionId), transactionDecider);
       const data = txn.state.created;
-      if (!data || data.kind !== 'DEPOSIT' || data.creditAccountId === null) throw new DomainError('not_found', 'Transaction not found');
+      if (data?.kind !== 'DEPOSIT' || data.creditAccountId === null) throw new DomainError('not_found', 'Transaction not found');
       const at = event.occurredAt;
       const matches = money(event.amount).eq(data.amount) && event.currency === (data.details.currency ?? 'USDC');
       const to = event.outcome === 'confirmed' && matches ? 'COMPLETED' : 'FAILED';
@@ -538,7 +538,7 @@ export class LedgerService {
       const stream = transactionStream(event.transactionId);
       const txn = await load(this.tally.store, stream, transactionDecider);
       const data = txn.state.created;
-      if (!data || data.kind !== 'PAYOUT' || data.debitAccountId === null) throw new DomainError('not_found', 'Transaction not found');
+      if (data?.kind !== 'PAYOUT' || data.debitAccountId === null) throw new DomainError('not_found', 'Transaction not found');
       const at = event.occurredAt;
       const settled = transactionDecider.decide(
         { type: 'ChangeStatus', to: 'COMPLETED', reason: null, details: { providerEventId: event.eventId }, at },

@@ -66,6 +66,17 @@ function escapeLike(prefix: string): string {
   return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
+/** The port's error for a request es_append_batch / es_append refused. */
+function appendError(error: string, detail: string | null | undefined, appends: StreamAppend[]): Error {
+  if (error === 'WRONG_EXPECTED_REVISION') {
+    const parsed = JSON.parse(detail ?? '{}') as { stream: string; actual: number };
+    const append = appends.find((a) => a.stream === parsed.stream);
+    return new WrongExpectedRevisionError(parsed.stream, append?.expectedRevision ?? 'any', Number(parsed.actual));
+  }
+  if (error === 'EVENT_ID_CONFLICT') return new EventIdConflictError(appends[0]?.events[0]?.id ?? '');
+  return new Error(`Unexpected append result ${error}`);
+}
+
 /** Connection-level failures (server down, refused, reset) become StoreUnavailableError. */
 function isConnectionError(error: unknown): boolean {
   const e = error as { code?: string; message?: string };
@@ -74,18 +85,76 @@ function isConnectionError(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(e?.message ?? '');
 }
 
+/** Tuning of the adapter's group commit (see PostgresEventStore). */
+export interface PostgresEventStoreOptions {
+  /**
+   * Batches in flight at once, each one es_append_batch call (one transaction, one connection).
+   * Requests that arrive while all are busy wait and leave together in the next free one.
+   * Default 4 on a server; 1 on PGlite, which runs one query at a time anyway.
+   */
+  maxInFlight?: number;
+  /** Most requests (appendMany calls) in one batch. Default 100. */
+  maxBatchRequests?: number;
+  /** Most events in one batch; a single larger request still goes, alone. Default 1,000. */
+  maxBatchEvents?: number;
+}
+
+/** Counters of the group commit, for tests and diagnostics. */
+export interface AppendStats {
+  /** appendMany calls that reached the database. */
+  requests: number;
+  /** es_append_batch calls. requests / batches = mean batch size. */
+  batches: number;
+  /** Requests of the largest batch so far. */
+  largestBatch: number;
+  /** Batches that failed as a whole and were retried request by request. */
+  fallbacks: number;
+}
+
+/** One appendMany call waiting for (or in) a batch. */
+interface QueuedAppend {
+  appends: StreamAppend[];
+  /** The request as es_append / es_append_batch take it, serialized once. */
+  json: string;
+  events: number;
+  resolve(results: AppendResult[]): void;
+  reject(error: unknown): void;
+}
+
+interface BatchRow {
+  request_no: number;
+  stream: string | null;
+  next_revision: string | null;
+  position_text: string | null;
+  error: string | null;
+  error_detail: string | null;
+}
+
 export class PostgresEventStore implements EventStore {
   readonly kind: 'postgres' | 'pglite';
+  readonly stats: AppendStats = { requests: 0, batches: 0, largestBatch: 0, fallbacks: 0 };
   private readonly appended = new EventEmitter();
+  private readonly maxInFlight: number;
+  private readonly maxBatchRequests: number;
+  private readonly maxBatchEvents: number;
+  /** Requests not yet sent, in call order; a batch takes them from the front. */
+  private readonly queue: QueuedAppend[] = [];
+  private inFlight = 0;
 
-  constructor(readonly sql: Sql) {
+  constructor(
+    readonly sql: Sql,
+    options: PostgresEventStoreOptions = {},
+  ) {
     this.kind = sql.kind;
     this.appended.setMaxListeners(0);
+    this.maxInFlight = Math.max(1, options.maxInFlight ?? (sql.kind === 'pglite' ? 1 : 4));
+    this.maxBatchRequests = Math.max(1, options.maxBatchRequests ?? 100);
+    this.maxBatchEvents = Math.max(1, options.maxBatchEvents ?? 1_000);
   }
 
-  static async create(sql: Sql): Promise<PostgresEventStore> {
+  static async create(sql: Sql, options: PostgresEventStoreOptions = {}): Promise<PostgresEventStore> {
     await sql.exec(EVENT_LOG_SCHEMA);
-    return new PostgresEventStore(sql);
+    return new PostgresEventStore(sql, options);
   }
 
   async append(stream: string, events: NewEvent[], expectedRevision: StreamAppend['expectedRevision']): Promise<AppendResult> {
@@ -93,13 +162,21 @@ export class PostgresEventStore implements EventStore {
     return result as AppendResult;
   }
 
+  /**
+   * Group commit: the call is queued, and sent at once when a batch slot is free (so a lone call
+   * waits for nothing), otherwise together with the other calls that queued meanwhile, in one
+   * es_append_batch transaction. Each call still succeeds or fails on its own, with its own result
+   * or error, exactly as if the calls of a batch had run one after the other in queue order.
+   */
   async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
     if (appends.length === 0) return [];
     const names = new Set<string>();
+    let events = 0;
     for (const a of appends) {
       if (a.events.length === 0) throw new Error(`Append to ${a.stream} has no events`);
       if (names.has(a.stream)) throw new Error(`Stream ${a.stream} appears twice in one append`);
       names.add(a.stream);
+      events += a.events.length;
     }
     const request = appends.map((a) => {
       const expected = normalizeExpected(a.expectedRevision);
@@ -112,30 +189,113 @@ export class PostgresEventStore implements EventStore {
         }),
       };
     });
-    const rows = await this.callAppend(request, appends);
+    const json = JSON.stringify(request);
+    return new Promise<AppendResult[]>((resolve, reject) => {
+      this.queue.push({ appends, json, events, resolve, reject });
+      this.flush();
+    });
+  }
+
+  /** Sends queued requests while a batch slot is free. No timer: a request never waits for company. */
+  private flush(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const batch = this.takeBatch();
+      this.inFlight++;
+      void this.sendBatch(batch).finally(() => {
+        this.inFlight--;
+        this.flush();
+      });
+    }
+  }
+
+  /** The oldest queued requests, up to the bounds (at least one, even when it alone is over them). */
+  private takeBatch(): QueuedAppend[] {
+    let events = 0;
+    let count = 0;
+    for (const q of this.queue) {
+      if (count >= this.maxBatchRequests || (count > 0 && events + q.events > this.maxBatchEvents)) break;
+      events += q.events;
+      count++;
+    }
+    return this.queue.splice(0, count);
+  }
+
+  /** Runs one batch and settles every request in it. Never rejects. */
+  private async sendBatch(batch: QueuedAppend[]): Promise<void> {
+    this.stats.batches++;
+    this.stats.requests += batch.length;
+    this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
+    let rows: BatchRow[];
+    try {
+      rows = await this.sql.query<BatchRow>(
+        'SELECT request_no, stream, next_revision::text, position_text, error, error_detail FROM es_append_batch($1::jsonb)',
+        [`[${batch.map((q) => q.json).join(',')}]`],
+      );
+    } catch (error) {
+      if (isConnectionError(error)) {
+        for (const q of batch) q.reject(new StoreUnavailableError(error));
+        return;
+      }
+      // The batch failed as a whole and wrote nothing (e.g. another transaction inserted one of its
+      // event ids first: 23505, or a bad UUID in one request). Retry each request alone, in order:
+      // the single-request path answers races with the stored result and confines a bad request's
+      // error to that request.
+      this.stats.fallbacks++;
+      let anyWritten = false;
+      for (const q of batch) {
+        try {
+          q.resolve(this.toResults(q.appends, await this.callAppend(q.json, q.appends)));
+          anyWritten = true;
+        } catch (e) {
+          q.reject(e);
+        }
+      }
+      if (anyWritten) this.appended.emit('append');
+      return;
+    }
+    const byRequest = new Map<number, BatchRow[]>();
+    for (const row of rows) {
+      const list = byRequest.get(row.request_no);
+      if (list) list.push(row);
+      else byRequest.set(row.request_no, [row]);
+    }
+    let anyWritten = false;
+    batch.forEach((q, i) => {
+      const own = byRequest.get(i + 1) ?? [];
+      const failure = own.find((r) => r.error !== null);
+      if (failure) {
+        q.reject(appendError(failure.error ?? '', failure.error_detail, q.appends));
+        return;
+      }
+      try {
+        q.resolve(this.toResults(q.appends, own as Array<{ stream: string; next_revision: string; position_text: string }>));
+        anyWritten = true;
+      } catch (e) {
+        q.reject(e);
+      }
+    });
+    if (anyWritten) this.appended.emit('append');
+  }
+
+  /** One result per append, in the caller's order. A stream without a row: the ids were stored elsewhere. */
+  private toResults(appends: StreamAppend[], rows: Array<{ stream: string; next_revision: string; position_text: string }>): AppendResult[] {
     const byStream = new Map(rows.map((r) => [r.stream, r]));
-    const results = appends.map((a) => {
+    return appends.map((a) => {
       const row = byStream.get(a.stream);
       if (!row) throw new EventIdConflictError(a.events[0]?.id ?? '');
       return { nextRevision: Number(row.next_revision), position: row.position_text };
     });
-    this.appended.emit('append');
-    return results;
   }
 
-  private async callAppend(request: unknown, appends: StreamAppend[]) {
+  /** The single-request path (es_append, which raises on a failed request), for the fallback. */
+  private async callAppend(json: string, appends: StreamAppend[]) {
     type Row = { stream: string; next_revision: string; position_text: string };
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.sql.query<Row>('SELECT stream, next_revision::text, position_text FROM es_append($1::jsonb)', [JSON.stringify(request)]);
+        return await this.sql.query<Row>('SELECT stream, next_revision::text, position_text FROM es_append($1::jsonb)', [json]);
       } catch (error) {
         const e = error as { message?: string; detail?: string; code?: string; constraint?: string };
-        if (e.message === 'WRONG_EXPECTED_REVISION') {
-          const detail = JSON.parse(e.detail ?? '{}') as { stream: string; actual: number };
-          const append = appends.find((a) => a.stream === detail.stream);
-          throw new WrongExpectedRevisionError(detail.stream, append?.expectedRevision ?? 'any', Number(detail.actual));
-        }
-        if (e.message === 'EVENT_ID_CONFLICT') throw new EventIdConflictError(appends[0]?.events[0]?.id ?? '');
+        if (e.message === 'WRONG_EXPECTED_REVISION' || e.message === 'EVENT_ID_CONFLICT') throw appendError(e.message, e.detail, appends);
         // Two identical retries raced past the id check: the loser sees the unique index. Once more
         // and it finds the winner's events and answers with them.
         if (e.code === '23505' && e.constraint === 'es_events_event_id' && attempt < 1) continue;

@@ -180,7 +180,11 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
 
       it('returns a long stream in revision order (numeric, not text)', async () => {
         const stream = uniqueStream();
-        await store.append(stream, Array.from({ length: 12 }, (_, i) => ev(String(i))), 'no_stream');
+        await store.append(
+          stream,
+          Array.from({ length: 12 }, (_, i) => ev(String(i))),
+          'no_stream',
+        );
         const read = await store.readStream(stream);
         expect(read.map((e) => e.revision)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
         expect(read.map((e) => e.type)).to.deep.equal(['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11']);

@@ -246,7 +246,8 @@ describe('ledger over HTTP', () => {
           }
         }),
       );
-      const counts = statuses.reduce<Record<number, number>>((acc, s) => ({ ...acc, [s]: (acc[s] ?? 0) + 1 }), {});
+      const counts: Record<number, number> = {};
+      for (const s of statuses) counts[s] = (counts[s] ?? 0) + 1;
       expect(counts).to.deep.equal({ 201: 1000, 400: 1000 });
       expect(statuses.filter((s) => s === 201)).to.have.length(1000);
       expect(statuses.filter((s) => s === 400)).to.have.length(1000);

@@ -12,6 +12,8 @@ export interface InquiryPrefill {
   phone?: string;
   /** YYYY-MM-DD */
   birthDate?: string;
+  /** ISO 3166-1 alpha-2 of the identity document, when known. */
+  country?: string;
 }
 
 export interface KycDocument {
