@@ -1,6 +1,7 @@
 import type { Tally } from '../app/tally';
 import { verifyChain } from '../eventstore/hash';
 import type { Json } from '../eventstore/port';
+import { ledgerCheck } from './audit-ledger';
 import { logPages } from './events';
 
 /** One difference an audit check found. */
@@ -80,4 +81,4 @@ export const readModelCheck: AuditCheck = {
   },
 };
 
-export const auditChecks: AuditCheck[] = [hashChainCheck, readModelCheck];
+export const auditChecks: AuditCheck[] = [hashChainCheck, readModelCheck, ledgerCheck];

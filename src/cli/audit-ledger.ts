@@ -1,0 +1,85 @@
+import { type AccountEvent, type AccountState, accountDecider } from '../domain/accounts/account';
+import { fixed, money, ZERO } from '../domain/ledger/money';
+import type { TransactionEvent, TransactionKind, TransactionStatus } from '../domain/ledger/transaction';
+import type { Tally } from '../app/tally';
+import type { AuditCheck, AuditFinding } from './audit-checks';
+import { logPages } from './events';
+
+interface TxnFacts {
+  kind: TransactionKind;
+  amount: string;
+  status: TransactionStatus;
+}
+
+/**
+ * The ledger's books, from the log alone:
+ * - conservation: the sum of every account's balance (credits - debits, holds included) equals
+ *   completed deposits minus payouts that left (settled or still held) - transfers net to zero and a
+ *   failed payout's hold is matched by its reversal;
+ * - every account's read-model balance equals the fold of its stream.
+ */
+export const ledgerCheck: AuditCheck = {
+  name: 'ledger',
+  async run(tally: Tally) {
+    const accounts = new Map<number, AccountState>();
+    const transactions = new Map<string, TxnFacts>();
+    for await (const page of logPages(tally.store)) {
+      for (const e of page) {
+        if (e.stream.startsWith('account-')) {
+          const id = Number(e.stream.slice('account-'.length));
+          accounts.set(id, accountDecider.evolve(accounts.get(id) ?? accountDecider.initialState(), { type: e.type, data: e.data } as AccountEvent));
+        } else if (e.stream.startsWith('txn-')) {
+          const t = { type: e.type, data: e.data } as TransactionEvent;
+          if (t.type === 'TransactionCreated') transactions.set(t.data.uuid, { kind: t.data.kind, amount: t.data.amount, status: t.data.status });
+          else if (t.type === 'TransactionStatusChanged' || t.type === 'PayoutAccepted') {
+            const known = transactions.get(t.data.uuid);
+            if (known) known.status = t.data.to;
+          }
+        }
+      }
+    }
+    const findings: AuditFinding[] = [];
+    let balances = ZERO;
+    for (const state of accounts.values()) balances = balances.plus(state.creditsPosted).minus(state.debitsPosted).minus(state.debitsPending);
+    let deposits = ZERO;
+    let payouts = ZERO;
+    for (const t of transactions.values()) {
+      if (t.kind === 'DEPOSIT' && t.status === 'COMPLETED') deposits = deposits.plus(t.amount);
+      // A payout's debit stays unless it failed (then its REVERSAL credit gives it back).
+      if (t.kind === 'PAYOUT') payouts = payouts.plus(t.amount);
+      if (t.kind === 'REVERSAL') payouts = payouts.minus(t.amount);
+    }
+    if (!balances.eq(deposits.minus(payouts))) {
+      findings.push({
+        subject: 'conservation',
+        reason: `sum of balances ${fixed(balances)} != completed deposits ${fixed(deposits)} - payouts ${fixed(payouts)}`,
+        details: { balances: fixed(balances), deposits: fixed(deposits), payouts: fixed(payouts) },
+      });
+    }
+    const rows = await tally.sql.query<{ account_id: string; credits: string; debits: string }>(
+      'SELECT account_id::text, credits::text, debits::text FROM rm_accounts',
+    );
+    const seen = new Set<number>();
+    for (const row of rows) {
+      const id = Number(row.account_id);
+      seen.add(id);
+      const state = accounts.get(id);
+      const credits = state ? state.creditsPosted : fixed(ZERO);
+      const debits = state ? fixed(money(state.debitsPosted).plus(state.debitsPending)) : fixed(ZERO);
+      if (!money(row.credits).eq(credits) || !money(row.debits).eq(debits)) {
+        findings.push({
+          subject: `account ${id}`,
+          reason: `read model credits ${fixed(money(row.credits))} / debits ${fixed(money(row.debits))} != log ${credits} / ${debits}`,
+          details: { accountId: id, credits, debits },
+        });
+      }
+    }
+    for (const [id, state] of accounts) {
+      if (state.opened && !seen.has(id)) findings.push({ subject: `account ${id}`, reason: 'opened in the log but missing from the read model' });
+    }
+    return {
+      checked: `${accounts.size} accounts, ${transactions.size} transactions; balances ${fixed(balances)} = deposits ${fixed(deposits)} - payouts ${fixed(payouts)}`,
+      findings,
+    };
+  },
+};
