@@ -34,6 +34,11 @@ function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
   return value;
 }
 
+function spreadBps(value: number): number {
+  if (!Number.isInteger(value) || value >= 10_000) throw new Error(`EXCHANGE_SPREAD_BPS must be a whole number of basis points below 10000, got ${value}`);
+  return value;
+}
+
 function flag(raw: string | undefined, fallback: boolean): boolean {
   if (raw === undefined || raw === '') return fallback;
   return !['0', 'false', 'off', 'no'].includes(raw.toLowerCase());
@@ -67,7 +72,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : undefined,
     smtpUrl: env.SMTP_URL || undefined,
     rates: env.EXCHANGE_RATES || undefined,
-    exchangeSpreadBps: number(env, 'EXCHANGE_SPREAD_BPS', 50),
+    exchangeSpreadBps: spreadBps(number(env, 'EXCHANGE_SPREAD_BPS', 50)),
     kycLimits: {
       maxTransactionAmount: number(env, 'KYC_MAX_TRANSACTION_AMOUNT', 10_000),
       dailyTransactionLimit: number(env, 'KYC_DAILY_TRANSACTION_LIMIT', 50_000),

@@ -36,163 +36,146 @@ CREATE TABLE IF NOT EXISTS es_events (
 
 CREATE INDEX IF NOT EXISTS es_events_visibility ON es_events (transaction_id, global_position);
 
--- es_append_batch(batch jsonb): several independent append requests in ONE transaction (group commit
--- by the adapter, see postgres.ts). batch: [request, ...], each request what es_append takes:
---   [{stream, expected, events: [{id, type, data, metadata, digest}]}]
--- expected: 'any' | 'no_stream' | 'stream_exists' | '<revision>'.
+-- es_append_batch: several independent append requests in ONE transaction (the adapter's group
+-- commit, see postgres.ts). The requests come as typed arrays, in batch order:
+--   streams      the batch's streams, each once (any order); appends name them by 1-based index
+--   app_req      per append: its request number, 1-based (a request's appends are consecutive)
+--   app_stream   per append: index into streams
+--   app_expect   per append: 'any' | 'no_stream' | 'stream_exists' | '<revision>'
+--   app_count    per append: how many events it has (consecutive in the ev_ arrays)
+--   ev_id, ev_type, ev_data, ev_meta, ev_digest   per event
 --
--- Each request stays all-or-nothing on its own, without subtransactions: the requests are taken in
--- batch order, and each one is checked completely (id idempotency, then every expected revision)
--- BEFORE any of its events is planned, so a request that fails plans nothing. Later requests see the
--- stream states left by earlier ones, so the same stream (or the same event ids) twice in a batch
--- behaves exactly as two sequential calls. Nothing is written until every request has been decided:
--- then one INSERT writes all planned events, in batch order, and one UPDATE moves each touched stream.
+-- Each request stays all-or-nothing on its own, without subtransactions: requests are taken in batch
+-- order, and each one is checked completely (id idempotency, then every expected revision) BEFORE
+-- any of its events is planned, so a request that fails plans nothing. Later requests see the stream
+-- states left by earlier ones, so the same stream (or the same event ids) twice in a batch behaves
+-- exactly like two sequential calls. Nothing is written until every request has been decided; then
+-- one statement moves each touched stream once and writes all planned events in batch order.
 --
--- Returns, per request (request_no, 1-based):
+-- Returns, per request (request_no):
 --   success:  one row per stream of the request: its revision after the append and the position of
 --             its last event. A retry whose event ids are all stored gets the stored result.
 --   failure:  one row with error = 'WRONG_EXPECTED_REVISION' (error_detail = {"stream","actual"})
 --             or 'EVENT_ID_CONFLICT' (some but not all of its ids are stored).
 -- Anything else (e.g. a unique violation on event_id when another transaction raced us with the same
--- ids) raises and rolls the whole batch back; the adapter then retries the requests one by one.
+-- ids) raises and rolls the whole batch back; the adapter then retries the requests one at a time.
 --
 -- Gap safety is unchanged: every event of the batch carries this transaction's id and positions rise
 -- in batch order, so readers see the whole batch at once, after its commit, in a stable order.
-CREATE OR REPLACE FUNCTION es_append_batch(batch jsonb)
+--
+-- plan_cache_mode: the statements below take arrays as parameters; custom plans would be re-planned
+-- on every call (they know the array lengths, so the generic plan always looks costlier). Each
+-- statement reaches tables only through a unique index (= ANY(array)), so generic plans are safe.
+-- (An earlier draft took the whole batch as one jsonb argument: dropped.)
+DROP FUNCTION IF EXISTS es_append_batch(jsonb);
+
+CREATE OR REPLACE FUNCTION es_append_batch(streams text[], app_req int[], app_stream int[], app_expect text[], app_count int[],
+                                           ev_id uuid[], ev_type text[], ev_data jsonb[], ev_meta jsonb[], ev_digest text[])
 RETURNS TABLE (request_no int, stream text, next_revision bigint, position_text text, error text, error_detail text)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
-  genesis     constant text := repeat('0', 64);
-  -- The appends, in batch order (those of one request are consecutive).
-  app_req     int[];     -- request number
-  app_stream  int[];     -- index into names
-  app_expect  text[];
-  app_count   int[];     -- number of events
-  n_apps      int;
-  -- The events, in batch order.
-  ev_id       uuid[];
-  ev_type     text[];
-  ev_data     jsonb[];
-  ev_meta     jsonb[];
-  ev_digest   text[];
-  repeated_ids boolean;  -- some id occurs twice in the batch (a retry racing its original)
-  n_events    int;
-  -- Set only for the events that will be written (NULL stream = not written).
-  w_stream    text[];
-  w_rev       bigint[];
-  w_hash      text[];
-  -- The batch's distinct streams in lock order, and their state as the batch progresses.
-  names       text[];
-  created     text[];
-  revs        bigint[];
-  hashes      text[];
-  touched     boolean[];
+  genesis      constant text := repeat('0', 64);
+  n_apps       constant int := coalesce(cardinality(app_req), 0);
+  n_events     constant int := coalesce(cardinality(ev_id), 0);
+  n_streams    constant int := coalesce(cardinality(streams), 0);
+  -- Set only for the events that will be written (NULL stream = not written). Full length from the
+  -- start: assigning into an empty array would give it a lower bound other than 1.
+  w_stream     text[] := array_fill(NULL::text, ARRAY[n_events]);
+  w_rev        bigint[] := array_fill(NULL::bigint, ARRAY[n_events]);
+  w_hash       text[] := array_fill(NULL::text, ARRAY[n_events]);
+  -- Per stream (aligned with streams): state as the batch progresses.
+  revs         bigint[];
+  hashes       text[];
+  touched      boolean[] := array_fill(false, ARRAY[n_streams]);
+  created      text[];
   -- Events stored before this batch that carry one of the batch's ids.
-  st_id       uuid[];
-  st_stream   text[];
-  st_rev      bigint[];
-  st_pos      text[];
+  st_id        uuid[];
+  st_stream    text[];
+  st_rev       bigint[];
+  st_pos       text[];
+  repeated_ids boolean;  -- some id occurs twice in the batch (e.g. a retry racing its original)
   -- Result rows. Every result assigns all six, so the arrays stay aligned for unnest().
-  o_req       int[] := '{}';
-  o_stream    text[] := '{}';
-  o_rev       bigint[] := '{}';
-  o_pos       text[] := '{}';
-  o_err       text[] := '{}';
-  o_detail    text[] := '{}';
-  n_out       int := 0;
+  o_req        int[] := '{}';
+  o_stream     text[] := '{}';
+  o_rev        bigint[] := '{}';
+  o_pos        text[] := '{}';
+  o_err        text[] := '{}';
+  o_detail     text[] := '{}';
+  n_out        int := 0;
   -- Loop state.
-  a_next      int := 1;
-  e_next      int := 1;
-  a_first     int;
-  a_last      int;
-  e_first     int;
-  e_last      int;
-  e           int;
-  s           int;
-  found_ids   int;
-  failed      boolean;
-  expected    text;
-  cur_rev     bigint;
-  cur_hash    text;
-  known       record;
+  a_next       int := 1;
+  e_next       int := 1;
+  a_first      int;
+  a_last       int;
+  e_first      int;
+  e_last       int;
+  e            int;
+  s            int;
+  found_ids    int;
+  failed       boolean;
+  expected     text;
+  cur_rev      bigint;
+  cur_hash     text;
+  known        record;
 BEGIN
-  SELECT array_agg(x.req ORDER BY x.req, x.ord), array_agg(x.s ORDER BY x.req, x.ord),
-         array_agg(x.expected ORDER BY x.req, x.ord), array_agg(x.n ORDER BY x.req, x.ord),
-         array_agg(DISTINCT x.name ORDER BY x.name)
-    INTO app_req, app_stream, app_expect, app_count, names
-    FROM (SELECT r.ord::int AS req, a.ord, a.value->>'stream' AS name, a.value->>'expected' AS expected,
-                 jsonb_array_length(a.value->'events') AS n,
-                 -- Same order as names above, so s is the stream's index in names.
-                 dense_rank() OVER (ORDER BY a.value->>'stream')::int AS s
-            FROM jsonb_array_elements(batch) WITH ORDINALITY r(value, ord),
-                 jsonb_array_elements(r.value) WITH ORDINALITY a(value, ord)) x;
-  n_apps := coalesce(cardinality(app_req), 0);
   IF n_apps = 0 THEN
     RETURN;
   END IF;
-
-  -- One flat scan in document order (= batch order). Not three nested jsonb_array_elements: their
-  -- row estimate (100^3) would get this tiny query JIT-compiled, at ~10 ms a call.
-  SELECT array_agg(x.id ORDER BY x.i), array_agg(x.type ORDER BY x.i), array_agg(x.data ORDER BY x.i),
-         array_agg(x.meta ORDER BY x.i), array_agg(x.digest ORDER BY x.i), count(DISTINCT x.id) < count(*)
-    INTO ev_id, ev_type, ev_data, ev_meta, ev_digest, repeated_ids
-    FROM (SELECT ev.i, (ev.value->>'id')::uuid AS id, ev.value->>'type' AS type, ev.value->'data' AS data,
-                 ev.value->'metadata' AS meta, ev.value->>'digest' AS digest
-            FROM jsonb_path_query(batch, 'strict $[*][*].events[*]') WITH ORDINALITY ev(value, i)) x;
-  n_events := coalesce(cardinality(ev_id), 0);
-  -- Full length from the start: assigning into an empty array would give it a lower bound other than 1.
-  w_stream := array_fill(NULL::text, ARRAY[n_events]);
-  w_rev := array_fill(NULL::bigint, ARRAY[n_events]);
-  w_hash := array_fill(NULL::text, ARRAY[n_events]);
-  touched := array_fill(false, ARRAY[cardinality(names)]);
+  IF cardinality(app_stream) <> n_apps OR cardinality(app_expect) <> n_apps OR cardinality(app_count) <> n_apps
+     OR cardinality(ev_type) <> n_events OR cardinality(ev_data) <> n_events OR cardinality(ev_meta) <> n_events
+     OR cardinality(ev_digest) <> n_events THEN
+    RAISE EXCEPTION 'es_append_batch: array lengths do not match';
+  END IF;
 
   -- Lock every stream of the batch, in name order, so that batches (of this node or others) and
   -- es_append calls never wait on each other in a cycle. A stream that does not exist yet gets a
-  -- placeholder row (revision -1): while we have not committed, a concurrent creator waits on it
-  -- (ON CONFLICT), so a row we create is already ours alone and needs no row lock.
+  -- placeholder row (revision -1): until we commit, a concurrent creator waits on it (ON CONFLICT),
+  -- so a row we create is ours alone and needs no row lock.
   WITH ins AS (
     INSERT INTO es_streams (stream_id, revision, last_hash)
-    SELECT n.name, -1, genesis FROM unnest(names) n(name) ORDER BY n.name
+    SELECT n.name, -1, genesis FROM unnest(streams) n(name) ORDER BY n.name
     ON CONFLICT (stream_id) DO NOTHING
     RETURNING es_streams.stream_id)
   SELECT coalesce(array_agg(ins.stream_id), '{}') INTO created FROM ins;
 
-  IF cardinality(created) = cardinality(names) THEN
-    revs := array_fill(-1::bigint, ARRAY[cardinality(names)]);
-    hashes := array_fill(genesis, ARRAY[cardinality(names)]);
+  IF cardinality(created) = n_streams THEN
+    revs := array_fill(-1::bigint, ARRAY[n_streams]);
+    hashes := array_fill(genesis, ARRAY[n_streams]);
   ELSE
     -- A separate statement, so its snapshot is taken after the INSERT above has waited out any
     -- concurrent creator. FOR UPDATE waits for the current holder and returns the newest row version.
     SELECT array_agg(coalesce(l.revision, -1) ORDER BY n.i), array_agg(coalesce(l.last_hash, genesis) ORDER BY n.i)
       INTO revs, hashes
-      FROM unnest(names) WITH ORDINALITY n(name, i)
+      FROM unnest(streams) WITH ORDINALITY n(name, i)
       LEFT JOIN (SELECT x.stream_id, x.revision, x.last_hash FROM es_streams x
-                  WHERE x.stream_id = ANY(names) AND x.stream_id <> ALL(created)
+                  WHERE x.stream_id = ANY(streams) AND x.stream_id <> ALL(created)
                   ORDER BY x.stream_id FOR UPDATE) l ON l.stream_id = n.name;
   END IF;
 
-  -- One probe for the whole batch, after the locks: a writer of these ids on our streams has
+  -- One probe for the whole batch, after the locks: whoever wrote these ids to our streams has
   -- committed by now, so its events are visible to this statement's snapshot.
   SELECT array_agg(x.event_id), array_agg(x.stream_id), array_agg(x.stream_revision),
-         array_agg(lpad(x.transaction_id::text, 20, '0') || ':' || lpad(x.global_position::text, 20, '0'))
-    INTO st_id, st_stream, st_rev, st_pos
+         array_agg(lpad(x.transaction_id::text, 20, '0') || ':' || lpad(x.global_position::text, 20, '0')),
+         (SELECT count(DISTINCT i) < count(*) FROM unnest(ev_id) i)
+    INTO st_id, st_stream, st_rev, st_pos, repeated_ids
     FROM es_events x WHERE x.event_id = ANY(ev_id);
 
-  FOR r IN 1 .. jsonb_array_length(batch) LOOP
+  WHILE a_next <= n_apps LOOP
+    -- The next request: appends a_first..a_last, events e_first..e_last.
     a_first := a_next;
-    WHILE a_next <= n_apps AND app_req[a_next] = r LOOP
+    WHILE a_next <= n_apps AND app_req[a_next] = app_req[a_first] LOOP
+      e_next := e_next + app_count[a_next];
       a_next := a_next + 1;
     END LOOP;
     a_last := a_next - 1;
-    e_first := e_next;
-    FOR i IN a_first .. a_last LOOP
-      e_next := e_next + app_count[i];
-    END LOOP;
     e_last := e_next - 1;
-    CONTINUE WHEN a_last < a_first;
+    e_first := e_last + 1;
+    FOR i IN a_first .. a_last LOOP
+      e_first := e_first - app_count[i];
+    END LOOP;
 
     -- 1. Idempotency: only when one of its ids is stored, or may occur earlier in this batch.
     IF repeated_ids OR (st_id IS NOT NULL AND ev_id[e_first:e_last] && st_id) THEN
@@ -205,11 +188,11 @@ BEGIN
       IF found_ids > 0 THEN
         IF found_ids <> e_last - e_first + 1 THEN
           n_out := n_out + 1;
-          o_req[n_out] := r; o_stream[n_out] := NULL; o_rev[n_out] := NULL; o_pos[n_out] := NULL;
+          o_req[n_out] := app_req[a_first]; o_stream[n_out] := NULL; o_rev[n_out] := NULL; o_pos[n_out] := NULL;
           o_err[n_out] := 'EVENT_ID_CONFLICT'; o_detail[n_out] := 'some but not all event ids are stored';
         ELSE
           -- A retry: answer what was stored, per stream its last revision and that event's position
-          -- (NULL for an event of this batch: filled in below, once it has a position).
+          -- (NULL for an event of this batch: filled in at the end, once it has a position).
           FOR known IN
             SELECT x.s, max(x.rev) AS rev, (array_agg(x.pos ORDER BY x.rev DESC))[1] AS pos FROM (
               SELECT k.s, k.rev, k.pos FROM unnest(st_id, st_stream, st_rev, st_pos) k(id, s, rev, pos)
@@ -220,7 +203,7 @@ BEGIN
             GROUP BY x.s
           LOOP
             n_out := n_out + 1;
-            o_req[n_out] := r; o_stream[n_out] := known.s; o_rev[n_out] := known.rev; o_pos[n_out] := known.pos;
+            o_req[n_out] := app_req[a_first]; o_stream[n_out] := known.s; o_rev[n_out] := known.rev; o_pos[n_out] := known.pos;
             o_err[n_out] := NULL; o_detail[n_out] := NULL;
           END LOOP;
         END IF;
@@ -237,16 +220,16 @@ BEGIN
          OR (expected = 'stream_exists' AND cur_rev = -1)
          OR (expected NOT IN ('any', 'no_stream', 'stream_exists') AND cur_rev <> expected::bigint) THEN
         n_out := n_out + 1;
-        o_req[n_out] := r; o_stream[n_out] := NULL; o_rev[n_out] := NULL; o_pos[n_out] := NULL;
+        o_req[n_out] := app_req[a_first]; o_stream[n_out] := NULL; o_rev[n_out] := NULL; o_pos[n_out] := NULL;
         o_err[n_out] := 'WRONG_EXPECTED_REVISION';
-        o_detail[n_out] := json_build_object('stream', names[app_stream[i]], 'actual', cur_rev)::text;
+        o_detail[n_out] := json_build_object('stream', streams[app_stream[i]], 'actual', cur_rev)::text;
         failed := true;
         EXIT;
       END IF;
     END LOOP;
     CONTINUE WHEN failed;
 
-    -- 3. Plan the events: revisions and the hash chain continue from the stream's current state.
+    -- 3. Plan its events: revisions and the hash chain continue from the stream's current state.
     e := e_first;
     FOR i IN a_first .. a_last LOOP
       s := app_stream[i];
@@ -255,7 +238,7 @@ BEGIN
       FOR j IN 1 .. app_count[i] LOOP
         cur_rev := cur_rev + 1;
         cur_hash := encode(sha256(convert_to(cur_hash || ev_digest[e], 'UTF8')), 'hex');
-        w_stream[e] := names[s];
+        w_stream[e] := streams[s];
         w_rev[e] := cur_rev;
         w_hash[e] := cur_hash;
         e := e + 1;
@@ -264,25 +247,28 @@ BEGIN
       hashes[s] := cur_hash;
       touched[s] := true;
       n_out := n_out + 1;
-      o_req[n_out] := r; o_stream[n_out] := names[s]; o_rev[n_out] := cur_rev; o_pos[n_out] := NULL;
+      o_req[n_out] := app_req[a_first]; o_stream[n_out] := streams[s]; o_rev[n_out] := cur_rev; o_pos[n_out] := NULL;
       o_err[n_out] := NULL; o_detail[n_out] := NULL;
     END LOOP;
   END LOOP;
+  IF e_next - 1 <> n_events THEN
+    RAISE EXCEPTION 'es_append_batch: app_count does not add up to the events';
+  END IF;
 
-  -- Placeholders of streams that stayed empty (their requests failed): as if never created.
+  -- Placeholders of streams that stayed empty (all their requests failed): as if never created.
   IF -1 = ANY(revs) THEN
-    DELETE FROM es_streams x WHERE x.stream_id = ANY(created) AND x.revision = -1;
+    DELETE FROM es_streams x USING unnest(streams, revs) u(name, rev)
+     WHERE x.stream_id = ANY(created) AND x.stream_id = u.name AND u.rev = -1;
   END IF;
 
   -- One statement: move each touched stream once, write every planned event in batch order
   -- (positions rise in that order), and answer each result with the position of its stream's last
-  -- event from what was just written. (stream_id = ANY(names) keeps the UPDATE on the primary key
-  -- whatever the row estimates of the cached generic plan.)
+  -- event from what was just written.
   RETURN QUERY
     WITH moved AS (
       UPDATE es_streams x SET revision = u.rev, last_hash = u.hash
-        FROM unnest(names, revs, hashes, touched) u(name, rev, hash, touched)
-       WHERE x.stream_id = ANY(names) AND x.stream_id = u.name AND u.touched),
+        FROM unnest(streams, revs, hashes, touched) u(name, rev, hash, touched)
+       WHERE x.stream_id = ANY(streams) AND x.stream_id = u.name AND u.touched),
     written AS (
       INSERT INTO es_events (stream_id, stream_revision, event_id, type, data, metadata, hash)
       SELECT w.s, w.rev, w.id, w.type, w.data, w.meta, w.hash
@@ -299,15 +285,35 @@ $$;
 
 -- One call appends to one or more streams atomically: es_append_batch with a single request, its
 -- failure raised as an exception ('WRONG_EXPECTED_REVISION' with DETAIL {"stream","actual"}, or
--- 'EVENT_ID_CONFLICT'). Returns one row per stream: its revision after the append and the position
--- of its last event. A retry whose event ids are all stored returns the stored result.
+-- 'EVENT_ID_CONFLICT'). request: [{stream, expected, events: [{id, type, data, metadata, digest}]}].
+-- Returns one row per stream: its revision after the append and the position of its last event.
+-- A retry whose event ids are all stored returns the stored result. (The adapter itself calls
+-- es_append_batch; this stays for scripts and tools.)
 CREATE OR REPLACE FUNCTION es_append(request jsonb)
 RETURNS TABLE (stream text, next_revision bigint, position_text text)
 LANGUAGE plpgsql AS $$
 DECLARE
-  res record;
+  names    text[];
+  a_names  text[];
+  a_stream int[];
+  a_expect text[];
+  a_count  int[];
+  res      record;
 BEGIN
-  FOR res IN SELECT * FROM es_append_batch(jsonb_build_array(request)) LOOP
+  SELECT array_agg(a.value->>'stream' ORDER BY a.i), array_agg(a.value->>'expected' ORDER BY a.i),
+         array_agg(jsonb_array_length(a.value->'events') ORDER BY a.i), array_agg(DISTINCT a.value->>'stream')
+    INTO a_names, a_expect, a_count, names
+    FROM jsonb_array_elements(request) WITH ORDINALITY a(value, i);
+  SELECT array_agg(array_position(names, n.name) ORDER BY n.i) INTO a_stream FROM unnest(a_names) WITH ORDINALITY n(name, i);
+  FOR res IN
+    SELECT b.* FROM (
+      SELECT array_agg((ev.value->>'id')::uuid ORDER BY ev.i) AS id, array_agg(ev.value->>'type' ORDER BY ev.i) AS type,
+             array_agg(ev.value->'data' ORDER BY ev.i) AS data, array_agg(ev.value->'metadata' ORDER BY ev.i) AS meta,
+             array_agg(ev.value->>'digest' ORDER BY ev.i) AS digest
+        FROM jsonb_path_query(request, 'strict $[*].events[*]') WITH ORDINALITY ev(value, i)) e,
+      es_append_batch(names, array_fill(1, ARRAY[cardinality(a_names)]), a_stream, a_expect, a_count,
+                      e.id, e.type, e.data, e.meta, e.digest) b
+  LOOP
     IF res.error IS NOT NULL THEN
       RAISE EXCEPTION '%', res.error USING DETAIL = res.error_detail;
     END IF;

@@ -114,8 +114,10 @@ export interface AppendStats {
 /** One appendMany call waiting for (or in) a batch. */
 interface QueuedAppend {
   appends: StreamAppend[];
-  /** The request as es_append / es_append_batch take it, serialized once. */
-  json: string;
+  /** Per append: the expected revision as es_append_batch takes it. */
+  expected: string[];
+  /** Per append, per event: its content digest (hash.ts), computed before queueing. */
+  digests: string[][];
   events: number;
   resolve(results: AppendResult[]): void;
   reject(error: unknown): void;
@@ -128,6 +130,50 @@ interface BatchRow {
   position_text: string | null;
   error: string | null;
   error_detail: string | null;
+}
+
+const APPEND_BATCH = `SELECT request_no, stream, next_revision::text, position_text, error, error_detail
+  FROM es_append_batch($1::text[], $2::int[], $3::int[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::jsonb[], $9::jsonb[], $10::text[])`;
+
+/** The arguments of es_append_batch for these requests, in this order (see postgres-schema.ts). */
+function batchParams(batch: QueuedAppend[]): unknown[] {
+  const streamIndex = new Map<string, number>();
+  const appReq: number[] = [];
+  const appStream: number[] = [];
+  const appExpect: string[] = [];
+  const appCount: number[] = [];
+  const evId: string[] = [];
+  const evType: string[] = [];
+  const evData: JsonObject[] = [];
+  const evMeta: EventMetadata[] = [];
+  const evDigest: string[] = [];
+  batch.forEach((q, r) => {
+    q.appends.forEach((a, i) => {
+      let s = streamIndex.get(a.stream);
+      if (s === undefined) {
+        s = streamIndex.size + 1;
+        streamIndex.set(a.stream, s);
+      }
+      appReq.push(r + 1);
+      appStream.push(s);
+      appExpect.push(q.expected[i] as string);
+      appCount.push(a.events.length);
+      a.events.forEach((e, j) => {
+        evId.push(e.id);
+        evType.push(e.type);
+        evData.push(e.data);
+        evMeta.push(e.metadata ?? {});
+        evDigest.push(q.digests[i]?.[j] as string);
+      });
+    });
+  });
+  return [[...streamIndex.keys()], appReq, appStream, appExpect, appCount, evId, evType, evData, evMeta, evDigest];
+}
+
+/** Another transaction stored one of the ids after our probe: the unique index caught it. */
+function isEventIdRace(error: unknown): boolean {
+  const e = error as { code?: string; constraint?: string };
+  return e?.code === '23505' && e.constraint === 'es_events_event_id';
 }
 
 export class PostgresEventStore implements EventStore {
@@ -178,20 +224,12 @@ export class PostgresEventStore implements EventStore {
       names.add(a.stream);
       events += a.events.length;
     }
-    const request = appends.map((a) => {
-      const expected = normalizeExpected(a.expectedRevision);
-      return {
-        stream: a.stream,
-        expected: String(expected),
-        events: a.events.map((e) => {
-          const metadata = e.metadata ?? {};
-          return { id: e.id, type: e.type, data: e.data, metadata, digest: eventDigest({ stream: a.stream, id: e.id, type: e.type, data: e.data, metadata }) };
-        }),
-      };
-    });
-    const json = JSON.stringify(request);
+    const expected = appends.map((a) => String(normalizeExpected(a.expectedRevision)));
+    const digests = appends.map((a) =>
+      a.events.map((e) => eventDigest({ stream: a.stream, id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {} })),
+    );
     return new Promise<AppendResult[]>((resolve, reject) => {
-      this.queue.push({ appends, json, events, resolve, reject });
+      this.queue.push({ appends, expected, digests, events, resolve, reject });
       this.flush();
     });
   }
@@ -227,25 +265,25 @@ export class PostgresEventStore implements EventStore {
     this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
     let rows: BatchRow[];
     try {
-      rows = await this.sql.query<BatchRow>(
-        'SELECT request_no, stream, next_revision::text, position_text, error, error_detail FROM es_append_batch($1::jsonb)',
-        [`[${batch.map((q) => q.json).join(',')}]`],
-      );
+      rows = await this.sql.query<BatchRow>(APPEND_BATCH, batchParams(batch));
     } catch (error) {
       if (isConnectionError(error)) {
         for (const q of batch) q.reject(new StoreUnavailableError(error));
         return;
       }
-      // The batch failed as a whole and wrote nothing (e.g. another transaction inserted one of its
-      // event ids first: 23505, or a bad UUID in one request). Retry each request alone, in order:
-      // the single-request path answers races with the stored result and confines a bad request's
-      // error to that request.
+      if (batch.length === 1 && !isEventIdRace(error)) {
+        (batch[0] as QueuedAppend).reject(error);
+        return;
+      }
+      // The batch failed as a whole and wrote nothing: another transaction stored one of its ids
+      // after our probe (23505), or one request is malformed (e.g. an id that is not a UUID).
+      // Retry each request alone, in queue order: a race then finds the winner's events and answers
+      // with them, and a bad request fails alone.
       this.stats.fallbacks++;
       let anyWritten = false;
       for (const q of batch) {
         try {
-          q.resolve(this.toResults(q.appends, await this.callAppend(q.json, q.appends)));
-          anyWritten = true;
+          anyWritten = this.settle(q, await this.appendAlone(q)) || anyWritten;
         } catch (e) {
           q.reject(e);
         }
@@ -261,48 +299,44 @@ export class PostgresEventStore implements EventStore {
     }
     let anyWritten = false;
     batch.forEach((q, i) => {
-      const own = byRequest.get(i + 1) ?? [];
-      const failure = own.find((r) => r.error !== null);
-      if (failure) {
-        q.reject(appendError(failure.error ?? '', failure.error_detail, q.appends));
-        return;
-      }
-      try {
-        q.resolve(this.toResults(q.appends, own as Array<{ stream: string; next_revision: string; position_text: string }>));
-        anyWritten = true;
-      } catch (e) {
-        q.reject(e);
-      }
+      anyWritten = this.settle(q, byRequest.get(i + 1) ?? []) || anyWritten;
     });
     if (anyWritten) this.appended.emit('append');
   }
 
-  /** One result per append, in the caller's order. A stream without a row: the ids were stored elsewhere. */
-  private toResults(appends: StreamAppend[], rows: Array<{ stream: string; next_revision: string; position_text: string }>): AppendResult[] {
-    const byStream = new Map(rows.map((r) => [r.stream, r]));
-    return appends.map((a) => {
-      const row = byStream.get(a.stream);
-      if (!row) throw new EventIdConflictError(a.events[0]?.id ?? '');
-      return { nextRevision: Number(row.next_revision), position: row.position_text };
-    });
-  }
-
-  /** The single-request path (es_append, which raises on a failed request), for the fallback. */
-  private async callAppend(json: string, appends: StreamAppend[]) {
-    type Row = { stream: string; next_revision: string; position_text: string };
+  /** One request as a batch of its own; once more when it lost an id race (it then finds the winner's events). */
+  private async appendAlone(q: QueuedAppend): Promise<BatchRow[]> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.sql.query<Row>('SELECT stream, next_revision::text, position_text FROM es_append($1::jsonb)', [json]);
+        return await this.sql.query<BatchRow>(APPEND_BATCH, batchParams([q]));
       } catch (error) {
-        const e = error as { message?: string; detail?: string; code?: string; constraint?: string };
-        if (e.message === 'WRONG_EXPECTED_REVISION' || e.message === 'EVENT_ID_CONFLICT') throw appendError(e.message, e.detail, appends);
-        // Two identical retries raced past the id check: the loser sees the unique index. Once more
-        // and it finds the winner's events and answers with them.
-        if (e.code === '23505' && e.constraint === 'es_events_event_id' && attempt < 1) continue;
+        if (isEventIdRace(error) && attempt < 1) continue;
         if (isConnectionError(error)) throw new StoreUnavailableError(error);
         throw error;
       }
     }
+  }
+
+  /** Resolves or rejects the request from its result rows; true when it succeeded. */
+  private settle(q: QueuedAppend, rows: BatchRow[]): boolean {
+    const failure = rows.find((r) => r.error !== null);
+    if (failure) {
+      q.reject(appendError(failure.error ?? '', failure.error_detail, q.appends));
+      return false;
+    }
+    // One result per append, in the caller's order. No row for a stream: the ids are stored elsewhere.
+    const byStream = new Map(rows.map((r) => [r.stream, r]));
+    const results: AppendResult[] = [];
+    for (const a of q.appends) {
+      const row = byStream.get(a.stream);
+      if (!row) {
+        q.reject(new EventIdConflictError(a.events[0]?.id ?? ''));
+        return false;
+      }
+      results.push({ nextRevision: Number(row.next_revision), position: row.position_text ?? '' });
+    }
+    q.resolve(results);
+    return true;
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

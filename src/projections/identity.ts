@@ -1,152 +1,171 @@
 import type { KycEvent } from '../domain/kyc/kyc';
 import type { ProfileEvent } from '../domain/profiles/profile';
 import type { SessionEvent } from '../domain/sessions/session';
-import type { Projection } from './projection';
+import { rowProjection } from './rows';
 
 /** Personal profiles, one row per user, fields as JSON. */
-export const profilesProjection: Projection = {
+export const profilesProjection = rowProjection({
   name: 'profiles',
-  version: 1,
-  tables: ['rm_profiles'],
+  version: 2,
   eventTypes: ['ProfileCreated', 'ProfileUpdated'],
-  createTables: (t) => `
-    CREATE TABLE ${t.rm_profiles} (
-      user_id     uuid PRIMARY KEY,
-      partner_id  uuid NOT NULL,
-      fields      jsonb NOT NULL,
-      created_at  timestamptz NOT NULL,
-      updated_at  timestamptz NOT NULL
-    );`,
-  async apply(tx, events, t) {
-    for (const recorded of events) {
-      const e = { type: recorded.type, data: recorded.data } as ProfileEvent;
-      if (e.type === 'ProfileCreated') {
-        await tx.query(
-          `INSERT INTO ${t.rm_profiles} (user_id, partner_id, fields, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) ON CONFLICT DO NOTHING`,
-          [e.data.userId, e.data.partnerId, JSON.stringify(e.data.fields), recorded.recordedAt],
-        );
-      } else {
-        await tx.query(`UPDATE ${t.rm_profiles} SET fields = fields || $2::jsonb, updated_at = $3 WHERE user_id = $1`, [
-          e.data.userId,
-          JSON.stringify(e.data.changes),
-          recorded.recordedAt,
-        ]);
+  tables: {
+    rm_profiles: {
+      key: 'user_id',
+      columns: {
+        user_id: { type: 'uuid' },
+        partner_id: { type: 'uuid', notNull: true },
+        fields: { type: 'jsonb', notNull: true },
+        created_at: { type: 'timestamptz', notNull: true },
+        updated_at: { type: 'timestamptz', notNull: true },
+      },
+    },
+  },
+  touches: (recorded) => [{ table: 'rm_profiles', key: (recorded.data as { userId: string }).userId }],
+  apply(rows, recorded) {
+    const e = recorded as unknown as ProfileEvent;
+    const current = rows.get('rm_profiles', e.data.userId);
+    if (e.type === 'ProfileCreated') {
+      if (!current) {
+        rows.put('rm_profiles', {
+          user_id: e.data.userId,
+          partner_id: e.data.partnerId,
+          fields: e.data.fields,
+          created_at: recorded.recordedAt,
+          updated_at: recorded.recordedAt,
+        });
       }
+    } else if (current) {
+      rows.put('rm_profiles', { ...current, fields: { ...(current.fields as object), ...e.data.changes }, updated_at: recorded.recordedAt });
     }
   },
-};
+});
+
+const SUBMITTED = ['completed', 'needs_review', 'approved', 'declined', 'rejected', 'failed'];
+const REVIEWED = ['approved', 'declined', 'rejected', 'needs_review'];
+const REJECTED = ['declined', 'rejected', 'failed'];
+const APPROVAL_VALIDITY_MS = 365 * 86_400_000;
 
 /** Every KYC verification (history), newest readable by created_at. */
-export const kycProjection: Projection = {
+export const kycProjection = rowProjection({
   name: 'kyc',
-  version: 1,
-  tables: ['rm_kyc_verifications'],
+  version: 2,
   eventTypes: ['KycVerificationStarted', 'KycStatusChanged'],
-  createTables: (t) => `
-    CREATE TABLE ${t.rm_kyc_verifications} (
-      verification_id    uuid PRIMARY KEY,
-      user_id            uuid NOT NULL,
-      inquiry_id         text NOT NULL UNIQUE,
-      provider           text NOT NULL,
-      verification_url   text NOT NULL,
-      verification_level text NOT NULL,
-      status             text NOT NULL,
-      risk_level         text,
-      risk_score         numeric,
-      rejection_reasons  jsonb,
-      document           jsonb,
-      created_at         timestamptz NOT NULL,
-      submitted_at       timestamptz,
-      reviewed_at        timestamptz,
-      approved_at        timestamptz,
-      expires_at         timestamptz,
-      updated_at         timestamptz NOT NULL
-    );
-    CREATE INDEX ${t.rm_kyc_verifications}_user ON ${t.rm_kyc_verifications} (user_id, created_at DESC);`,
-  async apply(tx, events, t) {
-    for (const recorded of events) {
-      const e = { type: recorded.type, data: recorded.data } as KycEvent;
-      if (e.type === 'KycVerificationStarted') {
-        const d = e.data;
-        await tx.query(
-          `INSERT INTO ${t.rm_kyc_verifications} (verification_id, user_id, inquiry_id, provider, verification_url, verification_level, status, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, 'created', $7, $7) ON CONFLICT DO NOTHING`,
-          [d.verificationId, d.userId, d.inquiryId, d.provider, d.verificationUrl, d.verificationLevel, d.at],
-        );
-      } else {
-        const d = e.data;
-        const final = ['declined', 'rejected', 'failed'].includes(d.to);
-        const submitted = ['completed', 'needs_review', 'approved', 'declined', 'rejected', 'failed'].includes(d.to);
-        const reviewed = ['approved', 'declined', 'rejected', 'needs_review'].includes(d.to);
-        await tx.query(
-          `UPDATE ${t.rm_kyc_verifications} SET
-             status = $2,
-             risk_level = COALESCE($3, risk_level),
-             risk_score = COALESCE($4::numeric, risk_score),
-             rejection_reasons = CASE WHEN $5 THEN COALESCE($6::jsonb, rejection_reasons, '[]'::jsonb) ELSE rejection_reasons END,
-             document = COALESCE($7::jsonb, document),
-             submitted_at = COALESCE(submitted_at, CASE WHEN $8 THEN $10::timestamptz END),
-             reviewed_at = CASE WHEN $9 THEN $10::timestamptz ELSE reviewed_at END,
-             approved_at = CASE WHEN $2 = 'approved' THEN $10::timestamptz ELSE approved_at END,
-             expires_at = CASE WHEN $2 = 'approved' THEN $10::timestamptz + interval '365 days' ELSE expires_at END,
-             updated_at = $10::timestamptz
-           WHERE verification_id = $1`,
-          [
-            d.verificationId,
-            d.to,
-            d.riskLevel,
-            d.riskScore === null ? null : String(d.riskScore),
-            final,
-            d.rejectionReasons ? JSON.stringify(d.rejectionReasons) : null,
-            d.document ? JSON.stringify(d.document) : null,
-            submitted,
-            reviewed,
-            d.at,
-          ],
-        );
-      }
-    }
+  tables: {
+    rm_kyc_verifications: {
+      key: 'verification_id',
+      columns: {
+        verification_id: { type: 'uuid' },
+        user_id: { type: 'uuid', notNull: true },
+        inquiry_id: { type: 'text', notNull: true, unique: true },
+        provider: { type: 'text', notNull: true },
+        verification_url: { type: 'text', notNull: true },
+        verification_level: { type: 'text', notNull: true },
+        status: { type: 'text', notNull: true },
+        risk_level: { type: 'text' },
+        risk_score: { type: 'numeric' },
+        rejection_reasons: { type: 'jsonb' },
+        document: { type: 'jsonb' },
+        created_at: { type: 'timestamptz', notNull: true },
+        submitted_at: { type: 'timestamptz' },
+        reviewed_at: { type: 'timestamptz' },
+        approved_at: { type: 'timestamptz' },
+        expires_at: { type: 'timestamptz' },
+        updated_at: { type: 'timestamptz', notNull: true },
+      },
+      indexes: [['user_id', 'created_at DESC']],
+    },
   },
-};
+  touches: (recorded) => [{ table: 'rm_kyc_verifications', key: (recorded.data as { verificationId: string }).verificationId }],
+  apply(rows, recorded) {
+    const e = recorded as unknown as KycEvent;
+    const current = rows.get('rm_kyc_verifications', e.data.verificationId);
+    if (e.type === 'KycVerificationStarted') {
+      if (current) return;
+      const d = e.data;
+      rows.put('rm_kyc_verifications', {
+        verification_id: d.verificationId,
+        user_id: d.userId,
+        inquiry_id: d.inquiryId,
+        provider: d.provider,
+        verification_url: d.verificationUrl,
+        verification_level: d.verificationLevel,
+        status: 'created',
+        risk_level: null,
+        risk_score: null,
+        rejection_reasons: null,
+        document: null,
+        created_at: d.at,
+        submitted_at: null,
+        reviewed_at: null,
+        approved_at: null,
+        expires_at: null,
+        updated_at: d.at,
+      });
+      return;
+    }
+    if (!current) return;
+    const d = e.data;
+    const at = new Date(d.at).toISOString();
+    rows.put('rm_kyc_verifications', {
+      ...current,
+      status: d.to,
+      risk_level: d.riskLevel ?? current.risk_level ?? null,
+      risk_score: d.riskScore === null ? (current.risk_score ?? null) : String(d.riskScore),
+      rejection_reasons: REJECTED.includes(d.to) ? (d.rejectionReasons ?? current.rejection_reasons ?? []) : (current.rejection_reasons ?? null),
+      document: d.document ?? current.document ?? null,
+      submitted_at: current.submitted_at ?? (SUBMITTED.includes(d.to) ? at : null),
+      reviewed_at: REVIEWED.includes(d.to) ? at : (current.reviewed_at ?? null),
+      approved_at: d.to === 'approved' ? at : (current.approved_at ?? null),
+      expires_at: d.to === 'approved' ? new Date(Date.parse(at) + APPROVAL_VALIDITY_MS).toISOString() : (current.expires_at ?? null),
+      updated_at: at,
+    });
+  },
+});
 
 /** Sessions, for checking a bearer token's session on every request. */
-export const sessionsProjection: Projection = {
+export const sessionsProjection = rowProjection({
   name: 'sessions',
-  version: 1,
-  tables: ['rm_sessions'],
+  version: 2,
   eventTypes: ['SessionStarted', 'SessionRefreshed', 'SessionRevoked'],
-  createTables: (t) => `
-    CREATE TABLE ${t.rm_sessions} (
-      session_id  uuid PRIMARY KEY,
-      user_id     uuid NOT NULL,
-      partner_id  uuid NOT NULL,
-      expires_at  timestamptz NOT NULL,
-      revoked_at  timestamptz,
-      revoked_reason text,
-      started_at  timestamptz NOT NULL
-    );
-    CREATE INDEX ${t.rm_sessions}_user ON ${t.rm_sessions} (user_id);`,
-  async apply(tx, events, t) {
-    for (const recorded of events) {
-      const e = { type: recorded.type, data: recorded.data } as SessionEvent;
-      switch (e.type) {
-        case 'SessionStarted':
-          await tx.query(
-            `INSERT INTO ${t.rm_sessions} (session_id, user_id, partner_id, expires_at, started_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-            [e.data.sessionId, e.data.userId, e.data.partnerId, e.data.expiresAt, e.data.at],
-          );
-          break;
-        case 'SessionRefreshed':
-          await tx.query(`UPDATE ${t.rm_sessions} SET expires_at = $2 WHERE session_id = $1`, [e.data.sessionId, e.data.expiresAt]);
-          break;
-        case 'SessionRevoked':
-          await tx.query(`UPDATE ${t.rm_sessions} SET revoked_at = $2, revoked_reason = $3 WHERE session_id = $1`, [
-            e.data.sessionId,
-            e.data.at,
-            e.data.reason,
-          ]);
-          break;
-      }
+  tables: {
+    rm_sessions: {
+      key: 'session_id',
+      columns: {
+        session_id: { type: 'uuid' },
+        user_id: { type: 'uuid', notNull: true },
+        partner_id: { type: 'uuid', notNull: true },
+        expires_at: { type: 'timestamptz', notNull: true },
+        revoked_at: { type: 'timestamptz' },
+        revoked_reason: { type: 'text' },
+        started_at: { type: 'timestamptz', notNull: true },
+      },
+      indexes: [['user_id']],
+    },
+  },
+  touches: (recorded) => [{ table: 'rm_sessions', key: (recorded.data as { sessionId: string }).sessionId }],
+  apply(rows, recorded) {
+    const e = recorded as unknown as SessionEvent;
+    const current = rows.get('rm_sessions', e.data.sessionId);
+    switch (e.type) {
+      case 'SessionStarted':
+        if (!current) {
+          rows.put('rm_sessions', {
+            session_id: e.data.sessionId,
+            user_id: e.data.userId,
+            partner_id: e.data.partnerId,
+            expires_at: e.data.expiresAt,
+            revoked_at: null,
+            revoked_reason: null,
+            started_at: e.data.at,
+          });
+        }
+        break;
+      case 'SessionRefreshed':
+        if (current) rows.put('rm_sessions', { ...current, expires_at: e.data.expiresAt });
+        break;
+      case 'SessionRevoked':
+        if (current) rows.put('rm_sessions', { ...current, revoked_at: e.data.at, revoked_reason: e.data.reason });
+        break;
     }
   },
-};
+});

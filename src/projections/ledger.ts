@@ -1,101 +1,129 @@
 import type { AccountEvent } from '../domain/accounts/account';
+import { fixed, money } from '../domain/ledger/money';
 import type { TransactionEvent } from '../domain/ledger/transaction';
-import type { Projection } from './projection';
+import { type Row, rowProjection } from './rows';
+
+const add = (a: Row[string] | undefined, b: string) => fixed(money(String(a ?? 0)).plus(b));
+const sub = (a: Row[string] | undefined, b: string) => fixed(money(String(a ?? 0)).minus(b));
 
 /** Accounts with their balances, and ledger transactions, as the account and transaction routes read them. */
-export const ledgerProjection: Projection = {
+export const ledgerProjection = rowProjection({
   name: 'ledger',
-  version: 1,
-  tables: ['rm_accounts', 'rm_transactions'],
+  version: 2,
   eventTypes: ['AccountOpened', 'FundsCredited', 'FundsDebited', 'HoldPosted', 'TransactionCreated', 'TransactionStatusChanged', 'PayoutAccepted'],
-  createTables: (t) => `
-    CREATE TABLE ${t.rm_accounts} (
-      account_id      bigint PRIMARY KEY,
-      user_id         uuid NOT NULL UNIQUE,
-      partner_id      uuid NOT NULL,
-      asset           text NOT NULL,
-      type            text NOT NULL,
-      credits         numeric(38, 8) NOT NULL DEFAULT 0,
-      debits          numeric(38, 8) NOT NULL DEFAULT 0,
-      pending_debits  numeric(38, 8) NOT NULL DEFAULT 0,
-      opened_at       timestamptz NOT NULL
-    );
-    CREATE TABLE ${t.rm_transactions} (
-      id                 bigint PRIMARY KEY,
-      uuid               uuid NOT NULL UNIQUE,
-      kind               text NOT NULL,
-      description        text NOT NULL,
-      status             text NOT NULL,
-      amount             numeric(38, 8) NOT NULL,
-      debit_account_id   bigint,
-      credit_account_id  bigint,
-      user_id            uuid NOT NULL,
-      partner_id         uuid NOT NULL,
-      details            jsonb NOT NULL,
-      created            timestamptz NOT NULL,
-      updated            timestamptz NOT NULL
-    );
-    CREATE INDEX ${t.rm_transactions}_debit ON ${t.rm_transactions} (debit_account_id, created DESC, id DESC);
-    CREATE INDEX ${t.rm_transactions}_credit ON ${t.rm_transactions} (credit_account_id, created DESC, id DESC);`,
-  async apply(tx, events, t) {
-    for (const recorded of events) {
-      const e = { type: recorded.type, data: recorded.data } as AccountEvent | TransactionEvent;
-      switch (e.type) {
-        case 'AccountOpened':
-          await tx.query(
-            `INSERT INTO ${t.rm_accounts} (account_id, user_id, partner_id, asset, type, opened_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
-            [e.data.accountId, e.data.userId, e.data.partnerId, e.data.asset, e.data.type, e.data.at],
-          );
-          break;
-        case 'FundsCredited':
-          await tx.query(`UPDATE ${t.rm_accounts} SET credits = credits + $2::numeric WHERE account_id = $1`, [e.data.accountId, e.data.amount]);
-          break;
-        case 'FundsDebited':
-          await tx.query(
-            `UPDATE ${t.rm_accounts} SET debits = debits + $2::numeric, pending_debits = pending_debits + CASE WHEN $3 THEN $2::numeric ELSE 0 END WHERE account_id = $1`,
-            [e.data.accountId, e.data.amount, e.data.pending],
-          );
-          break;
-        case 'HoldPosted':
-          await tx.query(`UPDATE ${t.rm_accounts} SET pending_debits = pending_debits - $2::numeric WHERE account_id = $1`, [e.data.accountId, e.data.amount]);
-          break;
-        case 'TransactionCreated': {
-          const d = e.data;
-          await tx.query(
-            `INSERT INTO ${t.rm_transactions} (id, uuid, kind, description, status, amount, debit_account_id, credit_account_id, user_id, partner_id, details, created, updated)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) ON CONFLICT DO NOTHING`,
-            [
-              d.id,
-              d.uuid,
-              d.kind,
-              d.description,
-              d.status,
-              d.amount,
-              d.debitAccountId,
-              d.creditAccountId,
-              d.userId,
-              d.partnerId,
-              JSON.stringify(d.details),
-              d.at,
-            ],
-          );
-          break;
+  tables: {
+    rm_accounts: {
+      key: 'account_id',
+      columns: {
+        account_id: { type: 'bigint' },
+        user_id: { type: 'uuid', notNull: true, unique: true },
+        partner_id: { type: 'uuid', notNull: true },
+        asset: { type: 'text', notNull: true },
+        type: { type: 'text', notNull: true },
+        credits: { type: 'numeric', notNull: true },
+        debits: { type: 'numeric', notNull: true },
+        pending_debits: { type: 'numeric', notNull: true },
+        opened_at: { type: 'timestamptz', notNull: true },
+      },
+    },
+    rm_transactions: {
+      key: 'uuid',
+      columns: {
+        uuid: { type: 'uuid' },
+        id: { type: 'bigint', notNull: true, unique: true },
+        kind: { type: 'text', notNull: true },
+        description: { type: 'text', notNull: true },
+        status: { type: 'text', notNull: true },
+        amount: { type: 'numeric', notNull: true },
+        debit_account_id: { type: 'bigint' },
+        credit_account_id: { type: 'bigint' },
+        user_id: { type: 'uuid', notNull: true },
+        partner_id: { type: 'uuid', notNull: true },
+        details: { type: 'jsonb', notNull: true },
+        created: { type: 'timestamptz', notNull: true },
+        updated: { type: 'timestamptz', notNull: true },
+      },
+      indexes: [
+        ['debit_account_id', 'created DESC', 'id DESC'],
+        ['credit_account_id', 'created DESC', 'id DESC'],
+      ],
+    },
+  },
+  touches(recorded) {
+    const e = recorded as unknown as AccountEvent | TransactionEvent;
+    if (e.type === 'TransactionCreated' || e.type === 'TransactionStatusChanged' || e.type === 'PayoutAccepted')
+      return [{ table: 'rm_transactions', key: e.data.uuid }];
+    if (e.type === 'TransactionRejected') return [];
+    return [{ table: 'rm_accounts', key: e.data.accountId }];
+  },
+  apply(rows, recorded) {
+    const e = recorded as unknown as AccountEvent | TransactionEvent;
+    switch (e.type) {
+      case 'AccountOpened':
+        if (!rows.get('rm_accounts', e.data.accountId)) {
+          rows.put('rm_accounts', {
+            account_id: e.data.accountId,
+            user_id: e.data.userId,
+            partner_id: e.data.partnerId,
+            asset: e.data.asset,
+            type: e.data.type,
+            credits: fixed(money(0)),
+            debits: fixed(money(0)),
+            pending_debits: fixed(money(0)),
+            opened_at: e.data.at,
+          });
         }
-        case 'PayoutAccepted':
-          await tx.query(
-            `UPDATE ${t.rm_transactions} SET status = $2, updated = $3, details = details || jsonb_build_object('paymentId', $4::text) WHERE uuid = $1`,
-            [e.data.uuid, e.data.to, e.data.at, e.data.paymentId],
-          );
-          break;
-        case 'TransactionStatusChanged':
-          await tx.query(`UPDATE ${t.rm_transactions} SET status = $2, updated = $3, details = details || $4::jsonb WHERE uuid = $1`, [
-            e.data.uuid,
-            e.data.to,
-            e.data.at,
-            JSON.stringify(e.data.details),
-          ]);
-          break;
+        break;
+      case 'FundsCredited': {
+        const a = rows.get('rm_accounts', e.data.accountId);
+        if (a) rows.put('rm_accounts', { ...a, credits: add(a.credits, e.data.amount) });
+        break;
+      }
+      case 'FundsDebited': {
+        const a = rows.get('rm_accounts', e.data.accountId);
+        if (a)
+          rows.put('rm_accounts', {
+            ...a,
+            debits: add(a.debits, e.data.amount),
+            pending_debits: e.data.pending ? add(a.pending_debits, e.data.amount) : (a.pending_debits ?? '0'),
+          });
+        break;
+      }
+      case 'HoldPosted': {
+        const a = rows.get('rm_accounts', e.data.accountId);
+        if (a) rows.put('rm_accounts', { ...a, pending_debits: sub(a.pending_debits, e.data.amount) });
+        break;
+      }
+      case 'TransactionCreated': {
+        const d = e.data;
+        if (rows.get('rm_transactions', d.uuid)) break;
+        rows.put('rm_transactions', {
+          uuid: d.uuid,
+          id: d.id,
+          kind: d.kind,
+          description: d.description,
+          status: d.status,
+          amount: fixed(money(d.amount)),
+          debit_account_id: d.debitAccountId,
+          credit_account_id: d.creditAccountId,
+          user_id: d.userId,
+          partner_id: d.partnerId,
+          details: d.details,
+          created: d.at,
+          updated: d.at,
+        });
+        break;
+      }
+      case 'TransactionStatusChanged': {
+        const t = rows.get('rm_transactions', e.data.uuid);
+        if (t) rows.put('rm_transactions', { ...t, status: e.data.to, updated: e.data.at, details: { ...(t.details as object), ...e.data.details } });
+        break;
+      }
+      case 'PayoutAccepted': {
+        const t = rows.get('rm_transactions', e.data.uuid);
+        if (t) rows.put('rm_transactions', { ...t, status: e.data.to, updated: e.data.at, details: { ...(t.details as object), paymentId: e.data.paymentId } });
+        break;
       }
     }
   },
-};
+});

@@ -1,51 +1,61 @@
 import type { PartnerEvent } from '../domain/partners/partner';
-import type { Projection } from './projection';
+import { rowProjection } from './rows';
 
 /** Partners and their API keys (secrets only as slow hashes), for authenticating partner calls. */
-export const partnersProjection: Projection = {
+export const partnersProjection = rowProjection({
   name: 'partners',
-  version: 1,
-  tables: ['rm_partners', 'rm_partner_keys'],
+  version: 2,
   eventTypes: ['PartnerCreated', 'PartnerApiKeyCreated', 'PartnerApiKeyRevoked'],
-  createTables: (t) => `
-    CREATE TABLE ${t.rm_partners} (
-      partner_id  uuid PRIMARY KEY,
-      name        text NOT NULL,
-      sandbox     boolean NOT NULL,
-      created_at  timestamptz NOT NULL
-    );
-    CREATE TABLE ${t.rm_partner_keys} (
-      api_key      text PRIMARY KEY,
-      partner_id   uuid NOT NULL,
-      secret_hash  text NOT NULL,
-      created_at   timestamptz NOT NULL,
-      revoked_at   timestamptz
-    );
-    CREATE INDEX ${t.rm_partner_keys}_partner ON ${t.rm_partner_keys} (partner_id);`,
-  async apply(tx, events, t) {
-    for (const recorded of events) {
-      const e = { type: recorded.type, data: recorded.data } as PartnerEvent;
-      switch (e.type) {
-        case 'PartnerCreated':
-          await tx.query(`INSERT INTO ${t.rm_partners} (partner_id, name, sandbox, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [
-            e.data.partnerId,
-            e.data.name,
-            e.data.sandbox,
-            recorded.recordedAt,
-          ]);
-          break;
-        case 'PartnerApiKeyCreated':
-          await tx.query(`INSERT INTO ${t.rm_partner_keys} (api_key, partner_id, secret_hash, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [
-            e.data.apiKey,
-            e.data.partnerId,
-            e.data.secretHash,
-            recorded.recordedAt,
-          ]);
-          break;
-        case 'PartnerApiKeyRevoked':
-          await tx.query(`UPDATE ${t.rm_partner_keys} SET revoked_at = $2 WHERE api_key = $1`, [e.data.apiKey, recorded.recordedAt]);
-          break;
+  tables: {
+    rm_partners: {
+      key: 'partner_id',
+      columns: {
+        partner_id: { type: 'uuid' },
+        name: { type: 'text', notNull: true },
+        sandbox: { type: 'boolean', notNull: true },
+        created_at: { type: 'timestamptz', notNull: true },
+      },
+    },
+    rm_partner_keys: {
+      key: 'api_key',
+      columns: {
+        api_key: { type: 'text' },
+        partner_id: { type: 'uuid', notNull: true },
+        secret_hash: { type: 'text', notNull: true },
+        created_at: { type: 'timestamptz', notNull: true },
+        revoked_at: { type: 'timestamptz' },
+      },
+      indexes: [['partner_id']],
+    },
+  },
+  touches(recorded) {
+    const e = recorded as unknown as PartnerEvent;
+    return e.type === 'PartnerCreated' ? [{ table: 'rm_partners', key: e.data.partnerId }] : [{ table: 'rm_partner_keys', key: e.data.apiKey }];
+  },
+  apply(rows, recorded) {
+    const e = recorded as unknown as PartnerEvent;
+    switch (e.type) {
+      case 'PartnerCreated':
+        if (!rows.get('rm_partners', e.data.partnerId)) {
+          rows.put('rm_partners', { partner_id: e.data.partnerId, name: e.data.name, sandbox: e.data.sandbox, created_at: recorded.recordedAt });
+        }
+        break;
+      case 'PartnerApiKeyCreated':
+        if (!rows.get('rm_partner_keys', e.data.apiKey)) {
+          rows.put('rm_partner_keys', {
+            api_key: e.data.apiKey,
+            partner_id: e.data.partnerId,
+            secret_hash: e.data.secretHash,
+            created_at: recorded.recordedAt,
+            revoked_at: null,
+          });
+        }
+        break;
+      case 'PartnerApiKeyRevoked': {
+        const key = rows.get('rm_partner_keys', e.data.apiKey);
+        if (key) rows.put('rm_partner_keys', { ...key, revoked_at: recorded.recordedAt });
+        break;
       }
     }
   },
-};
+});

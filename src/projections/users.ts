@@ -1,49 +1,62 @@
 import type { KycEvent } from '../domain/kyc/kyc';
 import type { UserEvent } from '../domain/users/user';
-import type { Projection } from './projection';
+import { rowProjection } from './rows';
 
 /** The partner-facing user list and record. */
-export const usersProjection: Projection = {
+export const usersProjection = rowProjection({
   name: 'users',
-  version: 2,
-  tables: ['rm_users'],
+  version: 3,
   eventTypes: ['UserRegistered', 'UserStatusChanged', 'KycVerificationStarted', 'KycStatusChanged'],
-  createTables: (t) => `
-    CREATE TABLE ${t.rm_users} (
-      user_id       uuid PRIMARY KEY,
-      partner_id    uuid NOT NULL,
-      email         text NOT NULL,
-      status        text NOT NULL,
-      country_code  text NOT NULL,
-      phone_number  text,
-      language      text NOT NULL,
-      kyc_status    text,
-      created_at    timestamptz NOT NULL,
-      updated_at    timestamptz NOT NULL
-    );
-    CREATE INDEX ${t.rm_users}_partner_created ON ${t.rm_users} (partner_id, created_at DESC, user_id);
-    CREATE INDEX ${t.rm_users}_email ON ${t.rm_users} (email);`,
-  async apply(tx, events, t) {
-    for (const recorded of events) {
-      const e = { type: recorded.type, data: recorded.data } as UserEvent | KycEvent;
-      switch (e.type) {
-        case 'UserRegistered':
-          await tx.query(
-            `INSERT INTO ${t.rm_users} (user_id, partner_id, email, status, country_code, phone_number, language, created_at, updated_at)
-             VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING`,
-            [e.data.userId, e.data.partnerId, e.data.email, e.data.countryCode, e.data.phoneNumber, e.data.language, recorded.recordedAt],
-          );
-          break;
-        case 'UserStatusChanged':
-          await tx.query(`UPDATE ${t.rm_users} SET status = $2, updated_at = $3 WHERE user_id = $1`, [e.data.userId, e.data.to, recorded.recordedAt]);
-          break;
-        case 'KycVerificationStarted':
-          await tx.query(`UPDATE ${t.rm_users} SET kyc_status = 'created', updated_at = $2 WHERE user_id = $1`, [e.data.userId, recorded.recordedAt]);
-          break;
-        case 'KycStatusChanged':
-          await tx.query(`UPDATE ${t.rm_users} SET kyc_status = $2, updated_at = $3 WHERE user_id = $1`, [e.data.userId, e.data.to, recorded.recordedAt]);
-          break;
-      }
+  tables: {
+    rm_users: {
+      key: 'user_id',
+      columns: {
+        user_id: { type: 'uuid' },
+        partner_id: { type: 'uuid', notNull: true },
+        email: { type: 'text', notNull: true },
+        status: { type: 'text', notNull: true },
+        country_code: { type: 'text', notNull: true },
+        phone_number: { type: 'text' },
+        language: { type: 'text', notNull: true },
+        kyc_status: { type: 'text' },
+        created_at: { type: 'timestamptz', notNull: true },
+        updated_at: { type: 'timestamptz', notNull: true },
+      },
+      indexes: [['partner_id', 'created_at DESC', 'user_id'], ['email']],
+    },
+  },
+  touches: (recorded) => [{ table: 'rm_users', key: (recorded.data as { userId: string }).userId }],
+  apply(rows, recorded) {
+    const e = recorded as unknown as UserEvent | KycEvent;
+    const current = rows.get('rm_users', e.data.userId);
+    const at = recorded.recordedAt;
+    switch (e.type) {
+      case 'UserRegistered':
+        if (!current) {
+          const d = e.data;
+          rows.put('rm_users', {
+            user_id: d.userId,
+            partner_id: d.partnerId,
+            email: d.email,
+            status: 'pending',
+            country_code: d.countryCode,
+            phone_number: d.phoneNumber,
+            language: d.language,
+            kyc_status: null,
+            created_at: at,
+            updated_at: at,
+          });
+        }
+        break;
+      case 'UserStatusChanged':
+        if (current) rows.put('rm_users', { ...current, status: e.data.to, updated_at: at });
+        break;
+      case 'KycVerificationStarted':
+        if (current) rows.put('rm_users', { ...current, kyc_status: 'created', updated_at: at });
+        break;
+      case 'KycStatusChanged':
+        if (current) rows.put('rm_users', { ...current, kyc_status: e.data.to, updated_at: at });
+        break;
     }
   },
-};
+});

@@ -1,0 +1,131 @@
+import type { RecordedEvent } from '../eventstore/port';
+import type { SqlQueryable } from '../eventstore/sql';
+import type { Projection, Tables } from './projection';
+
+/**
+ * Set-based projections. A batch of events costs two statements per table, whatever its size: one
+ * SELECT of the rows the batch touches, one INSERT ... ON CONFLICT DO UPDATE of the rows it changed.
+ * In between, the events are folded into those rows in memory by plain functions. (One statement
+ * per event was ~140 µs of round trip each: a rebuild of a million events took minutes.)
+ *
+ * Rows hold text for timestamps (ISO 8601, milliseconds, UTC) and numerics (decimal strings), so the
+ * fold never sees a driver's Date or float, and a rebuild writes exactly what the live run wrote.
+ */
+export type Row = Record<string, string | number | boolean | null | object>;
+
+export type ColumnType = 'uuid' | 'text' | 'boolean' | 'bigint' | 'integer' | 'timestamptz' | 'numeric' | 'jsonb';
+
+export interface TableDef {
+  /** The single-column primary key. */
+  key: string;
+  columns: Record<string, { type: ColumnType; notNull?: boolean; default?: string; unique?: boolean }>;
+  /** Extra indexes: lists of columns (with DESC where wanted). Named after the table. */
+  indexes?: string[][];
+}
+
+export interface RowStore {
+  get(table: string, key: string | number): Row | undefined;
+  /** Stores (or replaces) a row; it is written at the end of the batch. */
+  put(table: string, row: Row): void;
+}
+
+export interface RowProjectionDef {
+  name: string;
+  version: number;
+  eventTypes: string[];
+  tables: Record<string, TableDef>;
+  /** The rows an event reads or writes, so they can be loaded before the fold. */
+  touches(event: RecordedEvent): Array<{ table: string; key: string | number }>;
+  apply(rows: RowStore, event: RecordedEvent): void;
+}
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+function selectExpression(column: string, type: ColumnType): string {
+  if (type === 'timestamptz') return `to_char(${column} AT TIME ZONE 'UTC', ${ISO}) AS ${column}`;
+  if (type === 'numeric' || type === 'bigint') return `${column}::text AS ${column}`;
+  return column;
+}
+
+function ddl(name: string, def: TableDef): string {
+  const columns = Object.entries(def.columns).map(([column, c]) => {
+    const parts = [column, c.type === 'numeric' ? 'numeric(38, 8)' : c.type];
+    if (column === def.key) parts.push('PRIMARY KEY');
+    else {
+      if (c.notNull) parts.push('NOT NULL');
+      if (c.unique) parts.push('UNIQUE');
+      if (c.default !== undefined) parts.push(`DEFAULT ${c.default}`);
+    }
+    return `  ${parts.join(' ')}`;
+  });
+  const indexes = (def.indexes ?? []).map((cols, i) => `CREATE INDEX ${name}_i${i} ON ${name} (${cols.join(', ')});`);
+  return [`CREATE TABLE ${name} (\n${columns.join(',\n')}\n);`, ...indexes].join('\n');
+}
+
+/** Normalizes what the driver returned into the row form the folds use. */
+function normalize(row: Record<string, unknown>, def: TableDef): Row {
+  const out: Row = {};
+  for (const [column, c] of Object.entries(def.columns)) {
+    const value = row[column];
+    if (value === null || value === undefined) out[column] = null;
+    else if (c.type === 'bigint' || c.type === 'integer') out[column] = Number(value);
+    else if (c.type === 'jsonb') out[column] = typeof value === 'string' ? (JSON.parse(value) as object) : (value as object);
+    else out[column] = value as string | boolean;
+  }
+  return out;
+}
+
+export function rowProjection(def: RowProjectionDef): Projection {
+  const tableNames = Object.keys(def.tables);
+  return {
+    name: def.name,
+    version: def.version,
+    tables: tableNames,
+    eventTypes: def.eventTypes,
+    createTables: (t: Tables) => tableNames.map((base) => ddl(t[base] ?? base, def.tables[base] as TableDef)).join('\n'),
+    async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables) {
+      const wanted = new Map<string, Set<string>>(tableNames.map((base) => [base, new Set<string>()]));
+      for (const e of events) for (const { table, key } of def.touches(e)) wanted.get(table)?.add(String(key));
+      const loaded = new Map<string, Map<string, Row>>();
+      for (const base of tableNames) {
+        const tableDef = def.tables[base] as TableDef;
+        const keys = [...(wanted.get(base) ?? [])];
+        const rows = new Map<string, Row>();
+        if (keys.length > 0) {
+          const keyType = tableDef.columns[tableDef.key]?.type ?? 'text';
+          const columns = Object.entries(tableDef.columns).map(([c, d]) => selectExpression(c, d.type));
+          const found = await tx.query<Record<string, unknown>>(`SELECT ${columns.join(', ')} FROM ${t[base]} WHERE ${tableDef.key} = ANY($1::${keyType}[])`, [
+            keys,
+          ]);
+          for (const r of found) rows.set(String(r[tableDef.key]), normalize(r, tableDef));
+        }
+        loaded.set(base, rows);
+      }
+      const dirty = new Map<string, Map<string, Row>>(tableNames.map((base) => [base, new Map<string, Row>()]));
+      const store: RowStore = {
+        get: (table, key) => dirty.get(table)?.get(String(key)) ?? loaded.get(table)?.get(String(key)),
+        put: (table, row) => {
+          const tableDef = def.tables[table];
+          if (!tableDef) throw new Error(`Projection ${def.name} has no table ${table}`);
+          dirty.get(table)?.set(String(row[tableDef.key]), row);
+        },
+      };
+      for (const e of events) def.apply(store, e);
+      for (const base of tableNames) {
+        const rows = [...(dirty.get(base)?.values() ?? [])];
+        if (rows.length === 0) continue;
+        const tableDef = def.tables[base] as TableDef;
+        const columns = Object.keys(tableDef.columns);
+        const recordset = Object.entries(tableDef.columns)
+          .map(([c, d]) => `${c} ${d.type === 'numeric' ? 'numeric' : d.type}`)
+          .join(', ');
+        const updates = columns.filter((c) => c !== tableDef.key).map((c) => `${c} = EXCLUDED.${c}`);
+        await tx.query(
+          `INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT ${columns.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS x(${recordset})
+           ON CONFLICT (${tableDef.key}) DO ${updates.length ? `UPDATE SET ${updates.join(', ')}` : 'NOTHING'}`,
+          [JSON.stringify(rows)],
+        );
+      }
+    },
+  };
+}

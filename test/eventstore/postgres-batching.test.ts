@@ -1,0 +1,360 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import pg from 'pg';
+import { verifyChain } from '../../src/eventstore/hash';
+import { type AppendResult, EventIdConflictError, type NewEvent, WrongExpectedRevisionError } from '../../src/eventstore/port';
+import { PostgresEventStore, type PostgresEventStoreOptions } from '../../src/eventstore/postgres';
+import { PgliteSql, PgSql, type Sql } from '../../src/eventstore/sql';
+import { sharedCluster } from '../support/postgres';
+
+/**
+ * The adapter's group commit (PostgresEventStore.appendMany -> es_append_batch): concurrent appends
+ * share one transaction, yet each keeps its own outcome, as if they had run one after the other.
+ */
+
+const ev = (type = 'Something', data: Record<string, string | number> = {}): NewEvent => ({
+  id: randomUUID(),
+  type,
+  data,
+  metadata: { correlationId: randomUUID(), actor: { kind: 'system', id: 'test' } },
+});
+
+const uniqueStream = (category = 'batch') => `${category}-${randomUUID()}`;
+
+type Outcome = PromiseSettledResult<AppendResult>;
+
+const fulfilled = (o: Outcome | undefined): AppendResult => {
+  if (o?.status !== 'fulfilled') throw new Error(`expected success, got ${o?.status === 'rejected' ? String(o.reason) : 'nothing'}`);
+  return o.value;
+};
+
+const rejected = (o: Outcome | undefined): unknown => {
+  if (o?.status !== 'rejected') throw new Error(`expected a rejection, got ${JSON.stringify(o)}`);
+  return o.reason;
+};
+
+interface Target {
+  name: string;
+  /** A store on its own empty log. */
+  open(options?: PostgresEventStoreOptions): Promise<{ store: PostgresEventStore; sql: Sql; url?: string; close(): Promise<void> }>;
+}
+
+const targets: Target[] = [
+  {
+    name: 'postgres server',
+    async open(options) {
+      const url = await (await sharedCluster()).freshDatabase();
+      const sql = new PgSql(url);
+      const store = await PostgresEventStore.create(sql, options);
+      return { store, sql, url, close: () => sql.close() };
+    },
+  },
+  {
+    name: 'pglite (embedded)',
+    async open(options) {
+      const sql = await PgliteSql.open();
+      const store = await PostgresEventStore.create(sql, options);
+      return { store, sql, close: () => sql.close() };
+    },
+  },
+];
+
+async function expectChainsVerify(store: PostgresEventStore, streams: Iterable<string>): Promise<void> {
+  for (const stream of new Set(streams)) {
+    const events = await store.readStream(stream);
+    expect(events.map((e) => e.revision)).to.deep.equal(
+      events.map((_, i) => i),
+      `revisions of ${stream}`,
+    );
+    expect(verifyChain(events), `chain of ${stream}`).to.deep.equal([]);
+  }
+}
+
+for (const target of targets) {
+  describe(`postgres event store group commit: ${target.name}`, () => {
+    let opened: Awaited<ReturnType<Target['open']>>;
+    let store: PostgresEventStore;
+    before(async () => {
+      opened = await target.open();
+      store = opened.store;
+    });
+    after(async () => {
+      await opened.close();
+    });
+
+    it('forms batches under concurrency, and a lone append goes alone', async () => {
+      const before = { ...store.stats };
+      await store.append(uniqueStream(), [ev()], 'no_stream');
+      expect(store.stats.batches - before.batches).to.equal(1);
+      expect(store.stats.requests - before.requests).to.equal(1);
+
+      const streams = Array.from({ length: 60 }, () => uniqueStream());
+      const mid = { ...store.stats };
+      const results = await Promise.all(streams.map((s) => store.append(s, [ev('A'), ev('B')], 'no_stream')));
+      expect(results.map((r) => r.nextRevision)).to.deep.equal(streams.map(() => 1));
+      const batches = store.stats.batches - mid.batches;
+      const requests = store.stats.requests - mid.requests;
+      expect(requests).to.equal(60);
+      expect(batches).to.be.lessThan(requests);
+      expect(store.stats.largestBatch).to.be.greaterThan(1);
+      await expectChainsVerify(store, streams);
+    });
+
+    it('keeps each request all-or-nothing: wrong expected revisions fail alone, the rest of the burst succeeds', async () => {
+      const existing = Array.from({ length: 20 }, () => uniqueStream());
+      await Promise.all(existing.map((s) => store.append(s, [ev()], 'no_stream')));
+      const fresh = Array.from({ length: 10 }, () => uniqueStream());
+      const missing = Array.from({ length: 10 }, () => uniqueStream());
+      const before = { ...store.stats };
+      // One burst: right and wrong revisions on existing streams, new streams, stream_exists on missing
+      // streams, and multi-stream appends where only one stream is wrong.
+      const burst: Array<Promise<AppendResult | AppendResult[]>> = [];
+      existing.forEach((s, i) => {
+        burst.push(store.append(s, [ev('X'), ev('Y')], i % 2 === 0 ? 0 : 7));
+      });
+      fresh.forEach((s) => {
+        burst.push(store.append(s, [ev('New')], 'no_stream'));
+      });
+      missing.forEach((s) => {
+        burst.push(store.append(s, [ev('Never')], 'stream_exists'));
+      });
+      const pairs = Array.from({ length: 5 }, () => [uniqueStream(), uniqueStream()] as const);
+      pairs.forEach(([a, b], i) => {
+        burst.push(
+          store.appendMany([
+            { stream: a, events: [ev('PairA')], expectedRevision: 'no_stream' },
+            { stream: b, events: [ev('PairB')], expectedRevision: i % 2 === 0 ? 'no_stream' : 3 },
+          ]),
+        );
+      });
+      const outcomes = await Promise.allSettled(burst);
+      expect(store.stats.batches - before.batches).to.be.lessThan(store.stats.requests - before.requests);
+
+      let k = 0;
+      for (const [i, s] of existing.entries()) {
+        const o = outcomes[k++] as Outcome;
+        if (i % 2 === 0) {
+          expect(fulfilled(o).nextRevision).to.equal(2);
+          expect((await store.readStream(s)).map((e) => e.type)).to.deep.equal(['Something', 'X', 'Y']);
+        } else {
+          const error = rejected(o);
+          expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+          expect((error as WrongExpectedRevisionError).stream).to.equal(s);
+          expect((error as WrongExpectedRevisionError).expected).to.equal(7);
+          expect((error as WrongExpectedRevisionError).actual).to.equal(0);
+          expect(await store.readStream(s)).to.have.length(1);
+        }
+      }
+      for (const s of fresh) {
+        expect(fulfilled(outcomes[k++] as Outcome).nextRevision).to.equal(0);
+        // The new stream is really there: the next exact-revision append continues it.
+        expect((await store.append(s, [ev('Next')], 0)).nextRevision).to.equal(1);
+      }
+      for (const s of missing) {
+        expect(rejected(outcomes[k++] as Outcome)).to.be.instanceOf(WrongExpectedRevisionError);
+        expect(await store.readStream(s)).to.have.length(0);
+        // Still absent, not a leftover empty stream.
+        expect((await store.append(s, [ev('First')], 'no_stream')).nextRevision).to.equal(0);
+      }
+      for (const [i, [a, b]] of pairs.entries()) {
+        const o = outcomes[k++] as PromiseSettledResult<AppendResult[]>;
+        if (i % 2 === 0) {
+          expect(o.status).to.equal('fulfilled');
+          expect((await store.readStream(a)).map((e) => e.type)).to.deep.equal(['PairA']);
+          expect((await store.readStream(b)).map((e) => e.type)).to.deep.equal(['PairB']);
+        } else {
+          expect(o.status).to.equal('rejected');
+          expect((o as PromiseRejectedResult).reason).to.be.instanceOf(WrongExpectedRevisionError);
+          expect((o as PromiseRejectedResult).reason.stream).to.equal(b);
+          // All or nothing: the valid half of the failed request was not written either.
+          expect(await store.readStream(a)).to.have.length(0);
+          expect(await store.readStream(b)).to.have.length(0);
+        }
+      }
+      expect(store.stats.fallbacks).to.equal(before.fallbacks);
+      const [leftovers] = await opened.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM es_streams WHERE revision = -1');
+      expect(leftovers?.n).to.equal('0');
+      await expectChainsVerify(store, [...existing, ...fresh, ...missing, ...pairs.flat()]);
+    });
+
+    it('lets exactly one of several concurrent requests win each revision of the same stream (one batch in flight)', async () => {
+      const sequential = await target.open({ maxInFlight: 1 });
+      try {
+        const s = sequential.store;
+        const stream = uniqueStream();
+        await s.append(stream, [ev('r0')], 'no_stream');
+        // Three competitors per revision 0..9, queued in this order: within the burst the first of each
+        // three finds the stream at its revision (the winner before it moved it there), the others not.
+        const burst = Array.from({ length: 30 }, (_, i) => s.append(stream, [ev(`w${Math.floor(i / 3)}.${i % 3}`)], Math.floor(i / 3)));
+        const outcomes = await Promise.allSettled(burst);
+        for (let revision = 0; revision < 10; revision++) {
+          const group = outcomes.slice(revision * 3, revision * 3 + 3);
+          expect(group.filter((o) => o.status === 'fulfilled')).to.have.length(1, `winners at revision ${revision}`);
+          expect(fulfilled(group[0]).nextRevision).to.equal(revision + 1);
+          for (const o of group.slice(1)) {
+            const error = rejected(o);
+            expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+            expect((error as WrongExpectedRevisionError).actual).to.equal(revision + 1);
+          }
+        }
+        const events = await s.readStream(stream);
+        expect(events.map((e) => e.type)).to.deep.equal(['r0', ...Array.from({ length: 10 }, (_, r) => `w${r}.0`)]);
+        expect(s.stats.batches).to.be.lessThan(s.stats.requests);
+        expect(s.stats.fallbacks).to.equal(0);
+        await expectChainsVerify(s, [stream]);
+      } finally {
+        await sequential.close();
+      }
+    });
+
+    it('never lets two concurrent requests win the same revision (default batches in flight)', async () => {
+      const streams = Array.from({ length: 4 }, () => uniqueStream());
+      await Promise.all(streams.map((s) => store.append(s, [ev()], 'no_stream')));
+      const burst = streams.flatMap((s) => Array.from({ length: 24 }, (_, i) => ({ s, expected: Math.floor(i / 4) })));
+      const outcomes = await Promise.allSettled(burst.map((b) => store.append(b.s, [ev()], b.expected)));
+      for (const s of streams) {
+        const won = outcomes.filter((o, i) => burst[i]?.s === s && o.status === 'fulfilled').map((o) => fulfilled(o).nextRevision);
+        expect(new Set(won).size).to.equal(won.length, 'one winner per revision at most');
+        expect(await store.readStream(s)).to.have.length(1 + won.length);
+      }
+      for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).to.be.instanceOf(WrongExpectedRevisionError);
+      await expectChainsVerify(store, streams);
+    });
+
+    it('treats duplicate ids within a burst idempotently, and mixed ids as a conflict', async () => {
+      const sequential = await target.open({ maxInFlight: 1 });
+      try {
+        const s = sequential.store;
+        const stream = uniqueStream();
+        const stored = ev('Stored');
+        await s.append(stream, [stored], 'no_stream');
+        const events = [ev('A'), ev('B')];
+        const other = uniqueStream();
+        const failingFirst = uniqueStream();
+        const retried = [ev('R')];
+        const burst = [
+          // Queued first, with a wrong revision: fails and stores nothing, so the same ids after it append.
+          s.append(failingFirst, retried, 5),
+          s.append(stream, events, 0),
+          s.append(other, [ev('Other')], 'no_stream'),
+          s.append(stream, events, 0),
+          s.append(stream, events, 'any'),
+          s.append(failingFirst, retried, 'no_stream'),
+          s.append(failingFirst, retried, 'no_stream'),
+          s.append(stream, [stored, ev('New')], 'any'),
+          s.append(stream, [stored], 'any'),
+        ];
+        const outcomes = await Promise.allSettled(burst);
+        expect(rejected(outcomes[0])).to.be.instanceOf(WrongExpectedRevisionError);
+        const first = fulfilled(outcomes[1]);
+        expect(first.nextRevision).to.equal(2);
+        expect(fulfilled(outcomes[3])).to.deep.equal(first);
+        expect(fulfilled(outcomes[4])).to.deep.equal(first);
+        expect(fulfilled(outcomes[2]).nextRevision).to.equal(0);
+        const retry = fulfilled(outcomes[5]);
+        expect(retry.nextRevision).to.equal(0);
+        expect(fulfilled(outcomes[6])).to.deep.equal(retry);
+        expect(rejected(outcomes[7])).to.be.instanceOf(EventIdConflictError);
+        expect(fulfilled(outcomes[8]).nextRevision).to.equal(0);
+        expect((await s.readStream(stream)).map((e) => e.type)).to.deep.equal(['Stored', 'A', 'B']);
+        expect((await s.readStream(failingFirst)).map((e) => e.type)).to.deep.equal(['R']);
+        // The stored answer of a retry in a later batch is the same.
+        expect(await s.append(stream, events, 0)).to.deep.equal(first);
+        expect(s.stats.largestBatch).to.be.greaterThan(1);
+        // Settled inside the batches, not by falling back to one request at a time.
+        expect(s.stats.fallbacks).to.equal(0);
+        await expectChainsVerify(s, [stream, other, failingFirst]);
+      } finally {
+        await sequential.close();
+      }
+    });
+
+    it('confines a malformed request to itself: the batch falls back to one request at a time', async () => {
+      const sequential = await target.open({ maxInFlight: 1 });
+      try {
+        const s = sequential.store;
+        const streams = Array.from({ length: 6 }, () => uniqueStream());
+        const bad = uniqueStream();
+        const outcomes = await Promise.allSettled([
+          s.append(streams[0] as string, [ev()], 'no_stream'),
+          s.append(streams[1] as string, [ev()], 'no_stream'),
+          s.append(bad, [{ ...ev(), id: 'not-a-uuid' }], 'no_stream'),
+          ...streams.slice(2).map((stream) => s.append(stream, [ev()], 'no_stream')),
+        ]);
+        expect(s.stats.fallbacks).to.equal(1);
+        expect(outcomes[2]?.status).to.equal('rejected');
+        for (const [i, o] of outcomes.entries()) if (i !== 2) expect(fulfilled(o).nextRevision).to.equal(0);
+        expect(await s.readStream(bad)).to.have.length(0);
+        await expectChainsVerify(s, streams);
+      } finally {
+        await sequential.close();
+      }
+    });
+
+    it('keeps every chain intact under a long concurrent mix of appends', async () => {
+      const streams = Array.from({ length: 8 }, () => uniqueStream());
+      const revisions = new Map<string, number>();
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, w) => {
+          for (let i = 0; i < 15; i++) {
+            const stream = streams[(w + i) % streams.length] as string;
+            const events = Array.from({ length: 1 + ((w + i) % 3) }, () => ev('Mix', { w, i }));
+            try {
+              const expected = i % 4 === 0 ? 'any' : (revisions.get(stream) ?? 'no_stream');
+              const r = await store.append(stream, events, expected);
+              revisions.set(stream, Math.max(revisions.get(stream) ?? -1, r.nextRevision));
+            } catch (error) {
+              expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+              revisions.set(stream, (error as WrongExpectedRevisionError).actual);
+            }
+          }
+        }),
+      );
+      await expectChainsVerify(store, streams);
+      const all = await store.readAll({ filter: { streamPrefixes: streams }, maxCount: 10_000 });
+      const total = (await Promise.all(streams.map((s) => store.readStream(s)))).reduce((n, events) => n + events.length, 0);
+      expect(all).to.have.length(total);
+    });
+
+    if (target.name === 'postgres server') {
+      it('falls back to single requests when another transaction stores one of the ids first (23505)', async () => {
+        const sequential = await target.open({ maxInFlight: 1 });
+        const client = new pg.Client({ connectionString: sequential.url });
+        try {
+          const s = sequential.store;
+          const raced = ev('Raced');
+          const elsewhere = uniqueStream();
+          // Another writer (another node, say) appends the id to another stream and has not committed.
+          await client.connect();
+          await client.query('BEGIN');
+          await client.query('SELECT * FROM es_append($1::jsonb)', [
+            JSON.stringify([
+              {
+                stream: elsewhere,
+                expected: 'any',
+                events: [{ ...raced, metadata: raced.metadata, digest: 'f'.repeat(64) }],
+              },
+            ]),
+          ]);
+          const first = s.append(uniqueStream(), [ev()], 'no_stream');
+          // These two queue behind `first` and leave together; the batch's probe cannot see the
+          // uncommitted id, so its INSERT waits on the unique index, then fails when the other commits.
+          const racing = s.append(uniqueStream(), [raced], 'no_stream');
+          const innocent = uniqueStream();
+          const bystander = s.append(innocent, [ev()], 'no_stream');
+          await new Promise((r) => setTimeout(r, 300));
+          await client.query('COMMIT');
+          const outcomes = await Promise.allSettled([first, racing, bystander]);
+          expect(outcomes[0]?.status).to.equal('fulfilled');
+          expect(rejected(outcomes[1])).to.be.instanceOf(EventIdConflictError);
+          expect(fulfilled(outcomes[2]).nextRevision).to.equal(0);
+          expect(s.stats.fallbacks).to.equal(1);
+          expect(await s.readStream(innocent)).to.have.length(1);
+        } finally {
+          await client.end().catch(() => {});
+          await sequential.close();
+        }
+      });
+    }
+  });
+}
