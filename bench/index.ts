@@ -1,3 +1,4 @@
+import { runLedgerBench } from './ledger';
 import { runStoreBench } from './store';
 
 /** `npm run bench -- <name>`: benchmarks print figures; they assert nothing. */
@@ -5,6 +6,10 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
   store: {
     description: 'event store appends, command appends and a projection rebuild on a throwaway durable PostgreSQL (or DATABASE_URL)',
     run: runStoreBench,
+  },
+  ledger: {
+    description: 'HTTP transfers/s through the in-process server over 50, 10 and 2 accounts, and a transfer out of a long account, on a durable PostgreSQL',
+    run: runLedgerBench,
   },
 };
 
@@ -16,7 +21,8 @@ function usage(): string {
     'Benches:',
     ...lines,
     '',
-    'Environment: BENCH_SECONDS (per measurement, default 5), BENCH_REBUILD_EVENTS (default 1000000), DATABASE_URL',
+    'Environment: BENCH_SECONDS (per measurement, default 5; ledger 10), BENCH_REBUILD_EVENTS (store, default 1000000), DATABASE_URL',
+    '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500)',
   ].join('\n');
 }
 

@@ -13,6 +13,10 @@ import { KeyedQueue } from './locks';
 import type { Tally } from './tally';
 
 const MAX_ATTEMPTS = 8;
+const ID_BLOCK = 50;
+const OWNERS_CACHE_MAX = 100_000;
+/** KYC limits change rarely (approval, expiry after a year); a few seconds of staleness is harmless. */
+const LIMITS_TTL_MS = 5_000;
 
 export class LedgerProviderFailure extends Error {}
 
@@ -84,6 +88,11 @@ export interface PayoutAnswer {
 export class LedgerService {
   /** Debits of one account, one at a time in this process (see KeyedQueue). */
   private readonly debits = new KeyedQueue();
+  private readonly idBlock: number[] = [];
+  private idBlockLoading: Promise<void> | undefined;
+  /** Who owns an account never changes: remembered after the first read. */
+  private readonly owners = new Map<number, { userId: string; partnerId: string }>();
+  private readonly limitsCache = new Map<string, { limits: Limits; until: number }>();
 
   constructor(private readonly tally: Tally) {}
 
@@ -104,13 +113,24 @@ export class LedgerService {
    * not theirs to learn), 403 when another user's of the same partner.
    */
   async ownAccount(userId: string, partnerId: string, accountId: number): Promise<number> {
+    const owner = await this.ownerOf(accountId);
+    if (!owner || owner.partnerId !== partnerId) throw new DomainError('not_found', 'Account not found');
+    if (owner.userId !== userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
+    return accountId;
+  }
+
+  async ownerOf(accountId: number): Promise<{ userId: string; partnerId: string } | null> {
+    const known = this.owners.get(accountId);
+    if (known) return known;
     const [row] = await this.tally.sql.query<{ user_id: string; partner_id: string }>(
       'SELECT user_id::text, partner_id::text FROM rm_accounts WHERE account_id = $1',
       [accountId],
     );
-    if (!row || row.partner_id !== partnerId) throw new DomainError('not_found', 'Account not found');
-    if (row.user_id !== userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
-    return accountId;
+    if (!row) return null;
+    const owner = { userId: row.user_id, partnerId: row.partner_id };
+    if (this.owners.size >= OWNERS_CACHE_MAX) this.owners.clear();
+    this.owners.set(accountId, owner);
+    return owner;
   }
 
   async primaryAccount(userId: string): Promise<number> {
@@ -124,6 +144,15 @@ export class LedgerService {
 
   /** The derived operating limits of the KYC state (0 before approval). */
   async limitsOf(userId: string): Promise<Limits> {
+    const cached = this.limitsCache.get(userId);
+    if (cached && cached.until > Date.now()) return cached.limits;
+    const limits = await this.readLimits(userId);
+    if (this.limitsCache.size >= OWNERS_CACHE_MAX) this.limitsCache.clear();
+    this.limitsCache.set(userId, { limits, until: Date.now() + LIMITS_TTL_MS });
+    return limits;
+  }
+
+  private async readLimits(userId: string): Promise<Limits> {
     const [latest] = await this.tally.sql.query<{ status: string; expires_at: string | null }>(
       'SELECT status, expires_at::text FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 1',
       [userId],
@@ -135,9 +164,20 @@ export class LedgerService {
       : { maxTransactionAmount: '0', dailyTransactionLimit: '0' };
   }
 
+  /** Ids come from the sequence a block at a time (unique, not gap-free: a restart skips the rest of a block). */
   private async nextTransactionId(): Promise<number> {
-    const [row] = await this.tally.sql.query<{ id: string }>(`SELECT nextval('transaction_id_seq')::text AS id`);
-    return Number(row?.id);
+    while (this.idBlock.length === 0) {
+      this.idBlockLoading ??= this.tally.sql
+        .query<{ id: string }>(`SELECT nextval('transaction_id_seq')::text AS id FROM generate_series(1, ${ID_BLOCK})`)
+        .then((rows) => {
+          this.idBlock.push(...rows.map((r) => Number(r.id)).sort((a, b) => a - b));
+        })
+        .finally(() => {
+          this.idBlockLoading = undefined;
+        });
+      await this.idBlockLoading;
+    }
+    return this.idBlock.shift() as number;
   }
 
   /** Debit and credit of two account streams and the transaction, in one atomic append. */
@@ -148,19 +188,19 @@ export class LedgerService {
   ): Promise<TransactionView> {
     const fromAccountId = input.fromAccountId ?? (await this.primaryAccount(user.userId));
     if (fromAccountId === input.toAccountId) throw new DomainError('invalid', 'Cannot transfer to the same account');
-    const [from, to] = await this.tally.sql
-      .query<{ account_id: string; user_id: string; partner_id: string }>(
-        'SELECT account_id::text, user_id::text, partner_id::text FROM rm_accounts WHERE account_id = ANY($1::bigint[]) ORDER BY account_id = $2 DESC',
-        [[fromAccountId, input.toAccountId], fromAccountId],
-      )
-      .then((rows) => [rows.find((r) => Number(r.account_id) === fromAccountId), rows.find((r) => Number(r.account_id) === input.toAccountId)]);
-    if (!from || !to || from.partner_id !== user.partnerId || to.partner_id !== user.partnerId)
+    const [from, to] = await Promise.all([this.ownerOf(fromAccountId), this.ownerOf(input.toAccountId)]);
+    if (!from || !to || from.partnerId !== user.partnerId || to.partnerId !== user.partnerId)
       throw new DomainError('invalid', 'One or both accounts do not exist');
-    if (from.user_id !== user.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
+    if (from.userId !== user.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
     const limits = await this.limitsOf(user.userId);
     const uuid = randomUUID();
     const id = await this.nextTransactionId();
-    return this.debits.run(accountStream(fromAccountId), () => this.transferOnce(user, { ...input, fromAccountId }, { uuid, id, limits }, ctx));
+    const { view, position } = await this.debits.run(accountStream(fromAccountId), () =>
+      this.transferOnce(user, { ...input, fromAccountId }, { uuid, id, limits }, ctx),
+    );
+    // Outside the account's queue: the next debit need not wait for the read models.
+    await this.tally.readYourWrites(position, ['ledger']);
+    return view;
   }
 
   private async transferOnce(
@@ -168,7 +208,7 @@ export class LedgerService {
     input: { fromAccountId: number; toAccountId: number; amount: string; description: string },
     ids: { uuid: string; id: number; limits: Limits },
     ctx: CommandContext,
-  ): Promise<TransactionView> {
+  ): Promise<{ view: TransactionView; position: string | undefined }> {
     const { uuid, id, limits } = ids;
     const fromAccountId = input.fromAccountId;
     for (let attempt = 1; ; attempt++) {
@@ -208,16 +248,18 @@ export class LedgerService {
           this.accountAppend(ctx, input.toAccountId, credit, 'any'),
           { stream: transactionStream(uuid), events: toNewEvents(ctx, transactionStream(uuid), created), expectedRevision: 'no_stream' },
         ]);
-        await this.tally.readYourWrites(results[2]?.position, ['ledger']);
         return {
-          id,
-          uuid,
-          description: input.description,
-          status: 'COMPLETED',
-          amount: fixed(money(input.amount)),
-          debitAccountId: fromAccountId,
-          creditAccountId: input.toAccountId,
-          created: at,
+          view: {
+            id,
+            uuid,
+            description: input.description,
+            status: 'COMPLETED',
+            amount: fixed(money(input.amount)),
+            debitAccountId: fromAccountId,
+            creditAccountId: input.toAccountId,
+            created: at,
+          },
+          position: results[2]?.position,
         };
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;

@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, type KeyObject, randomBytes, randomInt } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { ServiceKeys } from './keys';
 
@@ -15,12 +15,17 @@ export interface AccessClaims {
 }
 
 export class TokenService {
-  constructor(private readonly keys: ServiceKeys) {}
+  /** Key objects made once: given a string, jsonwebtoken first tries it as a public key on every call. */
+  private readonly keyObjects: Map<string, KeyObject>;
+
+  constructor(private readonly keys: ServiceKeys) {
+    this.keyObjects = new Map(keys.signing.map((k) => [k.kid, createSecretKey(Buffer.from(k.secret, 'utf8'))]));
+  }
 
   issueAccessToken(claims: AccessClaims): string {
     const key = this.keys.signing[this.keys.signing.length - 1];
     if (!key) throw new Error('no signing key');
-    return jwt.sign({ pid: claims.partnerId, sid: claims.sessionId }, key.secret, {
+    return jwt.sign({ pid: claims.partnerId, sid: claims.sessionId }, this.keyObjects.get(key.kid) as KeyObject, {
       algorithm: ALGORITHM,
       keyid: key.kid,
       subject: claims.userId,
@@ -35,10 +40,10 @@ export class TokenService {
     if (token.length > 4096) return null;
     const decoded = jwt.decode(token, { complete: true });
     if (!decoded || typeof decoded === 'string' || decoded.header.alg !== ALGORITHM) return null;
-    const key = this.keys.signing.find((k) => k.kid === decoded.header.kid);
+    const key = decoded.header.kid ? this.keyObjects.get(decoded.header.kid) : undefined;
     if (!key) return null;
     try {
-      const payload = jwt.verify(token, key.secret, { algorithms: [ALGORITHM], issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE }) as jwt.JwtPayload;
+      const payload = jwt.verify(token, key, { algorithms: [ALGORITHM], issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE }) as jwt.JwtPayload;
       if (typeof payload.sub !== 'string' || typeof payload.pid !== 'string' || typeof payload.sid !== 'string') return null;
       return { userId: payload.sub, partnerId: payload.pid, sessionId: payload.sid };
     } catch {

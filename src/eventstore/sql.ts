@@ -26,7 +26,7 @@ export class PgSql implements Sql {
   constructor(connectionString: string, options: { max?: number; applicationName?: string } = {}) {
     this.pool = new pg.Pool({
       connectionString,
-      max: options.max ?? 20,
+      max: options.max ?? (Number(process.env.PG_POOL_MAX) || 20),
       application_name: options.applicationName ?? 'tally',
       connectionTimeoutMillis: 5_000,
       // A transaction left open would hold back every gap-safe reader (see postgres.ts).

@@ -8,7 +8,11 @@ import { liveTables, type Projection, suffixedTables } from './projection';
 const BATCH_SIZE = 500;
 const POLL_INTERVAL_MS = 250;
 const LEASE_SECONDS = 15;
+/** Leases are renewed well before they lapse, not on every batch. */
+const LEASE_RENEW_EVERY_MS = 5_000;
 const ERROR_BACKOFF_MS = 1_000;
+
+class CheckpointMoved extends Error {}
 
 export const CHECKPOINTS_SCHEMA = `
 CREATE TABLE IF NOT EXISTS projection_checkpoints (
@@ -80,7 +84,7 @@ export class ProjectionEngine {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.loops = this.projections.map((p) => this.run(p));
+    this.loops = [this.runAll()];
   }
 
   async stop(): Promise<void> {
@@ -153,67 +157,96 @@ export class ProjectionEngine {
     return result;
   }
 
-  private async run(p: Projection): Promise<void> {
-    const tables = liveTables(p);
+  /**
+   * One loop for every projection this node owns: one read of the log and one transaction per
+   * batch for all of them (each append used to cost every projection its own read and commit).
+   * Projections may stand at different positions (after a rebuild): the read starts at the lowest,
+   * and each projection applies only the events past its own checkpoint.
+   */
+  private async runAll(): Promise<void> {
+    let leasesCheckedAt = 0;
     while (this.running) {
       try {
-        if (!(await this.holdLease(p.name))) {
-          await this.sleep(LEASE_SECONDS * 250);
+        if (Date.now() - leasesCheckedAt > LEASE_RENEW_EVERY_MS) {
+          await this.holdLeases();
+          leasesCheckedAt = Date.now();
+        }
+        const owned = this.projections.filter((p) => this.owned.has(p.name));
+        if (owned.length === 0) {
+          await this.sleep(LEASE_RENEW_EVERY_MS);
           continue;
         }
-        const from = this.positions.get(p.name) ?? '';
+        const from = owned.map((p) => this.positions.get(p.name) ?? '').reduce((a, b) => (comparePositions(a, b) <= 0 ? a : b));
         const head = await this.store.headPosition();
-        const events = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: p.eventTypes }, maxCount: BATCH_SIZE });
-        if (events.length === 0) {
-          // Nothing of ours up to the head: the checkpoint may move to the head (read-your-writes
-          // for appends this projection does not care about).
-          if (head && comparePositions(head, from) > 0) await this.commit(p, from, head, [], tables);
-          else await this.store.waitForAppend(POLL_INTERVAL_MS);
+        const types = [...new Set(owned.flatMap((p) => p.eventTypes))];
+        const events = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount: BATCH_SIZE });
+        const last = events[events.length - 1]?.position ?? from;
+        // A short read drained every visible event of these types: all of them up to `head` (read
+        // before) are in it, so the checkpoints may move to the head, past events nobody here needs.
+        const to = events.length < BATCH_SIZE && comparePositions(head, last) > 0 ? head : last;
+        const behind = owned.filter((p) => comparePositions(this.positions.get(p.name) ?? '', to) < 0);
+        if (behind.length === 0) {
+          await this.store.waitForAppend(POLL_INTERVAL_MS);
           continue;
         }
-        const last = events[events.length - 1]?.position ?? from;
-        await this.commit(p, from, last, events, tables);
+        await this.commit(behind, to, events);
       } catch (error) {
-        this.log?.error({ err: error, projection: p.name }, 'projection batch failed');
+        this.log?.error({ err: error }, 'projection batch failed');
         await this.sleep(ERROR_BACKOFF_MS);
       }
     }
   }
 
-  /** One transaction: move the checkpoint compare-and-set, then apply the batch. */
-  private async commit(p: Projection, from: string, to: string, events: RecordedEvent[], tables: Record<string, string>): Promise<void> {
-    const moved = await this.sql.transaction(async (tx) => {
-      const rows = await tx.query(
-        `UPDATE projection_checkpoints SET position = $3, updated_at = now() WHERE name = $1 AND position = $2 AND owner = $4 RETURNING name`,
-        [p.name, from, to, this.nodeId],
-      );
-      if (rows.length === 0) return false;
-      if (events.length) await p.apply(tx, events, tables);
-      return true;
-    });
-    if (moved) {
-      this.positions.set(p.name, to);
-      this.progress.emit('progress');
-    } else {
-      // Someone else moved it (a rebuild's swap, or another node): start again from the stored one.
-      const [row] = await this.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = $1`, [p.name]);
-      this.positions.set(p.name, row?.position ?? '');
-      this.progress.emit('progress');
-    }
+  /**
+   * One transaction: move every projection's checkpoint compare-and-set (from the position this
+   * node knows, while it holds the lease), then apply to each the events past its checkpoint.
+   * Read models are derived and their checkpoints commit with them, so the commit need not wait for
+   * its WAL flush: a commit lost in a crash is replayed from the log.
+   */
+  private async commit(projections: Projection[], to: string, events: RecordedEvent[]): Promise<void> {
+    const from = projections.map((p) => this.positions.get(p.name) ?? '');
+    const moved = await this.sql
+      .transaction(async (tx) => {
+        await tx.query('SET LOCAL synchronous_commit = off');
+        const rows = await tx.query<{ name: string }>(
+          `UPDATE projection_checkpoints c SET position = $3, updated_at = now()
+           FROM unnest($1::text[], $2::text[]) AS x(name, position)
+          WHERE c.name = x.name AND c.position = x.position AND c.owner = $4 RETURNING c.name`,
+          [projections.map((p) => p.name), from, to, this.nodeId],
+        );
+        // Someone else moved one of them (a rebuild's swap, another node): undo all, reload, retry.
+        if (rows.length !== projections.length) throw new CheckpointMoved();
+        for (const [i, p] of projections.entries()) {
+          const position = from[i] ?? '';
+          const mine = events.filter((e) => comparePositions(e.position, position) > 0 && p.eventTypes.includes(e.type));
+          if (mine.length) await p.apply(tx, mine, liveTables(p));
+        }
+        return true;
+      })
+      .catch(async (error) => {
+        if (!(error instanceof CheckpointMoved)) throw error;
+        const rows = await this.sql.query<{ name: string; position: string }>(`SELECT name, position FROM projection_checkpoints`);
+        for (const r of rows) this.positions.set(r.name, r.position);
+        return false;
+      });
+    if (moved) for (const p of projections) this.positions.set(p.name, to);
+    this.progress.emit('progress');
   }
 
-  private async holdLease(name: string): Promise<boolean> {
-    const rows = await this.sql.query(
+  /** Takes or renews, in one statement, the lease of every projection no one else holds. */
+  private async holdLeases(): Promise<void> {
+    const rows = await this.sql.query<{ name: string; position: string }>(
       `UPDATE projection_checkpoints SET owner = $2, lease_until = now() + make_interval(secs => $3)
-        WHERE name = $1 AND (owner IS NULL OR owner = $2 OR lease_until < now()) RETURNING name`,
-      [name, this.nodeId, LEASE_SECONDS],
+        WHERE name = ANY($1::text[]) AND (owner IS NULL OR owner = $2 OR lease_until < now()) RETURNING name, position`,
+      [this.projections.map((p) => p.name), this.nodeId, LEASE_SECONDS],
     );
-    if (rows.length === 0) {
-      this.owned.delete(name);
-      return false;
+    const now = new Set(rows.map((r) => r.name));
+    for (const r of rows) {
+      // Newly taken over: start from the stored checkpoint, not what this node last knew.
+      if (!this.owned.has(r.name)) this.positions.set(r.name, r.position);
     }
-    this.owned.add(name);
-    return true;
+    this.owned.clear();
+    for (const name of now) this.owned.add(name);
   }
 
   private sleep(ms: number): Promise<void> {
