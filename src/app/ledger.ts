@@ -5,10 +5,11 @@ import { uuidV5 } from '../domain/ids';
 import { fixed, money, roundUp8 } from '../domain/ledger/money';
 import { type TransactionCreatedData, type TransactionEvent, transactionDecider, transactionStream } from '../domain/ledger/transaction';
 import { canonicalJson } from '../eventstore/hash';
-import { type StreamAppend, WrongExpectedRevisionError } from '../eventstore/port';
+import { type NewEvent, type StreamAppend, WrongExpectedRevisionError } from '../eventstore/port';
 import type { PaymentWebhookEvent } from '../providers/payments/port';
 import type { PayoutRequest, PayoutWebhookEvent } from '../providers/payouts/port';
 import { type CommandContext, load, toNewEvents } from './commands';
+import { KeyedBatcher } from './batcher';
 import { KeyedQueue } from './locks';
 import type { Tally } from './tally';
 
@@ -69,6 +70,13 @@ const toView = (r: TxnRow, withUpdated: boolean): TransactionView => ({
   ...(withUpdated ? { updated: r.updated } : {}),
 });
 
+interface TransferRequest {
+  user: { userId: string; partnerId: string };
+  input: { fromAccountId: number; toAccountId: number; amount: string; description: string };
+  ids: { uuid: string; id: number; limits: Limits };
+  ctx: CommandContext;
+}
+
 export interface PayoutInput {
   transactionId: string;
   amount: string;
@@ -88,6 +96,10 @@ export interface PayoutAnswer {
 export class LedgerService {
   /** Debits of one account, one at a time in this process (see KeyedQueue). */
   private readonly debits = new KeyedQueue();
+  /** Transfers out of one account, batched while the previous batch is written. */
+  private readonly transfers = new KeyedBatcher<TransferRequest, { view: TransactionView; position: string | undefined }>((_key, requests) =>
+    this.transferBatch(requests),
+  );
   private readonly idBlock: number[] = [];
   private idBlockLoading: Promise<void> | undefined;
   /** Who owns an account never changes: remembered after the first read. */
@@ -195,72 +207,101 @@ export class LedgerService {
     const limits = await this.limitsOf(user.userId);
     const uuid = randomUUID();
     const id = await this.nextTransactionId();
-    const { view, position } = await this.debits.run(accountStream(fromAccountId), () =>
-      this.transferOnce(user, { ...input, fromAccountId }, { uuid, id, limits }, ctx),
-    );
-    // Outside the account's queue: the next debit need not wait for the read models.
+    const { view, position } = await this.transfers.submit(accountStream(fromAccountId), {
+      user,
+      input: { ...input, fromAccountId },
+      ids: { uuid, id, limits },
+      ctx,
+    });
+    // Outside the account's batch: the next debits need not wait for the read models.
     await this.tally.readYourWrites(position, ['ledger']);
     return view;
   }
 
-  private async transferOnce(
-    user: { userId: string; partnerId: string },
-    input: { fromAccountId: number; toAccountId: number; amount: string; description: string },
-    ids: { uuid: string; id: number; limits: Limits },
-    ctx: CommandContext,
-  ): Promise<{ view: TransactionView; position: string | undefined }> {
-    const { uuid, id, limits } = ids;
-    const fromAccountId = input.fromAccountId;
+  /**
+   * Transfers out of one account, decided in order against its state and written in one atomic
+   * append (the source at its exact revision, so nothing can overdraw it). One that breaks a rule
+   * fails alone; the others go through.
+   */
+  private async transferBatch(requests: TransferRequest[]): Promise<Array<{ view: TransactionView; position: string | undefined } | Error>> {
+    const fromAccountId = requests[0]?.input.fromAccountId as number;
     for (let attempt = 1; ; attempt++) {
       const at = new Date().toISOString();
       const source = await load(this.tally.store, accountStream(fromAccountId), accountDecider, { cache: this.cache });
-      const target = await load(this.tally.store, accountStream(input.toAccountId), accountDecider, { cache: this.cache });
-      const debit = accountDecider.decide(
-        { type: 'Debit', transactionId: uuid, amount: input.amount, reason: 'transfer', pending: false, at, limits },
-        source.state,
-      );
-      const credit = accountDecider.decide({ type: 'Credit', transactionId: uuid, amount: input.amount, reason: 'transfer', at }, target.state);
-      const created = transactionDecider.decide(
-        {
-          type: 'Create',
-          data: {
-            uuid,
-            id,
-            kind: 'TRANSFER',
-            status: 'COMPLETED',
-            amount: fixed(money(input.amount)),
-            debitAccountId: fromAccountId,
-            creditAccountId: input.toAccountId,
-            description: input.description,
-            userId: user.userId,
-            partnerId: user.partnerId,
-            requestHash: null,
-            details: {},
-            at,
-          },
-        },
-        transactionDecider.initialState(),
-      );
+      let state = source.state;
+      const outcomes: Array<{ view: TransactionView; position: string | undefined } | Error> = [];
+      const sourceEvents: NewEvent[] = [];
+      const credits = new Map<number, NewEvent[]>();
+      const appends: StreamAppend[] = [];
+      const accepted: number[] = [];
+      for (const [index, { user, input, ids, ctx }] of requests.entries()) {
+        try {
+          const target = await load(this.tally.store, accountStream(input.toAccountId), accountDecider, { cache: this.cache });
+          const debit = accountDecider.decide(
+            { type: 'Debit', transactionId: ids.uuid, amount: input.amount, reason: 'transfer', pending: false, at, limits: ids.limits },
+            state,
+          );
+          const credit = accountDecider.decide({ type: 'Credit', transactionId: ids.uuid, amount: input.amount, reason: 'transfer', at }, target.state);
+          const created = transactionDecider.decide(
+            {
+              type: 'Create',
+              data: {
+                uuid: ids.uuid,
+                id: ids.id,
+                kind: 'TRANSFER',
+                status: 'COMPLETED',
+                amount: fixed(money(input.amount)),
+                debitAccountId: fromAccountId,
+                creditAccountId: input.toAccountId,
+                description: input.description,
+                userId: user.userId,
+                partnerId: user.partnerId,
+                requestHash: null,
+                details: {},
+                at,
+              },
+            },
+            transactionDecider.initialState(),
+          );
+          state = debit.reduce(accountDecider.evolve, state);
+          sourceEvents.push(...toNewEvents(ctx, accountStream(fromAccountId), debit));
+          const targetEvents = credits.get(input.toAccountId) ?? [];
+          targetEvents.push(...toNewEvents(ctx, accountStream(input.toAccountId), credit));
+          credits.set(input.toAccountId, targetEvents);
+          appends.push({ stream: transactionStream(ids.uuid), events: toNewEvents(ctx, transactionStream(ids.uuid), created), expectedRevision: 'no_stream' });
+          accepted.push(index);
+          outcomes[index] = {
+            view: {
+              id: ids.id,
+              uuid: ids.uuid,
+              description: input.description,
+              status: 'COMPLETED',
+              amount: fixed(money(input.amount)),
+              debitAccountId: fromAccountId,
+              creditAccountId: input.toAccountId,
+              created: at,
+            },
+            position: undefined,
+          };
+        } catch (error) {
+          if (!(error instanceof DomainError)) throw error;
+          outcomes[index] = error;
+        }
+      }
+      if (accepted.length === 0) return outcomes;
       try {
         const results = await this.tally.store.appendMany([
-          this.accountAppend(ctx, fromAccountId, debit, source.revision),
-          // Credits cannot break an invariant, so the destination is appended at any revision.
-          this.accountAppend(ctx, input.toAccountId, credit, 'any'),
-          { stream: transactionStream(uuid), events: toNewEvents(ctx, transactionStream(uuid), created), expectedRevision: 'no_stream' },
+          { stream: accountStream(fromAccountId), events: sourceEvents, expectedRevision: source.revision },
+          // Credits cannot break an invariant, so destinations are appended at any revision.
+          ...[...credits].map(([accountId, events]) => ({ stream: accountStream(accountId), events, expectedRevision: 'any' as const })),
+          ...appends,
         ]);
-        return {
-          view: {
-            id,
-            uuid,
-            description: input.description,
-            status: 'COMPLETED',
-            amount: fixed(money(input.amount)),
-            debitAccountId: fromAccountId,
-            creditAccountId: input.toAccountId,
-            created: at,
-          },
-          position: results[2]?.position,
-        };
+        const position = results.reduce<string | undefined>((max, r) => (!max || r.position > max ? r.position : max), undefined);
+        for (const index of accepted) {
+          const outcome = outcomes[index];
+          if (outcome && !(outcome instanceof Error)) outcome.position = position;
+        }
+        return outcomes;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
       }
