@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { type AccountEvent, accountDecider, accountStream, type Limits } from '../domain/accounts/account';
+import { type AccountEvent, type AccountState, accountCreditStream, accountDecider, accountStream, type Limits } from '../domain/accounts/account';
 import { DomainError } from '../domain/decider';
 import { uuidV5 } from '../domain/ids';
 import { fixed, money, roundUp8 } from '../domain/ledger/money';
@@ -227,7 +227,7 @@ export class LedgerService {
     const fromAccountId = requests[0]?.input.fromAccountId as number;
     for (let attempt = 1; ; attempt++) {
       const at = new Date().toISOString();
-      const source = await load(this.tally.store, accountStream(fromAccountId), accountDecider, { cache: this.cache });
+      const source = await this.loadAccount(fromAccountId);
       let state = source.state;
       const outcomes: Array<{ view: TransactionView; position: string | undefined } | Error> = [];
       const sourceEvents: NewEvent[] = [];
@@ -237,6 +237,7 @@ export class LedgerService {
       for (const [index, { user, input, ids, ctx }] of requests.entries()) {
         try {
           const target = await load(this.tally.store, accountStream(input.toAccountId), accountDecider, { cache: this.cache });
+          // Only checks the destination is an open account: its balance does not matter to a credit.
           const debit = accountDecider.decide(
             { type: 'Debit', transactionId: ids.uuid, amount: input.amount, reason: 'transfer', pending: false, at, limits: ids.limits },
             state,
@@ -266,7 +267,7 @@ export class LedgerService {
           state = debit.reduce(accountDecider.evolve, state);
           sourceEvents.push(...toNewEvents(ctx, accountStream(fromAccountId), debit));
           const targetEvents = credits.get(input.toAccountId) ?? [];
-          targetEvents.push(...toNewEvents(ctx, accountStream(input.toAccountId), credit));
+          targetEvents.push(...toNewEvents(ctx, accountCreditStream(input.toAccountId), credit));
           credits.set(input.toAccountId, targetEvents);
           appends.push({ stream: transactionStream(ids.uuid), events: toNewEvents(ctx, transactionStream(ids.uuid), created), expectedRevision: 'no_stream' });
           accepted.push(index);
@@ -293,7 +294,7 @@ export class LedgerService {
         const results = await this.tally.store.appendMany([
           { stream: accountStream(fromAccountId), events: sourceEvents, expectedRevision: source.revision },
           // Credits cannot break an invariant, so destinations are appended at any revision.
-          ...[...credits].map(([accountId, events]) => ({ stream: accountStream(accountId), events, expectedRevision: 'any' as const })),
+          ...[...credits].map(([accountId, events]) => ({ stream: accountCreditStream(accountId), events, expectedRevision: 'any' as const })),
           ...appends,
         ]);
         const position = results.reduce<string | undefined>((max, r) => (!max || r.position > max ? r.position : max), undefined);
@@ -310,6 +311,20 @@ export class LedgerService {
 
   private accountAppend(ctx: CommandContext, accountId: number, events: AccountEvent[], expected: number | 'any'): StreamAppend {
     return { stream: accountStream(accountId), events: toNewEvents(ctx, accountStream(accountId), events), expectedRevision: expected };
+  }
+
+  private creditAppend(ctx: CommandContext, accountId: number, events: AccountEvent[]): StreamAppend {
+    return { stream: accountCreditStream(accountId), events: toNewEvents(ctx, accountCreditStream(accountId), events), expectedRevision: 'any' };
+  }
+
+  /** The account's state from both its streams; `revision` is the account stream's, where debits are decided. */
+  private async loadAccount(accountId: number, options: { untilTime?: Date } = {}): Promise<{ state: AccountState; revision: number }> {
+    const cache = options.untilTime ? undefined : this.cache;
+    const [main, credits] = await Promise.all([
+      load(this.tally.store, accountStream(accountId), accountDecider, { cache, untilTime: options.untilTime }),
+      load(this.tally.store, accountCreditStream(accountId), accountDecider, { cache, untilTime: options.untilTime }),
+    ]);
+    return { state: { ...main.state, creditsPosted: fixed(money(main.state.creditsPosted).plus(credits.state.creditsPosted)) }, revision: main.revision };
   }
 
   /** A hosted payment link at the payment provider; the balance moves only when it confirms. */
@@ -387,7 +402,7 @@ export class LedgerService {
       if (to === 'COMPLETED') {
         const account = await load(this.tally.store, accountStream(data.creditAccountId), accountDecider, { cache: this.cache });
         const credit = accountDecider.decide({ type: 'Credit', transactionId: data.uuid, amount: data.amount, reason: 'deposit', at }, account.state);
-        appends.push(this.accountAppend(ctx, data.creditAccountId, credit, 'any'));
+        appends.push(this.creditAppend(ctx, data.creditAccountId, credit));
       }
       try {
         const results = await this.tally.store.appendMany(appends);
@@ -432,7 +447,7 @@ export class LedgerService {
       const debitUsdc = fixed(roundUp8(money(input.amount).div(rate)));
       const limits = await this.limitsOf(user.userId);
       const at = new Date().toISOString();
-      const account = await load(this.tally.store, accountStream(accountId), accountDecider, { cache: this.cache });
+      const account = await this.loadAccount(accountId);
       let debit: AccountEvent[];
       try {
         debit = accountDecider.decide({ type: 'Debit', transactionId: uuid, amount: debitUsdc, reason: 'payout', pending: true, at, limits }, account.state);
@@ -569,7 +584,7 @@ export class LedgerService {
       const at = new Date().toISOString();
       const failed = transactionDecider.decide({ type: 'ChangeStatus', to: 'FAILED', reason, details, at }, txn.state);
       if (failed.length === 0) return;
-      const account = await load(this.tally.store, accountStream(data.debitAccountId), accountDecider, { cache: this.cache });
+      const account = await this.loadAccount(data.debitAccountId);
       const reversalUuid = uuidV5(`reversal:${uuid}`);
       const posted = accountDecider.decide({ type: 'PostHold', transactionId: uuid, at }, account.state);
       const credit = accountDecider.decide(
@@ -600,7 +615,8 @@ export class LedgerService {
       try {
         const results = await this.tally.store.appendMany([
           { stream, events: toNewEvents(ctx, stream, failed), expectedRevision: txn.revision },
-          this.accountAppend(ctx, data.debitAccountId, [...posted, ...credit], account.revision),
+          ...(posted.length ? [this.accountAppend(ctx, data.debitAccountId, posted, account.revision)] : []),
+          this.creditAppend(ctx, data.debitAccountId, credit),
           { stream: transactionStream(reversalUuid), events: toNewEvents(ctx, transactionStream(reversalUuid), reversal), expectedRevision: 'no_stream' },
         ]);
         await this.tally.readYourWrites(results[results.length - 1]?.position, ['ledger']);
@@ -686,7 +702,7 @@ export class LedgerService {
 
   /** A balance as it was at an instant, folded from the account's stream (not a read model). */
   async balanceAt(accountId: number, at: Date): Promise<{ credits: string; debits: string }> {
-    const { state } = await load(this.tally.store, accountStream(accountId), accountDecider, { untilTime: at });
+    const { state } = await this.loadAccount(accountId, { untilTime: at });
     return { credits: state.creditsPosted, debits: fixed(money(state.debitsPosted).plus(state.debitsPending)) };
   }
 }

@@ -25,8 +25,10 @@ export const ledgerCheck: AuditCheck = {
     const transactions = new Map<string, TxnFacts>();
     for await (const page of logPages(tally.store)) {
       for (const e of page) {
-        if (e.stream.startsWith('account-')) {
-          const id = Number(e.stream.slice('account-'.length));
+        const account = /^account(?:in)?-(\d+)$/.exec(e.stream);
+        if (account) {
+          // An account's money in and out may sit in two streams (account-N, accountin-N): fold both.
+          const id = Number(account[1]);
           accounts.set(id, accountDecider.evolve(accounts.get(id) ?? accountDecider.initialState(), { type: e.type, data: e.data } as AccountEvent));
         } else if (e.stream.startsWith('txn-')) {
           const t = { type: e.type, data: e.data } as TransactionEvent;

@@ -49,6 +49,12 @@ export interface AccountState {
 }
 
 export const accountStream = (accountId: number) => `account-${accountId}`;
+/**
+ * Money coming in lives in a stream of its own, appended at any revision: a credit can never make
+ * a debit unsafe (a debit decided without it saw less money, not more), so credits never conflict
+ * with the debits decided at the account stream's exact revision.
+ */
+export const accountCreditStream = (accountId: number) => `accountin-${accountId}`;
 export const userAccountStream = (userId: string) => `useraccount-${userId}`;
 
 export const available = (s: AccountState) => money(s.creditsPosted).minus(s.debitsPosted).minus(s.debitsPending);
