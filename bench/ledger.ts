@@ -9,7 +9,7 @@ import supertest from 'supertest';
 import { type CommandContext, load } from '../src/app/commands';
 import type { Tally } from '../src/app/tally';
 import { type Config, loadConfig } from '../src/config';
-import { accountDecider, accountStream } from '../src/domain/accounts/account';
+import { accountCreditStream, accountDecider, accountStream } from '../src/domain/accounts/account';
 import { PgSql } from '../src/eventstore/sql';
 import { type RunningServer, startServer } from '../src/server';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials } from '../test/support/app';
@@ -233,7 +233,8 @@ function instrumentTransferPath(tally: Tally, timings: CallTimings): void {
   instrument(
     tally.store,
     'readStream',
-    (args) => `store.readStream${heavy.accountId && args[0] === accountStream(heavy.accountId) ? ' (long account)' : ''}`,
+    (args) =>
+      `store.readStream${heavy.accountId && (args[0] === accountStream(heavy.accountId) || args[0] === accountCreditStream(heavy.accountId)) ? ' (long account)' : ''}`,
     timings,
   );
   instrument(tally.store, 'appendMany', 'store.appendMany', timings);
@@ -370,9 +371,12 @@ async function customers(b: Bench, count: number, funding: string | null): Promi
   });
 }
 
+/** Events of an account: its own stream (opening, debits, holds) plus its credit stream (money in). */
 async function eventsOf(tally: Tally, accountId: number): Promise<number> {
-  const [row] = await tally.sql.query<{ revision: string }>('SELECT revision::text FROM es_streams WHERE stream_id = $1', [accountStream(accountId)]);
-  return row ? Number(row.revision) + 1 : 0;
+  const [row] = await tally.sql.query<{ n: string }>('SELECT coalesce(sum(revision + 1), 0)::text AS n FROM es_streams WHERE stream_id = ANY($1::text[])', [
+    [accountStream(accountId), accountCreditStream(accountId)],
+  ]);
+  return Number(row?.n ?? 0);
 }
 
 const commandContext = (userId: string): CommandContext => ({
