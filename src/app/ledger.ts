@@ -236,13 +236,14 @@ export class LedgerService {
       const accepted: number[] = [];
       for (const [index, { user, input, ids, ctx }] of requests.entries()) {
         try {
-          const target = await load(this.tally.store, accountStream(input.toAccountId), accountDecider, { cache: this.cache });
-          // Only checks the destination is an open account: its balance does not matter to a credit.
+          // The destination exists (its owner was read from the accounts it was opened with): a credit
+          // needs nothing else of its state, so it is not loaded.
+          const target = { ...accountDecider.initialState(), opened: true, accountId: input.toAccountId };
           const debit = accountDecider.decide(
             { type: 'Debit', transactionId: ids.uuid, amount: input.amount, reason: 'transfer', pending: false, at, limits: ids.limits },
             state,
           );
-          const credit = accountDecider.decide({ type: 'Credit', transactionId: ids.uuid, amount: input.amount, reason: 'transfer', at }, target.state);
+          const credit = accountDecider.decide({ type: 'Credit', transactionId: ids.uuid, amount: input.amount, reason: 'transfer', at }, target);
           const created = transactionDecider.decide(
             {
               type: 'Create',
