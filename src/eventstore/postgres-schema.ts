@@ -63,9 +63,11 @@ CREATE INDEX IF NOT EXISTS es_events_visibility ON es_events (transaction_id, gl
 -- Gap safety is unchanged: every event of the batch carries this transaction's id and positions rise
 -- in batch order, so readers see the whole batch at once, after its commit, in a stable order.
 --
--- plan_cache_mode: the statements below take arrays as parameters; custom plans would be re-planned
--- on every call (they know the array lengths, so the generic plan always looks costlier). Each
--- statement reaches tables only through a unique index (= ANY(array)), so generic plans are safe.
+-- Plans: the statements below take arrays as parameters, so custom plans would be re-planned on
+-- every call (knowing the array lengths, they always look cheaper than the generic plan). Generic
+-- plans are built once per connection, often while the tables are still empty, where a sequential
+-- scan looks cheapest, and they would keep scanning as the tables grow. Every table access below is
+-- a lookup by a unique key (= ANY(array)), so the function pins generic plans and index access.
 -- (An earlier draft took the whole batch as one jsonb argument: dropped.)
 DROP FUNCTION IF EXISTS es_append_batch(jsonb);
 
@@ -74,6 +76,7 @@ CREATE OR REPLACE FUNCTION es_append_batch(streams text[], app_req int[], app_st
 RETURNS TABLE (request_no int, stream text, next_revision bigint, position_text text, error text, error_detail text)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -86,6 +89,8 @@ DECLARE
   w_stream     text[] := array_fill(NULL::text, ARRAY[n_events]);
   w_rev        bigint[] := array_fill(NULL::bigint, ARRAY[n_events]);
   w_hash       text[] := array_fill(NULL::text, ARRAY[n_events]);
+  w_gp         bigint[] := array_fill(NULL::bigint, ARRAY[n_events]);
+  xid_text     text;     -- this transaction's id, as positions show it
   -- Per stream (aligned with streams): state as the batch progresses.
   revs         bigint[];
   hashes       text[];
@@ -191,14 +196,14 @@ BEGIN
           o_req[n_out] := app_req[a_first]; o_stream[n_out] := NULL; o_rev[n_out] := NULL; o_pos[n_out] := NULL;
           o_err[n_out] := 'EVENT_ID_CONFLICT'; o_detail[n_out] := 'some but not all event ids are stored';
         ELSE
-          -- A retry: answer what was stored, per stream its last revision and that event's position
-          -- (NULL for an event of this batch: filled in at the end, once it has a position).
+          -- A retry: answer what was stored, per stream its last revision and that event's position.
           FOR known IN
             SELECT x.s, max(x.rev) AS rev, (array_agg(x.pos ORDER BY x.rev DESC))[1] AS pos FROM (
               SELECT k.s, k.rev, k.pos FROM unnest(st_id, st_stream, st_rev, st_pos) k(id, s, rev, pos)
                WHERE k.id = ANY(ev_id[e_first:e_last])
               UNION ALL
-              SELECT k.s, k.rev, NULL FROM unnest(ev_id[1:e_first - 1], w_stream[1:e_first - 1], w_rev[1:e_first - 1]) k(id, s, rev)
+              SELECT k.s, k.rev, xid_text || ':' || lpad(k.gp::text, 20, '0')
+                FROM unnest(ev_id[1:e_first - 1], w_stream[1:e_first - 1], w_rev[1:e_first - 1], w_gp[1:e_first - 1]) k(id, s, rev, gp)
                WHERE k.s IS NOT NULL AND k.id = ANY(ev_id[e_first:e_last])) x
             GROUP BY x.s
           LOOP
@@ -230,6 +235,11 @@ BEGIN
     CONTINUE WHEN failed;
 
     -- 3. Plan its events: revisions and the hash chain continue from the stream's current state.
+    -- Positions come from the column's own sequence, taken here rather than by the INSERT's default
+    -- (same transaction, same batch order), so that every result knows its position right away.
+    IF xid_text IS NULL THEN
+      xid_text := lpad(pg_current_xact_id()::text, 20, '0');
+    END IF;
     e := e_first;
     FOR i IN a_first .. a_last LOOP
       s := app_stream[i];
@@ -241,13 +251,15 @@ BEGIN
         w_stream[e] := streams[s];
         w_rev[e] := cur_rev;
         w_hash[e] := cur_hash;
+        w_gp[e] := nextval('es_events_global_position_seq');
         e := e + 1;
       END LOOP;
       revs[s] := cur_rev;
       hashes[s] := cur_hash;
       touched[s] := true;
       n_out := n_out + 1;
-      o_req[n_out] := app_req[a_first]; o_stream[n_out] := streams[s]; o_rev[n_out] := cur_rev; o_pos[n_out] := NULL;
+      o_req[n_out] := app_req[a_first]; o_stream[n_out] := streams[s]; o_rev[n_out] := cur_rev;
+      o_pos[n_out] := xid_text || ':' || lpad(w_gp[e - 1]::text, 20, '0');
       o_err[n_out] := NULL; o_detail[n_out] := NULL;
     END LOOP;
   END LOOP;
@@ -261,25 +273,19 @@ BEGIN
      WHERE x.stream_id = ANY(created) AND x.stream_id = u.name AND u.rev = -1;
   END IF;
 
-  -- One statement: move each touched stream once, write every planned event in batch order
-  -- (positions rise in that order), and answer each result with the position of its stream's last
-  -- event from what was just written.
-  RETURN QUERY
+  -- One statement moves each touched stream once and writes every planned event, in batch order.
+  IF xid_text IS NOT NULL THEN
     WITH moved AS (
       UPDATE es_streams x SET revision = u.rev, last_hash = u.hash
         FROM unnest(streams, revs, hashes, touched) u(name, rev, hash, touched)
-       WHERE x.stream_id = ANY(streams) AND x.stream_id = u.name AND u.touched),
-    written AS (
-      INSERT INTO es_events (stream_id, stream_revision, event_id, type, data, metadata, hash)
-      SELECT w.s, w.rev, w.id, w.type, w.data, w.meta, w.hash
-        FROM unnest(w_stream, w_rev, ev_id, ev_type, ev_data, ev_meta, w_hash) w(s, rev, id, type, data, meta, hash)
-       WHERE w.s IS NOT NULL
-      RETURNING es_events.stream_id, es_events.stream_revision, es_events.global_position)
-    SELECT o.req, o.s, o.rev,
-           coalesce(o.pos, lpad(pg_current_xact_id()::text, 20, '0') || ':' || lpad(written.global_position::text, 20, '0')),
-           o.err, o.detail
-      FROM unnest(o_req, o_stream, o_rev, o_pos, o_err, o_detail) o(req, s, rev, pos, err, detail)
-      LEFT JOIN written ON o.err IS NULL AND o.pos IS NULL AND written.stream_id = o.s AND written.stream_revision = o.rev;
+       WHERE x.stream_id = ANY(streams) AND x.stream_id = u.name AND u.touched)
+    INSERT INTO es_events (global_position, stream_id, stream_revision, event_id, type, data, metadata, hash)
+    SELECT w.gp, w.s, w.rev, w.id, w.type, w.data, w.meta, w.hash
+      FROM unnest(w_gp, w_stream, w_rev, ev_id, ev_type, ev_data, ev_meta, w_hash) w(gp, s, rev, id, type, data, meta, hash)
+     WHERE w.s IS NOT NULL;
+  END IF;
+
+  RETURN QUERY SELECT * FROM unnest(o_req, o_stream, o_rev, o_pos, o_err, o_detail);
 END;
 $$;
 

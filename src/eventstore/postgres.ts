@@ -88,11 +88,17 @@ function isConnectionError(error: unknown): boolean {
 /** Tuning of the adapter's group commit (see PostgresEventStore). */
 export interface PostgresEventStoreOptions {
   /**
-   * Batches in flight at once, each one es_append_batch call (one transaction, one connection).
-   * Requests that arrive while all are busy wait and leave together in the next free one.
+   * Most batches in flight at once, each one es_append_batch call (one transaction, one connection).
    * Default 4 on a server; 1 on PGlite, which runs one query at a time anyway.
    */
   maxInFlight?: number;
+  /**
+   * While a batch is in flight, queued requests wait for it to finish and then leave together; they
+   * leave earlier, in another batch, once this many have queued. Small batches cost the database
+   * far more per append (each is a transaction and a commit), so a few requests are better off
+   * waiting one round trip. Default 8.
+   */
+  minConcurrentBatch?: number;
   /** Most requests (appendMany calls) in one batch. Default 100. */
   maxBatchRequests?: number;
   /** Most events in one batch; a single larger request still goes, alone. Default 1,000. */
@@ -181,6 +187,7 @@ export class PostgresEventStore implements EventStore {
   readonly stats: AppendStats = { requests: 0, batches: 0, largestBatch: 0, fallbacks: 0 };
   private readonly appended = new EventEmitter();
   private readonly maxInFlight: number;
+  private readonly minConcurrentBatch: number;
   private readonly maxBatchRequests: number;
   private readonly maxBatchEvents: number;
   /** Requests not yet sent, in call order; a batch takes them from the front. */
@@ -194,6 +201,7 @@ export class PostgresEventStore implements EventStore {
     this.kind = sql.kind;
     this.appended.setMaxListeners(0);
     this.maxInFlight = Math.max(1, options.maxInFlight ?? (sql.kind === 'pglite' ? 1 : 4));
+    this.minConcurrentBatch = Math.max(1, options.minConcurrentBatch ?? 8);
     this.maxBatchRequests = Math.max(1, options.maxBatchRequests ?? 100);
     this.maxBatchEvents = Math.max(1, options.maxBatchEvents ?? 1_000);
   }
@@ -209,10 +217,11 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * Group commit: the call is queued, and sent at once when a batch slot is free (so a lone call
-   * waits for nothing), otherwise together with the other calls that queued meanwhile, in one
-   * es_append_batch transaction. Each call still succeeds or fails on its own, with its own result
-   * or error, exactly as if the calls of a batch had run one after the other in queue order.
+   * Group commit: the call is queued, and leaves at once when nothing is in flight (a lone call waits
+   * for nothing: no timer). While batches are in flight, calls queue and leave together, in one
+   * es_append_batch transaction, when a batch finishes (or sooner once enough have queued, see
+   * PostgresEventStoreOptions). Each call still succeeds or fails on its own, with its own result or
+   * error, exactly as if the calls of a batch had run one after the other in queue order.
    */
   async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
     if (appends.length === 0) return [];
@@ -234,9 +243,9 @@ export class PostgresEventStore implements EventStore {
     });
   }
 
-  /** Sends queued requests while a batch slot is free. No timer: a request never waits for company. */
+  /** Sends queued requests: at once when idle; alongside batches in flight only when enough have queued. */
   private flush(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+    while (this.queue.length > 0 && (this.inFlight === 0 || (this.inFlight < this.maxInFlight && this.queue.length >= this.minConcurrentBatch))) {
       const batch = this.takeBatch();
       this.inFlight++;
       void this.sendBatch(batch).finally(() => {
@@ -317,26 +326,31 @@ export class PostgresEventStore implements EventStore {
     }
   }
 
-  /** Resolves or rejects the request from its result rows; true when it succeeded. */
+  /** Resolves or rejects the request from its result rows; true when it succeeded. Never throws. */
   private settle(q: QueuedAppend, rows: BatchRow[]): boolean {
-    const failure = rows.find((r) => r.error !== null);
-    if (failure) {
-      q.reject(appendError(failure.error ?? '', failure.error_detail, q.appends));
-      return false;
-    }
-    // One result per append, in the caller's order. No row for a stream: the ids are stored elsewhere.
-    const byStream = new Map(rows.map((r) => [r.stream, r]));
-    const results: AppendResult[] = [];
-    for (const a of q.appends) {
-      const row = byStream.get(a.stream);
-      if (!row) {
-        q.reject(new EventIdConflictError(a.events[0]?.id ?? ''));
+    try {
+      const failure = rows.find((r) => r.error !== null);
+      if (failure) {
+        q.reject(appendError(failure.error ?? '', failure.error_detail, q.appends));
         return false;
       }
-      results.push({ nextRevision: Number(row.next_revision), position: row.position_text ?? '' });
+      // One result per append, in the caller's order. No row for a stream: its ids are stored elsewhere.
+      const byStream = new Map(rows.map((r) => [r.stream, r]));
+      const results: AppendResult[] = [];
+      for (const a of q.appends) {
+        const row = byStream.get(a.stream);
+        if (!row) {
+          q.reject(new EventIdConflictError(a.events[0]?.id ?? ''));
+          return false;
+        }
+        results.push({ nextRevision: Number(row.next_revision), position: row.position_text ?? '' });
+      }
+      q.resolve(results);
+      return true;
+    } catch (error) {
+      q.reject(error);
+      return false;
     }
-    q.resolve(results);
-    return true;
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

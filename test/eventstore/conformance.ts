@@ -102,6 +102,39 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
         for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).to.be.instanceOf(WrongExpectedRevisionError);
         expect(await store.readStream(stream)).to.have.length(2);
       });
+
+      it('gives each of many concurrent appends its own outcome', async () => {
+        const existing = Array.from({ length: 12 }, () => uniqueStream());
+        await Promise.all(existing.map((s) => store.append(s, [ev()], 'no_stream')));
+        const created = Array.from({ length: 4 }, () => uniqueStream());
+        const missing = Array.from({ length: 4 }, () => uniqueStream());
+        const outcomes = await Promise.allSettled([
+          ...existing.map((s, i) => store.append(s, [ev('Next')], i % 3 === 0 ? 5 : 0)),
+          ...created.map((s) => store.append(s, [ev('New')], 'no_stream')),
+          ...missing.map((s) => store.append(s, [ev('Never')], 'stream_exists')),
+        ]);
+        for (const [i, s] of existing.entries()) {
+          const o = outcomes[i];
+          if (i % 3 === 0) {
+            expect(o?.status === 'rejected' && o.reason).to.be.instanceOf(WrongExpectedRevisionError);
+            expect(await store.readStream(s)).to.have.length(1);
+          } else {
+            expect(o?.status === 'fulfilled' && o.value.nextRevision).to.equal(1);
+            expect(await store.readStream(s)).to.have.length(2);
+          }
+        }
+        for (const [i, s] of created.entries()) {
+          expect(outcomes[existing.length + i]?.status).to.equal('fulfilled');
+          expect((await store.append(s, [ev()], 0)).nextRevision).to.equal(1);
+        }
+        for (const [i, s] of missing.entries()) {
+          const o = outcomes[existing.length + created.length + i];
+          expect(o?.status === 'rejected' && o.reason).to.be.instanceOf(WrongExpectedRevisionError);
+          // The failed append did not create the stream.
+          expect(await store.readStream(s)).to.have.length(0);
+          expect((await store.append(s, [ev()], 'no_stream')).nextRevision).to.equal(0);
+        }
+      });
     });
 
     describe('idempotency by event id', () => {
@@ -128,6 +161,21 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
         await store.append(stream, [stored], 'no_stream');
         expect(await rejection(store.append(stream, [stored, ev('B')], 'any'))).to.be.instanceOf(EventIdConflictError);
         expect(await store.readStream(stream)).to.have.length(1);
+      });
+
+      it('answers concurrent retries amid other appends with the first result', async () => {
+        const stream = uniqueStream();
+        const events = [ev('A'), ev('B')];
+        const others = Array.from({ length: 6 }, () => uniqueStream());
+        const results = await Promise.all([
+          ...others.map((s) => store.append(s, [ev()], 'no_stream')),
+          ...Array.from({ length: 4 }, () => store.append(stream, events, 'any')),
+        ]);
+        const retries = results.slice(others.length);
+        expect(retries[0]?.nextRevision).to.equal(1);
+        for (const r of retries) expect(r).to.deep.equal(retries[0]);
+        expect((await store.readStream(stream)).map((e) => e.type)).to.deep.equal(['A', 'B']);
+        for (const s of others) expect(await store.readStream(s)).to.have.length(1);
       });
     });
 
