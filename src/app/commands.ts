@@ -53,6 +53,27 @@ export class StateCache {
     return entry;
   }
 
+  /**
+   * Write-through after a successful append: when the cached state is the one the append was
+   * decided on (its revision is just before the new events), fold them in; otherwise forget it.
+   */
+  advance<State, Event extends DomainEvent>(
+    decider: Pick<Decider<State, unknown, Event>, 'evolve'>,
+    stream: string,
+    events: Array<{ type: string; data: unknown }>,
+    nextRevision: number,
+  ): void {
+    const key = this.key(decider, stream);
+    const entry = this.entries.get(key) as Loaded<State> | undefined;
+    if (!entry) return;
+    if (entry.revision !== nextRevision - events.length) {
+      if (entry.revision < nextRevision) this.entries.delete(key);
+      return;
+    }
+    const state = events.reduce((s, e) => decider.evolve(s, e as Event), entry.state);
+    this.entries.set(key, { state, revision: nextRevision });
+  }
+
   set<State>(key: string, loaded: Loaded<State>): void {
     const current = this.entries.get(key);
     if (current && current.revision > loaded.revision) return;
@@ -69,11 +90,16 @@ export async function load<State, Event extends DomainEvent>(
   store: EventStore,
   stream: string,
   decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve'>,
-  options: { untilTime?: Date; cache?: StateCache } = {},
+  /**
+   * `trustCache`: answer from the cache without reading, when the caller will append at the
+   * revision it got (a stale state then fails that append, and the caller loads again).
+   */
+  options: { untilTime?: Date; cache?: StateCache; trustCache?: boolean } = {},
 ): Promise<Loaded<State>> {
   const cache = options.untilTime ? undefined : options.cache;
   const key = cache?.key(decider, stream);
   const cached = key ? cache?.get<State>(key) : undefined;
+  if (cached && options.trustCache) return cached;
   const events = await store.readStream(stream, { untilTime: options.untilTime, fromRevision: cached ? cached.revision + 1 : 0 });
   let state = cached ? cached.state : decider.initialState();
   for (const e of events) state = decider.evolve(state, { type: e.type, data: e.data } as Event);
@@ -111,16 +137,26 @@ export async function handle<State, Command, Event extends DomainEvent>(
   command: Command,
   ctx: CommandContext,
   extra: (events: Event[], state: State) => Array<Omit<StreamAppend, 'events'> & { events: DomainEvent[] }> = () => [],
+  cache?: StateCache,
 ): Promise<Handled<State, Event>> {
   for (let attempt = 1; ; attempt++) {
-    const { state, revision } = await load(store, stream, decider);
-    const events = decider.decide(command, state);
+    // First try on the cached state (no read); after a conflict, or before refusing, the stored one.
+    const trusted = attempt === 1 && cache !== undefined;
+    const { state, revision } = await load(store, stream, decider, { cache, trustCache: trusted });
+    let events: Event[];
+    try {
+      events = decider.decide(command, state);
+    } catch (error) {
+      if (trusted) continue;
+      throw error;
+    }
     const next = events.reduce(decider.evolve, state);
     if (events.length === 0) return { events, state: next };
     const expected: ExpectedRevision = revision === -1 ? 'no_stream' : revision;
     const others = extra(events, state).map((a) => ({ ...a, events: toNewEvents(ctx, a.stream, a.events) }));
     try {
       const [appended] = await store.appendMany([{ stream, events: toNewEvents(ctx, stream, events), expectedRevision: expected }, ...others]);
+      if (cache && appended) cache.advance(decider, stream, events, appended.nextRevision);
       return { events, state: next, appended };
     } catch (error) {
       const retryable = error instanceof WrongExpectedRevisionError && error.stream === stream && attempt < MAX_ATTEMPTS;

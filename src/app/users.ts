@@ -144,7 +144,7 @@ export class UserService {
     if (!state.exists || !state.partnerId) throw new DomainError('not_found', 'User not found');
     const command: UserCommand =
       action === 'suspend' ? { type: 'Suspend', reason } : action === 'ban' ? { type: 'Ban', reason } : { type: 'Reinstate', reason };
-    const result = await handle(this.tally.store, userStream(userId), userDecider, command, ctx);
+    const result = await handle(this.tally.store, userStream(userId), userDecider, command, ctx, undefined, this.tally.stateCache);
     await this.tally.readYourWrites(result.appended?.position, ['users']);
     const user = await this.get(state.partnerId, userId);
     if (!user) throw new Error('an existing user is readable');
