@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism, tmpdir } from 'node:os';
-import { handle } from '../src/app/commands';
+import { handle, StateCache } from '../src/app/commands';
 import { type UserCommand, userDecider, userStream } from '../src/domain/users/user';
 import type { EventStore, NewEvent } from '../src/eventstore/port';
 import { PostgresEventStore } from '../src/eventstore/postgres';
@@ -138,7 +138,7 @@ function sortedReads(store: EventStore): EventStore {
 }
 
 /** Pre-registered users per writer; each command alternates Suspend/Reinstate on the next user. */
-async function commandOp(store: EventStore, writers: number) {
+async function commandOp(store: EventStore, writers: number, cache?: StateCache) {
   const ctx = () => ({ commandId: randomUUID(), metadata: { correlationId: randomUUID(), actor: { kind: 'system' as const, id: 'bench' } } });
   const partnerId = randomUUID();
   const users = Array.from({ length: writers }, () => Array.from({ length: USERS_PER_WRITER }, () => ({ id: randomUUID(), suspended: false, length: 0 })));
@@ -159,7 +159,7 @@ async function commandOp(store: EventStore, writers: number) {
     const u = own[n % own.length];
     if (!u) return;
     const command: UserCommand = u.suspended ? { type: 'Reinstate', reason: 'bench' } : { type: 'Suspend', reason: 'bench' };
-    await handle(store, userStream(u.id), userDecider, command, ctx());
+    await handle(store, userStream(u.id), userDecider, command, ctx(), undefined, cache);
     u.suspended = !u.suspended;
     u.length++;
   };
@@ -173,8 +173,10 @@ async function commandOp(store: EventStore, writers: number) {
 async function commandAppends(b: Bench): Promise<void> {
   console.log(`\n3. Command appends: handle() = readStream + decide + appendMany at the loaded revision (${USERS_PER_WRITER} users per writer)`);
   const timings = new CallTimings();
-  const runs: Array<[string, EventStore, number]> = [
+  const runs: Array<[string, EventStore, number, boolean?]> = [
     ...WRITER_COUNTS.map((w): [string, EventStore, number] => ['Suspend/Reinstate user', b.store, w]),
+    // How the service runs commands: decide on the cached state, append at its revision, no read.
+    ...WRITER_COUNTS.map((w): [string, EventStore, number, boolean] => ['Suspend/Reinstate user, state cache', b.store, w, true]),
     ['diag: Suspend/Reinstate, synchronous_commit=off (not durable)', b.relaxed, 16],
   ];
   if (await readStreamSortsAsText(b.store)) {
@@ -186,8 +188,8 @@ async function commandAppends(b: Bench): Promise<void> {
       run[1] = sortedReads(run[1]);
     });
   }
-  for (const [name, target, writers] of runs) {
-    const { op, lengths } = await commandOp(timedStore(target, timings), writers);
+  for (const [name, target, writers, cached] of runs) {
+    const { op, lengths } = await commandOp(timedStore(target, timings), writers, cached ? new StateCache() : undefined);
     timings.reset();
     await measureWal(b, name, writers, op);
     const { mean, max } = lengths();
@@ -207,6 +209,7 @@ function printSummary(rebuild: { rate: number; events: number } | undefined): vo
     ["store appends/s, 16 writers, new streams ('no_stream')", find("new stream, 'no_stream'"), TARGETS.appends],
     ['store appends/s, 16 writers, existing streams (exact rev.)', find('existing stream, exact revision'), TARGETS.appends],
     ['command appends/s, 16 writers (load + decide + append)', find('Suspend/Reinstate user'), TARGETS.commands],
+    ['command appends/s, 16 writers, state cache (decide + append)', find('Suspend/Reinstate user, state cache'), TARGETS.commands],
     [`projection rebuild events/s (users, ${fmtInt(rebuild?.events ?? 0)} events)`, rebuild?.rate ?? Number.NaN, TARGETS.rebuild],
   ];
   console.log('\nSummary against targets (durable commits)');

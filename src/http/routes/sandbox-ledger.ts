@@ -5,13 +5,8 @@ import { renderPaymentPage, renderPaymentResult } from '../../providers/payments
 import { MockPayoutConflictError } from '../../providers/payouts/mock';
 import { HttpError, MESSAGES } from '../errors';
 import { route } from '../route';
+import { sandboxOf } from './sandbox';
 import { StringEnum, UUID_RE } from '../schemas';
-
-function sandboxOf(tally: Tally) {
-  const sandbox = tally.providers.sandbox;
-  if (!sandbox) throw new HttpError(404, MESSAGES.notFound);
-  return sandbox;
-}
 
 /** A transaction of one of the partner's users, by uuid or by the provider's payment id. */
 async function ownTransaction(tally: Tally, partnerId: string, where: { uuid?: string; paymentId?: string }) {

@@ -8,7 +8,7 @@ import { route } from '../route';
 import { StringEnum } from '../schemas';
 
 /** The sandbox routes exist only while SANDBOX is on. */
-function sandboxOf(tally: Tally) {
+export function sandboxOf(tally: Tally) {
   const sandbox = tally.providers.sandbox;
   if (!sandbox) throw new HttpError(404, MESSAGES.notFound);
   return sandbox;
