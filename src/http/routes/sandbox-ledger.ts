@@ -3,7 +3,7 @@ import type { Tally } from '../../app/tally';
 import { MockPaymentConflictError } from '../../providers/payments/mock';
 import { renderPaymentPage, renderPaymentResult } from '../../providers/payments/mock-page';
 import { MockPayoutConflictError } from '../../providers/payouts/mock';
-import { HttpError, MESSAGES } from '../errors';
+import { HttpError } from '../errors';
 import { route } from '../route';
 import { sandboxOf } from './sandbox';
 import { StringEnum, UUID_RE } from '../schemas';
