@@ -428,10 +428,11 @@ export class LedgerService {
    * caused. Funds are held (a pending debit) at acceptance; the provider settles or fails later.
    */
   async payout(user: { userId: string; partnerId: string }, input: PayoutInput, ctx: CommandContext): Promise<PayoutAnswer> {
-    const requestHash = createHash('sha256')
-      .update(canonicalJson({ ...input, amount: fixed(money(input.amount)) }))
-      .digest('hex');
+    // The key is a UUID, case-insensitive: the body is hashed with it in its canonical form.
     const uuid = input.transactionId.toLowerCase();
+    const requestHash = createHash('sha256')
+      .update(canonicalJson({ ...input, transactionId: uuid, amount: fixed(money(input.amount)) }))
+      .digest('hex');
     const accountId = await this.primaryAccount(user.userId);
     return this.debits.run(accountStream(accountId), () => this.payoutOnce(user, input, { requestHash, uuid, accountId }, ctx));
   }

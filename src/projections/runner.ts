@@ -7,9 +7,13 @@ import { liveTables, type Projection, suffixedTables } from './projection';
 
 const BATCH_SIZE = 500;
 const POLL_INTERVAL_MS = 250;
-const LEASE_SECONDS = 15;
+/**
+ * Short, so a node that crashed (and cannot release its leases) holds up its projections for
+ * seconds, not minutes; renewing costs one UPDATE every couple of seconds.
+ */
+const LEASE_SECONDS = 6;
 /** Leases are renewed well before they lapse, not on every batch. */
-const LEASE_RENEW_EVERY_MS = 5_000;
+const LEASE_RENEW_EVERY_MS = 2_000;
 const ERROR_BACKOFF_MS = 1_000;
 
 class CheckpointMoved extends Error {}

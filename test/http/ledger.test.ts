@@ -158,6 +158,21 @@ describe('ledger over HTTP', () => {
       expect(list.body[0]).to.not.have.property('updated');
     });
 
+    it('takes the smallest unit as a JSON number, 18 integer digits as a string, and refuses numbers a double cannot hold exactly', async () => {
+      const sender = await customer(app.http, acme);
+      await fund(app.http, acme, sender, '1');
+      const tiny = await transfer(sender, { toAccountId: bob.accountId, amount: 0.00000001, description: 'one unit' });
+      expect(tiny.status).to.equal(201);
+      expect(tiny.body.amount).to.equal(0.00000001);
+      expect(await balanceOf(app.http, sender)).to.deep.equal({ credits: '1.00000000', debits: '0.00000001' });
+      const big = await deposit(sender, { amount: '999999999999999999.99999999' });
+      expect(big.status).to.equal(201);
+      expect((await app.http.get(`/api/v1/transactions/${big.body.transactionId}`).set(sender.bearer)).body.amount).to.equal('999999999999999999.99999999');
+      const imprecise = await deposit(sender, { amount: 1234567890.1234567 });
+      expect(imprecise.status).to.equal(400);
+      expect(imprecise.body.error).to.equal('amount has more than 15 significant digits: send it as a decimal string');
+    });
+
     it('defaults the source to the token user’s account', async () => {
       const res = await transfer(alice, { toAccountId: bob.accountId, amount: 1, description: 'default source' });
       expect(res.status).to.equal(201);
@@ -355,6 +370,9 @@ describe('ledger over HTTP', () => {
         expect(res.body.paymentId).to.equal(first.body.paymentId);
       }
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
+      const upper = await payout(who, { transactionId: body.transactionId.toUpperCase() });
+      expect(upper.status).to.equal(200);
+      expect(upper.body.paymentId).to.equal(first.body.paymentId);
       const different = await payout(who, { ...body, amount: 40001 });
       expect(different.status).to.equal(409);
       expect(different.body.error).to.equal('transactionId already used with different parameters');

@@ -140,7 +140,7 @@ function expectAnswer(what: string, res: supertest.Response, status: number, bod
   expect(res.status, `${what}: answered ${res.status} ${JSON.stringify(res.body)}`).to.equal(status);
   if (body) expect(res.body, `${what}: body`).to.deep.include(body);
   if (record) {
-    const error = typeof body?.error === 'string' ? ` ${body.error.replace(/\S*\d{3,}\S*/g, '<id>')}` : '';
+    const error = typeof body?.error === 'string' ? ` ${body.error.replace(/account \d+/, 'account <id>').replace(/(pay|po)_mock_\w+/, '<paymentId>')}` : '';
     const key = `${what.replace(/[(#].*$/, '').trim()} -> ${status}${error}`;
     outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
   }
@@ -197,7 +197,8 @@ abstract class LedgerCommand implements fc.AsyncCommand<Model, Real> {
   protected note = '';
   abstract check(m: Readonly<Model>): boolean;
   abstract label(): string;
-  protected abstract exec(m: Model, r: Real): Promise<void>;
+  /** Runs the command against the service and the model, checking the answer (the comparison of everything follows in run). */
+  abstract exec(m: Model, r: Real): Promise<void>;
   async run(m: Model, r: Real): Promise<void> {
     this.note = '';
     await this.exec(m, r);
@@ -575,6 +576,40 @@ class DecidePayout extends LedgerCommand {
   }
 }
 
+/**
+ * A big day: a 60,000 deposit, confirmed, then 10,000 out at a time (transfers to a peer, or payouts
+ * of 40,000,000 COP) until the model says the daily limit refuses the next one, which is sent too.
+ */
+class BigDay extends LedgerCommand {
+  constructor(readonly who: number) {
+    super();
+  }
+  check() {
+    return true;
+  }
+  label() {
+    return `big day(c${this.who})`;
+  }
+  async exec(m: Model, r: Real) {
+    await new Deposit(this.who, 'own', '60000', true).exec(m, r);
+    await new DecideDeposit('confirm', m.deposits.length - 1, false).exec(m, r);
+    const a = m.accounts[this.who] as AccountModel;
+    const accountId = (r.customers[this.who] as Customer).accountId;
+    const steps: string[] = [];
+    for (let step = 0; step < 8; step++) {
+      const refusal = debitRefusal(a, MAX_TRANSACTION, accountId);
+      const out =
+        step % 2 === 0 || peerOf(this.who) === null
+          ? new Payout(this.who, { kind: 'max' }, false, false)
+          : new Transfer(this.who, 'peer', { kind: 'max' }, false);
+      await out.exec(m, r);
+      steps.push(`${out.label()}: ${refusal ?? 'ok'}`);
+      if (refusal === 'Daily transaction limit exceeded') break;
+    }
+    this.note = steps.join('; ');
+  }
+}
+
 const who = fc.integer({ min: 0, max: CUSTOMERS - 1 });
 const pick = fc.nat({ max: 1000 });
 const usdcAmount = fc.oneof(
@@ -619,6 +654,7 @@ const commandArb: fc.Arbitrary<LedgerCommand> = fc.oneof(
   { weight: 5, arbitrary: fc.tuple(who, copSpec, fc.boolean(), fc.boolean()).map(([w, s, n, d]) => new Payout(w, s, n, d)) },
   { weight: 2, arbitrary: fc.tuple(pick, rarely).map(([p, o]) => new DecidePayout('settle', p, o)) },
   { weight: 2, arbitrary: fc.tuple(pick, rarely).map(([p, o]) => new DecidePayout('fail', p, o)) },
+  { weight: 1, arbitrary: who.map((w) => new BigDay(w)) },
   {
     weight: 3,
     arbitrary: fc
@@ -647,7 +683,7 @@ describe('ledger model (seeded, fast-check)', () => {
       runs++;
       // The daily limit is per UTC day: do not start a run astride midnight.
       const toMidnight = 86_400_000 - (Date.now() % 86_400_000);
-      if (toMidnight < 30_000) await new Promise((resolve) => setTimeout(resolve, toMidnight + 1_000));
+      if (toMidnight < 120_000) await new Promise((resolve) => setTimeout(resolve, toMidnight + 1_000));
       const [acme, globex] = partners as [PartnerCredentials, PartnerCredentials];
       const customers = [await customer(app.http, acme), await customer(app.http, acme), await customer(app.http, acme), await customer(app.http, globex)];
       const real: Real = {
@@ -689,17 +725,24 @@ describe('ledger model (seeded, fast-check)', () => {
       for (const [key, n] of [...outcomes].sort()) process.stdout.write(`      ${String(n).padStart(5)}  ${key}\n`);
     }
     expect(runs).to.equal(RUNS);
-    // The sequences did reach the interesting answers, not only refusals.
-    for (const key of [
-      'deposit -> 201',
-      'confirm deposit -> 202',
-      'transfer -> 201',
-      'payout -> 200',
-      'settle payout -> 202',
-      'fail payout -> 202',
-      'retry payout -> 200',
-    ]) {
-      expect(outcomes.get(key) ?? 0, `answers "${key}"`).to.be.greaterThan(0);
+    // The sequences did reach the interesting answers, not only refusals (checked at the default size or above).
+    if (RUNS * COMMANDS < 240) return;
+    const required = [
+      ['deposit -> 201'],
+      ['confirm deposit -> 202'],
+      ['transfer -> 201'],
+      ['payout -> 200'],
+      ['settle payout -> 202'],
+      ['fail payout -> 202'],
+      ['retry payout -> 200'],
+      ['transfer -> 400 Insufficient balance in account <id>', 'payout -> 400 Insufficient balance in account <id>'],
+      ['transfer -> 400 Daily transaction limit exceeded', 'payout -> 400 Daily transaction limit exceeded'],
+    ];
+    for (const keys of required) {
+      expect(
+        keys.reduce((n, key) => n + (outcomes.get(key) ?? 0), 0),
+        `answers "${keys.join('" or "')}"`,
+      ).to.be.greaterThan(0);
     }
   });
 });

@@ -16,17 +16,26 @@ const PLAIN = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?$/;
 
 /**
  * Reads an amount as it came in JSON. A JSON number reaches us already parsed by JSON.parse; its
- * shortest round-trip text (String(n)) is exactly what the partner wrote for any amount with at most
- * 15 significant digits, so `100.1` stays 100.1 (never 100.09999999999999). Longer amounts should be
- * sent as strings; we refuse a number whose text is in exponent form.
+ * shortest round-trip form (what bignumber.js reads from a number) is exactly what the partner wrote
+ * for any amount with at most 15 significant digits, so `100.1` stays 100.1 (never
+ * 100.09999999999999), and 1e-7 is 0.0000001. Longer amounts should be sent as strings, which are
+ * read as written and must be plain decimals.
  */
 export function parseAmount(value: unknown): Amount | null {
-  let text: string;
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) return null;
-    text = String(value);
-  } else if (typeof value === 'string') text = value.trim();
-  else return null;
+  if (typeof value === 'number') return Number.isFinite(value) ? new Money(value) : null;
+  return parseDecimalString(value);
+}
+
+/** A JSON number with more digits than a double keeps exactly may not be what the partner wrote. */
+export const MAX_EXACT_NUMBER_DIGITS = 15;
+
+export function isImpreciseNumber(value: unknown): boolean {
+  return typeof value === 'number' && Number.isFinite(value) && (new Money(value).precision(true) ?? 0) > MAX_EXACT_NUMBER_DIGITS;
+}
+
+function parseDecimalString(value: unknown): Amount | null {
+  if (typeof value !== 'string') return null;
+  const text = value.trim();
   if (!PLAIN.test(text)) return null;
   return new Money(text);
 }

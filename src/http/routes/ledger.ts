@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { RequestContext } from '../route';
 import { DomainError } from '../../domain/decider';
-import { type Amount, checkAmount, parseAmount } from '../../domain/ledger/money';
+import { type Amount, checkAmount, isImpreciseNumber, parseAmount } from '../../domain/ledger/money';
 import { HttpError } from '../errors';
 import { route } from '../route';
 import { PageMeta, pageMeta, StringEnum, UUID_RE, Uuid } from '../schemas';
@@ -10,6 +10,7 @@ import { PageMeta, pageMeta, StringEnum, UUID_RE, Uuid } from '../schemas';
 export const AmountField = (name: string) => Type.Union([Type.Number(), Type.String({ maxLength: 40 })], { 'x-error': `${name} must be a number` });
 
 export function requireAmount(value: unknown, name = 'amount'): string {
+  if (isImpreciseNumber(value)) throw new HttpError(400, `${name} has more than 15 significant digits: send it as a decimal string`);
   const amount = parseAmount(value);
   const problem = checkAmount(amount);
   if (problem === 'not_a_number') throw new HttpError(400, `${name} must be a number`);
