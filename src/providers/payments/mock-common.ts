@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Sql } from '../../eventstore/sql';
 import { ProviderError } from '../identity/port';
 import { currentUnixSeconds, signPayload } from '../identity/signature';
 
@@ -133,4 +134,31 @@ export class WebhookDelivery {
     }
     throw new ProviderError(`${this.options.label} webhook ${eventId} not delivered after ${attempt} attempt(s): ${lastFailure}`, this.options.provider);
   }
+}
+
+/**
+ * Sends a decision's recorded webhook again, byte for byte with the SAME event id (a provider
+ * retrying a delivery). Both mocks keep `last_event_id`/`last_event` beside `payment_id`.
+ */
+export async function redeliverRecorded(options: {
+  provider: string;
+  label: string;
+  sql: Sql;
+  table: string;
+  paymentId: string;
+  delivery: WebhookDelivery;
+  notFound: (paymentId: string) => Error;
+}): Promise<string> {
+  const rows = await throughStore(options.provider, options.label, () =>
+    options.sql.query<{ last_event_id: string | null; last_event: string | null }>(
+      `SELECT last_event_id, last_event FROM ${options.table} WHERE payment_id = $1`,
+      [options.paymentId],
+    ),
+  );
+  const row = rows[0];
+  if (row === undefined) throw options.notFound(options.paymentId);
+  if (row.last_event_id === null || row.last_event === null)
+    throw new ProviderError(`${options.label} ${options.paymentId} is not decided yet`, options.provider);
+  await options.delivery.deliver(row.last_event_id, row.last_event);
+  return row.last_event_id;
 }

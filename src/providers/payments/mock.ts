@@ -2,7 +2,17 @@ import type { Sql, SqlQueryable } from '../../eventstore/sql';
 import { isObject, isoOrNull, objectAt, parseJson, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
 import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../identity/signature';
-import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, randomId, throughStore, WebhookDelivery } from './mock-common';
+import {
+  ISO_FORMAT,
+  isAssetCode,
+  isNonEmptyString,
+  isPositiveDecimal,
+  isUuid,
+  randomId,
+  throughStore,
+  WebhookDelivery,
+  redeliverRecorded,
+} from './mock-common';
 import type { CreatedPayment, PaymentOutcome, PaymentProvider, PaymentRequest, PaymentWebhookEvent } from './port';
 
 /**
@@ -251,17 +261,15 @@ export class MockPaymentProvider implements PaymentProvider {
    * a delivery). Resolves with that id; throws ProviderError when the payment is unknown or undecided.
    */
   async redeliver(paymentId: string): Promise<string> {
-    const rows = await this.store(() =>
-      this.options.sql.query<{ last_event_id: string | null; last_event: string | null }>(
-        `SELECT last_event_id, last_event FROM ${TABLE} WHERE payment_id = $1`,
-        [paymentId],
-      ),
-    );
-    const row = rows[0];
-    if (row === undefined) throw new MockPaymentNotFoundError(paymentId);
-    if (row.last_event_id === null || row.last_event === null) throw new ProviderError(`Mock payment ${paymentId} is not decided yet`, PROVIDER);
-    await this.delivery.deliver(row.last_event_id, row.last_event);
-    return row.last_event_id;
+    return redeliverRecorded({
+      provider: PROVIDER,
+      label: 'Mock payment',
+      sql: this.options.sql,
+      table: TABLE,
+      paymentId,
+      delivery: this.delivery,
+      notFound: (id) => new MockPaymentNotFoundError(id),
+    });
   }
 
   parseWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>): PaymentWebhookEvent {
