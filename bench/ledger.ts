@@ -223,13 +223,13 @@ function instrument(target: object, method: string, label: string | ((args: unkn
 const heavy = { accountId: 0 };
 
 function instrumentTransferPath(tally: Tally, timings: CallTimings): void {
-  const ledger = tally.ledger as unknown as Record<string, unknown>;
+  const transfers = tally.ledger.transfers as unknown as Record<string, unknown>;
+  const accounts = tally.ledger.accounts as unknown as Record<string, unknown>;
   const cls = (accountId: unknown) => (heavy.accountId && accountId === heavy.accountId ? ' (long account)' : '');
-  instrument(ledger, 'transfer', (args) => `ledger.transfer${cls((args[1] as { fromAccountId?: number })?.fromAccountId)}`, timings);
-  instrument(ledger.debits as object, 'run', 'per-account queue (wait + transferOnce)', timings);
-  instrument(ledger, 'transferOnce', 'transferOnce (load x2, decide, appendMany, readYourWrites)', timings);
-  instrument(ledger, 'limitsOf', 'limitsOf (SQL)', timings);
-  instrument(ledger, 'nextTransactionId', 'nextTransactionId (SQL)', timings);
+  instrument(transfers, 'transfer', (args) => `ledger.transfer${cls((args[1] as { fromAccountId?: number })?.fromAccountId)}`, timings);
+  instrument(transfers, 'transferBatch', 'transferBatch (load, decide all, one appendMany)', timings);
+  instrument(accounts, 'limitsOf', 'limitsOf (SQL)', timings);
+  instrument(accounts, 'nextTransactionId', 'nextTransactionId (SQL)', timings);
   instrument(
     tally.store,
     'readStream',
@@ -394,7 +394,7 @@ async function pump(b: Bench, senders: Customer[], to: (sender: Customer) => Cus
       while (issued < total) {
         issued++;
         try {
-          await b.tally.ledger.transfer(
+          await b.tally.ledger.transfers.transfer(
             { userId: s.id, partnerId: b.partner.id },
             { fromAccountId: s.accountId, toAccountId: to(s).accountId, amount: '0.01', description: 'bench history' },
             commandContext(s.id),

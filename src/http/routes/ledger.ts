@@ -119,7 +119,7 @@ export const ledgerRoutes = [
       },
     },
     async handler({ tally, userId }) {
-      const items = await tally.ledger.accountsOf(userId);
+      const items = await tally.ledger.accounts.accountsOf(userId);
       return { status: 200, body: { items, meta: { totalItems: items.length, currentPage: 1 } } };
     },
   }),
@@ -144,10 +144,10 @@ export const ledgerRoutes = [
     query: BalanceQuery,
     responses: { 200: { description: 'Balances', schema: Type.Object({ items: Type.Array(Account), meta: PageMeta }) } },
     async handler({ tally, userId, query }) {
-      let items = await tally.ledger.accountsOf(userId);
+      let items = await tally.ledger.accounts.accountsOf(userId);
       if (query.at) {
         const at = new Date(query.at);
-        items = await Promise.all(items.map(async (a) => ({ ...a, ...(await tally.ledger.balanceAt(a.id, at)) })));
+        items = await Promise.all(items.map(async (a) => ({ ...a, ...(await tally.ledger.accounts.balanceAt(a.id, at)) })));
       }
       const page = items.slice((query.page - 1) * query.limit, query.page * query.limit);
       return { status: 200, body: { items: page, meta: pageMeta(items.length, query.page, query.limit) } };
@@ -176,7 +176,7 @@ export const ledgerRoutes = [
       const { body, tally } = ctx;
       const amount = requireAmount(body.amount);
       if (body.currency !== 'USDC') throw new HttpError(400, 'currency must match the account asset (USDC)');
-      const created = await tally.ledger.deposit(
+      const created = await tally.ledger.deposits.deposit(
         me(ctx),
         { toAccountId: body.toAccountId, amount, currency: body.currency, provider: body.provider, description: body.description, payer: body.metadata.payer },
         ctx.command(),
@@ -202,8 +202,8 @@ export const ledgerRoutes = [
     responses: { 200: { description: 'A plain array of transactions', schema: Type.Array(Type.Omit(Transaction, ['updated'])) } },
     async handler(ctx) {
       const { tally, query } = ctx;
-      const accountId = await tally.ledger.ownAccount(ctx.userId, ctx.partnerId, query.accountId);
-      return { status: 200, body: await tally.ledger.listTransactions(accountId, query) };
+      const accountId = await tally.ledger.accounts.ownAccount(ctx.userId, ctx.partnerId, query.accountId);
+      return { status: 200, body: await tally.ledger.reads.listTransactions(accountId, query) };
     },
   }),
   route<unknown, unknown, Static<typeof TransactionParams>>({
@@ -216,7 +216,7 @@ export const ledgerRoutes = [
     responses: { 200: { description: 'The transaction', schema: Transaction } },
     async handler(ctx) {
       if (!UUID_RE.test(ctx.params.id)) throw new DomainError('not_found', 'Transaction not found');
-      return { status: 200, body: await ctx.tally.ledger.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
+      return { status: 200, body: await ctx.tally.ledger.reads.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
     },
   }),
   route<Static<typeof TransferBody>>({
@@ -235,7 +235,7 @@ export const ledgerRoutes = [
     async handler(ctx) {
       const { body, tally } = ctx;
       const amount = requireAmount(body.amount);
-      const done = await tally.ledger.transfer(
+      const done = await tally.ledger.transfers.transfer(
         me(ctx),
         { fromAccountId: body.fromAccountId, toAccountId: body.toAccountId, amount, description: body.description },
         ctx.command(),
@@ -259,7 +259,7 @@ export const ledgerRoutes = [
     async handler(ctx) {
       const { body, tally } = ctx;
       const amount = requireAmount(body.amount);
-      const answer = await tally.ledger.payout(
+      const answer = await tally.ledger.payouts.payout(
         me(ctx),
         { ...body, amount, source: body.source as { metadata: Record<string, unknown> } },
         ctx.command(`payout:${body.transactionId.toLowerCase()}`),

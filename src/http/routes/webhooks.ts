@@ -52,14 +52,14 @@ const ledgerWebhook = (kind: 'payments' | 'payouts', provider: string) =>
       if (kind === 'payments') {
         const adapter = tally.providers.payments.get(provider);
         if (!adapter) throw new HttpError(404, MESSAGES.notFound);
-        await tally.ledger.applyPaymentWebhook(
+        await tally.ledger.deposits.applyPaymentWebhook(
           provider,
           parse(() => adapter.parseWebhook(rawBody(req), req.headers)),
         );
       } else {
         const adapter = tally.providers.payouts.get(provider);
         if (!adapter) throw new HttpError(404, MESSAGES.notFound);
-        await tally.ledger.applyPayoutWebhook(
+        await tally.ledger.payouts.applyPayoutWebhook(
           provider,
           parse(() => adapter.parseWebhook(rawBody(req), req.headers)),
         );

@@ -1,0 +1,145 @@
+import { type AccountEvent, type AccountState, accountCreditStream, accountDecider, accountStream, type Limits } from '../../domain/accounts/account';
+import { DomainError } from '../../domain/decider';
+import { fixed, money } from '../../domain/ledger/money';
+import type { StreamAppend } from '../../eventstore/port';
+import { type CommandContext, load, toNewEvents } from '../commands';
+import type { Tally } from '../tally';
+
+/** Appends retried after a concurrent write to the same stream. */
+export const MAX_ATTEMPTS = 8;
+const ID_BLOCK = 50;
+const OWNERS_CACHE_MAX = 100_000;
+/** KYC limits change rarely (approval, expiry after a year); a few seconds of staleness is harmless. */
+const LIMITS_TTL_MS = 5_000;
+
+/** A payment or payout provider failed or timed out: 502, with nothing half-done. */
+export class LedgerProviderFailure extends Error {}
+
+export interface AccountRow {
+  id: number;
+  asset: string;
+  type: string;
+  credits: string;
+  debits: string;
+}
+
+/** What every ledger command needs of accounts: who owns them, their limits, their state, ids. */
+export class LedgerAccounts {
+  private readonly idBlock: number[] = [];
+  private idBlockLoading: Promise<void> | undefined;
+  /** Who owns an account never changes: remembered after the first read. */
+  private readonly owners = new Map<number, { userId: string; partnerId: string }>();
+  private readonly limitsCache = new Map<string, { limits: Limits; until: number }>();
+
+  constructor(private readonly tally: Tally) {}
+
+  get cache() {
+    return this.tally.stateCache;
+  }
+
+  async accountsOf(userId: string): Promise<AccountRow[]> {
+    const rows = await this.tally.sql.query<{ account_id: string; asset: string; type: string; credits: string; debits: string }>(
+      'SELECT account_id::text, asset, type, credits::text, debits::text FROM rm_accounts WHERE user_id = $1 ORDER BY account_id',
+      [userId],
+    );
+    return rows.map((r) => ({ id: Number(r.account_id), asset: r.asset, type: r.type, credits: fixed(money(r.credits)), debits: fixed(money(r.debits)) }));
+  }
+
+  /**
+   * An account the token user may act on: 404 when unknown or another partner's (its existence is
+   * not theirs to learn), 403 when another user's of the same partner.
+   */
+  async ownAccount(userId: string, partnerId: string, accountId: number): Promise<number> {
+    const owner = await this.ownerOf(accountId);
+    if (!owner || owner.partnerId !== partnerId) throw new DomainError('not_found', 'Account not found');
+    if (owner.userId !== userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
+    return accountId;
+  }
+
+  async ownerOf(accountId: number): Promise<{ userId: string; partnerId: string } | null> {
+    const known = this.owners.get(accountId);
+    if (known) return known;
+    const [row] = await this.tally.sql.query<{ user_id: string; partner_id: string }>(
+      'SELECT user_id::text, partner_id::text FROM rm_accounts WHERE account_id = $1',
+      [accountId],
+    );
+    if (!row) return null;
+    const owner = { userId: row.user_id, partnerId: row.partner_id };
+    if (this.owners.size >= OWNERS_CACHE_MAX) this.owners.clear();
+    this.owners.set(accountId, owner);
+    return owner;
+  }
+
+  async primaryAccount(userId: string): Promise<number> {
+    const [row] = await this.tally.sql.query<{ account_id: string }>(
+      'SELECT account_id::text FROM rm_accounts WHERE user_id = $1 ORDER BY account_id LIMIT 1',
+      [userId],
+    );
+    if (!row) throw new DomainError('not_found', 'Account not found');
+    return Number(row.account_id);
+  }
+
+  /** The derived operating limits of the KYC state (0 before approval). */
+  async limitsOf(userId: string): Promise<Limits> {
+    const cached = this.limitsCache.get(userId);
+    if (cached && cached.until > Date.now()) return cached.limits;
+    const limits = await this.readLimits(userId);
+    if (this.limitsCache.size >= OWNERS_CACHE_MAX) this.limitsCache.clear();
+    this.limitsCache.set(userId, { limits, until: Date.now() + LIMITS_TTL_MS });
+    return limits;
+  }
+
+  private async readLimits(userId: string): Promise<Limits> {
+    const [latest] = await this.tally.sql.query<{ status: string; expires_at: string | null }>(
+      'SELECT status, expires_at::text FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 1',
+      [userId],
+    );
+    const approved = latest?.status === 'approved' && (!latest.expires_at || Date.parse(latest.expires_at) > Date.now());
+    const { maxTransactionAmount, dailyTransactionLimit } = this.tally.config.kycLimits;
+    return approved
+      ? { maxTransactionAmount: String(maxTransactionAmount), dailyTransactionLimit: String(dailyTransactionLimit) }
+      : { maxTransactionAmount: '0', dailyTransactionLimit: '0' };
+  }
+
+  /** Ids come from the sequence a block at a time (unique, not gap-free: a restart skips the rest of a block). */
+  async nextTransactionId(): Promise<number> {
+    while (this.idBlock.length === 0) {
+      this.idBlockLoading ??= this.tally.sql
+        .query<{ id: string }>(`SELECT nextval('transaction_id_seq')::text AS id FROM generate_series(1, ${ID_BLOCK})`)
+        .then((rows) => {
+          this.idBlock.push(...rows.map((r) => Number(r.id)).sort((a, b) => a - b));
+        })
+        .finally(() => {
+          this.idBlockLoading = undefined;
+        });
+      await this.idBlockLoading;
+    }
+    return this.idBlock.shift() as number;
+  }
+
+  /** Debit and credit of two account streams and the transaction, in one atomic append. */
+
+  accountAppend(ctx: CommandContext, accountId: number, events: AccountEvent[], expected: number | 'any'): StreamAppend {
+    return { stream: accountStream(accountId), events: toNewEvents(ctx, accountStream(accountId), events), expectedRevision: expected };
+  }
+
+  creditAppend(ctx: CommandContext, accountId: number, events: AccountEvent[]): StreamAppend {
+    return { stream: accountCreditStream(accountId), events: toNewEvents(ctx, accountCreditStream(accountId), events), expectedRevision: 'any' };
+  }
+
+  /** The account's state from both its streams; `revision` is the account stream's, where debits are decided. */
+  async loadAccount(accountId: number, options: { untilTime?: Date; trustCache?: boolean } = {}): Promise<{ state: AccountState; revision: number }> {
+    const cache = options.untilTime ? undefined : this.cache;
+    const [main, credits] = await Promise.all([
+      load(this.tally.store, accountStream(accountId), accountDecider, { cache, untilTime: options.untilTime, trustCache: options.trustCache }),
+      load(this.tally.store, accountCreditStream(accountId), accountDecider, { cache, untilTime: options.untilTime, trustCache: options.trustCache }),
+    ]);
+    return { state: { ...main.state, creditsPosted: fixed(money(main.state.creditsPosted).plus(credits.state.creditsPosted)) }, revision: main.revision };
+  }
+
+  /** A balance as it was at an instant, folded from the account's streams (not a read model). */
+  async balanceAt(accountId: number, at: Date): Promise<{ credits: string; debits: string }> {
+    const { state } = await this.loadAccount(accountId, { untilTime: at });
+    return { credits: state.creditsPosted, debits: fixed(money(state.debitsPosted).plus(state.debitsPending)) };
+  }
+}

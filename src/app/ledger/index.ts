@@ -1,0 +1,27 @@
+import type { Tally } from '../tally';
+import { LedgerAccounts } from './accounts';
+import { Deposits } from './deposits';
+import { Payouts } from './payouts';
+import { LedgerReads } from './reads';
+import { Transfers } from './transfers';
+
+export { type AccountRow, LedgerProviderFailure } from './accounts';
+export type { PayoutAnswer, PayoutInput } from './payouts';
+export type { TransactionView } from './reads';
+
+/** The ledger's application services, one per kind of movement, over shared account access. */
+export class LedgerService {
+  readonly accounts: LedgerAccounts;
+  readonly transfers: Transfers;
+  readonly deposits: Deposits;
+  readonly payouts: Payouts;
+  readonly reads: LedgerReads;
+
+  constructor(tally: Tally) {
+    this.accounts = new LedgerAccounts(tally);
+    this.transfers = new Transfers(tally, this.accounts);
+    this.deposits = new Deposits(tally, this.accounts);
+    this.payouts = new Payouts(tally, this.accounts);
+    this.reads = new LedgerReads(tally);
+  }
+}

@@ -1,0 +1,92 @@
+import { DomainError } from '../../domain/decider';
+import { fixed, money } from '../../domain/ledger/money';
+import type { Tally } from '../tally';
+
+export interface TransactionView {
+  id: number;
+  uuid: string;
+  description: string;
+  status: string;
+  amount: string;
+  debitAccountId: number | null;
+  creditAccountId: number | null;
+  created: string;
+  updated?: string;
+}
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+const TXN_COLUMNS = `id::text, uuid::text, description, status, amount::text, debit_account_id::text, credit_account_id::text, user_id::text,
+  to_char(created AT TIME ZONE 'UTC', ${ISO}) AS created, to_char(updated AT TIME ZONE 'UTC', ${ISO}) AS updated`;
+
+interface TxnRow {
+  id: string;
+  uuid: string;
+  description: string;
+  status: string;
+  amount: string;
+  debit_account_id: string | null;
+  credit_account_id: string | null;
+  user_id: string;
+  created: string;
+  updated: string;
+}
+
+const toView = (r: TxnRow, withUpdated: boolean): TransactionView => ({
+  id: Number(r.id),
+  uuid: r.uuid,
+  description: r.description,
+  status: r.status,
+  amount: fixed(money(r.amount)),
+  debitAccountId: r.debit_account_id === null ? null : Number(r.debit_account_id),
+  creditAccountId: r.credit_account_id === null ? null : Number(r.credit_account_id),
+  created: r.created,
+  ...(withUpdated ? { updated: r.updated } : {}),
+});
+
+/** Transaction lists and single reads, from the ledger read model. */
+export class LedgerReads {
+  constructor(private readonly tally: Tally) {}
+
+  async listTransactions(accountId: number, query: { limit: number; page: number; from?: string; to?: string }): Promise<TransactionView[]> {
+    const params: unknown[] = [accountId];
+    const where = ['(debit_account_id = $1 OR credit_account_id = $1)'];
+    if (query.from) {
+      params.push(query.from);
+      where.push(`created >= $${params.length}::timestamptz`);
+    }
+    if (query.to) {
+      params.push(query.to);
+      where.push(`created <= $${params.length}::timestamptz`);
+    }
+    params.push(query.limit, (query.page - 1) * query.limit);
+    const rows = await this.tally.sql.query<TxnRow>(
+      `SELECT ${TXN_COLUMNS} FROM rm_transactions WHERE ${where.join(' AND ')} ORDER BY created DESC, id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,
+      params,
+    );
+    return rows.map((r) => toView(r, false));
+  }
+
+  /** A transaction the token user is party to (owns its debit or credit account). */
+  async getTransaction(uuid: string, user: { userId: string; partnerId: string }): Promise<TransactionView> {
+    const [row] = await this.tally.sql.query<TxnRow & { partner_id: string }>(`SELECT ${TXN_COLUMNS}, partner_id::text FROM rm_transactions WHERE uuid = $1`, [
+      uuid,
+    ]);
+    if (!row) throw new DomainError('not_found', 'Transaction not found');
+    const mine = await this.tally.sql.query('SELECT 1 FROM rm_accounts WHERE user_id = $1 AND account_id = ANY($2::bigint[])', [
+      user.userId,
+      [row.debit_account_id, row.credit_account_id].filter((x) => x !== null),
+    ]);
+    if (mine.length === 0) {
+      // Another partner's transaction does not exist for this caller.
+      const [other] = await this.tally.sql.query<{ partner_id: string }>(
+        'SELECT partner_id::text FROM rm_accounts WHERE account_id = ANY($1::bigint[]) LIMIT 1',
+        [[row.debit_account_id, row.credit_account_id].filter((x) => x !== null)],
+      );
+      if (other?.partner_id !== user.partnerId) throw new DomainError('not_found', 'Transaction not found');
+      throw new DomainError('forbidden', 'Transaction does not belong to the authenticated user');
+    }
+    return toView(row, true);
+  }
+
+  /** A balance as it was at an instant, folded from the account's stream (not a read model). */
+}

@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { accountCreditStream, accountDecider, accountStream, type Limits } from '../../domain/accounts/account';
+import { DomainError } from '../../domain/decider';
+import { fixed, money } from '../../domain/ledger/money';
+import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
+import { type NewEvent, type StreamAppend, WrongExpectedRevisionError } from '../../eventstore/port';
+import { KeyedBatcher } from '../batcher';
+import { type CommandContext, toNewEvents } from '../commands';
+import type { Tally } from '../tally';
+import { type LedgerAccounts, MAX_ATTEMPTS } from './accounts';
+import type { TransactionView } from './reads';
+
+interface TransferRequest {
+  user: { userId: string; partnerId: string };
+  input: { fromAccountId: number; toAccountId: number; amount: string; description: string };
+  ids: { uuid: string; id: number; limits: Limits };
+  ctx: CommandContext;
+}
+
+type TransferOutcome = { view: TransactionView; position: string | undefined };
+
+/** Transfers: debit and credit in one atomic append, the debit decided at the source's revision. */
+export class Transfers {
+  /** Transfers out of one account, batched while the previous batch is written. */
+  private readonly batches = new KeyedBatcher<TransferRequest, TransferOutcome>((_key, requests) => this.transferBatch(requests));
+
+  constructor(
+    private readonly tally: Tally,
+    private readonly accounts: LedgerAccounts,
+  ) {}
+
+  async transfer(
+    user: { userId: string; partnerId: string },
+    input: { fromAccountId?: number; toAccountId: number; amount: string; description: string },
+    ctx: CommandContext,
+  ): Promise<TransactionView> {
+    const fromAccountId = input.fromAccountId ?? (await this.accounts.primaryAccount(user.userId));
+    if (fromAccountId === input.toAccountId) throw new DomainError('invalid', 'Cannot transfer to the same account');
+    const [from, to] = await Promise.all([this.accounts.ownerOf(fromAccountId), this.accounts.ownerOf(input.toAccountId)]);
+    if (!from || !to || from.partnerId !== user.partnerId || to.partnerId !== user.partnerId)
+      throw new DomainError('invalid', 'One or both accounts do not exist');
+    if (from.userId !== user.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
+    const limits = await this.accounts.limitsOf(user.userId);
+    const uuid = randomUUID();
+    const id = await this.accounts.nextTransactionId();
+    const { view, position } = await this.batches.submit(accountStream(fromAccountId), {
+      user,
+      input: { ...input, fromAccountId },
+      ids: { uuid, id, limits },
+      ctx,
+    });
+    // Outside the account's batch: the next debits need not wait for the read models.
+    await this.tally.readYourWrites(position, ['ledger']);
+    return view;
+  }
+
+  /**
+   * Transfers out of one account, decided in order against its state and written in one atomic
+   * append (the source at its exact revision, so nothing can overdraw it). One that breaks a rule
+   * fails alone; the others go through.
+   */
+  private async transferBatch(requests: TransferRequest[]): Promise<Array<{ view: TransactionView; position: string | undefined } | Error>> {
+    const fromAccountId = requests[0]?.input.fromAccountId as number;
+    for (let attempt = 1; ; attempt++) {
+      const at = new Date().toISOString();
+      // First pass on the cached state, without reading: the append at its revision catches a stale
+      // one; a refusal is only given after a pass on the stored state (money may have come in).
+      const trusted = attempt === 1;
+      const source = await this.accounts.loadAccount(fromAccountId, { trustCache: trusted });
+      let state = source.state;
+      const outcomes: Array<{ view: TransactionView; position: string | undefined } | Error> = [];
+      const sourceEvents: NewEvent[] = [];
+      const credits = new Map<number, NewEvent[]>();
+      const appends: StreamAppend[] = [];
+      const accepted: number[] = [];
+      for (const [index, { user, input, ids, ctx }] of requests.entries()) {
+        try {
+          // The destination exists (its owner was read from the accounts it was opened with): a credit
+          // needs nothing else of its state, so it is not loaded.
+          const target = { ...accountDecider.initialState(), opened: true, accountId: input.toAccountId };
+          const debit = accountDecider.decide(
+            { type: 'Debit', transactionId: ids.uuid, amount: input.amount, reason: 'transfer', pending: false, at, limits: ids.limits },
+            state,
+          );
+          const credit = accountDecider.decide({ type: 'Credit', transactionId: ids.uuid, amount: input.amount, reason: 'transfer', at }, target);
+          const created = transactionDecider.decide(
+            {
+              type: 'Create',
+              data: {
+                uuid: ids.uuid,
+                id: ids.id,
+                kind: 'TRANSFER',
+                status: 'COMPLETED',
+                amount: fixed(money(input.amount)),
+                debitAccountId: fromAccountId,
+                creditAccountId: input.toAccountId,
+                description: input.description,
+                userId: user.userId,
+                partnerId: user.partnerId,
+                requestHash: null,
+                details: {},
+                at,
+              },
+            },
+            transactionDecider.initialState(),
+          );
+          state = debit.reduce(accountDecider.evolve, state);
+          sourceEvents.push(...toNewEvents(ctx, accountStream(fromAccountId), debit));
+          const targetEvents = credits.get(input.toAccountId) ?? [];
+          targetEvents.push(...toNewEvents(ctx, accountCreditStream(input.toAccountId), credit));
+          credits.set(input.toAccountId, targetEvents);
+          appends.push({ stream: transactionStream(ids.uuid), events: toNewEvents(ctx, transactionStream(ids.uuid), created), expectedRevision: 'no_stream' });
+          accepted.push(index);
+          outcomes[index] = {
+            view: {
+              id: ids.id,
+              uuid: ids.uuid,
+              description: input.description,
+              status: 'COMPLETED',
+              amount: fixed(money(input.amount)),
+              debitAccountId: fromAccountId,
+              creditAccountId: input.toAccountId,
+              created: at,
+            },
+            position: undefined,
+          };
+        } catch (error) {
+          if (!(error instanceof DomainError)) throw error;
+          outcomes[index] = error;
+        }
+      }
+      if (trusted && outcomes.some((o) => o instanceof Error)) continue;
+      if (accepted.length === 0) return outcomes;
+      try {
+        const results = await this.tally.store.appendMany([
+          { stream: accountStream(fromAccountId), events: sourceEvents, expectedRevision: source.revision },
+          // Credits cannot break an invariant, so destinations are appended at any revision.
+          ...[...credits].map(([accountId, events]) => ({ stream: accountCreditStream(accountId), events, expectedRevision: 'any' as const })),
+          ...appends,
+        ]);
+        const position = results.reduce<string | undefined>((max, r) => (!max || r.position > max ? r.position : max), undefined);
+        this.accounts.cache.advance(accountDecider, accountStream(fromAccountId), sourceEvents, results[0]?.nextRevision ?? -1);
+        [...credits].forEach(([accountId, events], i) => {
+          this.accounts.cache.advance(accountDecider, accountCreditStream(accountId), events, results[i + 1]?.nextRevision ?? -1);
+        });
+        for (const index of accepted) {
+          const outcome = outcomes[index];
+          if (outcome && !(outcome instanceof Error)) outcome.position = position;
+        }
+        return outcomes;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
+      }
+    }
+  }
+}
