@@ -16,8 +16,13 @@ export interface Projection {
   tables: string[];
   /** Event types it reads; the runner asks the store for these only. */
   eventTypes: string[];
-  /** DDL creating its tables under the given names (indexes named after their table). */
-  createTables(t: Tables): string;
+  /**
+   * DDL creating its tables under the given names (indexes named after their table). With
+   * `bulk`, for a rebuild or a verification: UNLOGGED and without secondary indexes, which
+   * `finishBulk` then adds (and makes the tables logged) before the tables go live.
+   */
+  createTables(t: Tables, options?: { bulk?: boolean }): string;
+  finishBulk?(t: Tables): string;
   apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables): Promise<void>;
 }
 

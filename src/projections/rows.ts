@@ -47,7 +47,7 @@ function selectExpression(column: string, type: ColumnType): string {
   return column;
 }
 
-function ddl(name: string, def: TableDef): string {
+function ddl(name: string, def: TableDef, options: { bulk?: boolean } = {}): string {
   const columns = Object.entries(def.columns).map(([column, c]) => {
     const parts = [column, c.type === 'numeric' ? 'numeric(38, 8)' : c.type];
     if (column === def.key) parts.push('PRIMARY KEY');
@@ -58,8 +58,12 @@ function ddl(name: string, def: TableDef): string {
     }
     return `  ${parts.join(' ')}`;
   });
-  const indexes = (def.indexes ?? []).map((cols, i) => `CREATE INDEX ${name}_i${i} ON ${name} (${cols.join(', ')});`);
-  return [`CREATE TABLE ${name} (\n${columns.join(',\n')}\n);`, ...indexes].join('\n');
+  const table = `CREATE ${options.bulk ? 'UNLOGGED ' : ''}TABLE ${name} (\n${columns.join(',\n')}\n);`;
+  return [table, ...(options.bulk ? [] : indexesOf(name, def))].join('\n');
+}
+
+function indexesOf(name: string, def: TableDef): string[] {
+  return (def.indexes ?? []).map((cols, i) => `CREATE INDEX ${name}_i${i} ON ${name} (${cols.join(', ')});`);
 }
 
 /** Normalizes what the driver returned into the row form the folds use. */
@@ -82,7 +86,10 @@ export function rowProjection(def: RowProjectionDef): Projection {
     version: def.version,
     tables: tableNames,
     eventTypes: def.eventTypes,
-    createTables: (t: Tables) => tableNames.map((base) => ddl(t[base] ?? base, def.tables[base] as TableDef)).join('\n'),
+    createTables: (t: Tables, options?: { bulk?: boolean }) => tableNames.map((base) => ddl(t[base] ?? base, def.tables[base] as TableDef, options)).join('\n'),
+    // Secondary indexes are built once over the finished table: cheaper than maintaining them row by row.
+    finishBulk: (t: Tables) =>
+      tableNames.flatMap((base) => [`ALTER TABLE ${t[base]} SET LOGGED;`, ...indexesOf(t[base] ?? base, def.tables[base] as TableDef)]).join('\n'),
     async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables) {
       const wanted = new Map<string, Set<string>>(tableNames.map((base) => [base, new Set<string>()]));
       for (const e of events) for (const { table, key } of def.touches(e)) wanted.get(table)?.add(String(key));

@@ -6,6 +6,7 @@ import type { Sql } from '../eventstore/sql';
 import { liveTables, type Projection, suffixedTables } from './projection';
 
 const BATCH_SIZE = 500;
+const REBUILD_BATCH = 10_000;
 const POLL_INTERVAL_MS = 250;
 /**
  * Short, so a node that crashed (and cannot release its leases) holds up its projections for
@@ -277,18 +278,32 @@ export class ProjectionEngine {
     const suffix = `r${Date.now().toString(36)}${randomUUID().slice(0, 4)}`;
     const tables = suffixedTables(p, suffix);
     await this.sql.transaction(async (tx) => {
-      for (const statement of splitStatements(p.createTables(tables))) await tx.query(statement);
+      for (const statement of splitStatements(p.createTables(tables, { bulk: true }))) await tx.query(statement);
     });
     let position = '';
     let applied = 0;
     try {
+      const read = (from: string) => this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: p.eventTypes }, maxCount: REBUILD_BATCH });
+      let next = read(position);
       while (true) {
-        const events = await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 5_000 });
+        const events = await next;
         if (events.length === 0) break;
-        await this.sql.transaction((tx) => p.apply(tx, events, tables));
+        // Read the next batch while this one is applied (another connection on a server).
+        next = read(events[events.length - 1]?.position ?? position);
+        // Tables nobody reads yet, UNLOGGED until finished: a crash here only loses the rebuild.
+        await this.sql.transaction(async (tx) => {
+          await tx.query('SET LOCAL synchronous_commit = off');
+          await p.apply(tx, events, tables);
+        });
         position = events[events.length - 1]?.position ?? position;
         applied += events.length;
         onProgress?.(applied, position);
+      }
+      if (p.finishBulk) {
+        const finish = p.finishBulk;
+        await this.sql.transaction(async (tx) => {
+          for (const statement of splitStatements(finish(tables))) await tx.query(statement);
+        });
       }
       await this.sql.transaction(async (tx) => {
         await tx.query(`SELECT position FROM projection_checkpoints WHERE name = $1 FOR UPDATE`, [p.name]);
@@ -317,7 +332,7 @@ export class ProjectionEngine {
     const suffix = `v${Date.now().toString(36)}${randomUUID().slice(0, 4)}`;
     const tables = suffixedTables(p, suffix);
     await this.sql.transaction(async (tx) => {
-      for (const statement of splitStatements(p.createTables(tables))) await tx.query(statement);
+      for (const statement of splitStatements(p.createTables(tables, { bulk: true }))) await tx.query(statement);
     });
     try {
       let position = '';
