@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { KYC_STATUSES, type KycStatus } from '../../domain/kyc/statuses';
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
+import { throughStore, WebhookDelivery } from '../delivery';
 import { isObject, isoOrNull, objectAt, parseJson, stringArray, stringAt } from './json';
 import {
   type CreatedInquiry,
@@ -11,7 +12,7 @@ import {
   type KycDocument,
   ProviderError,
 } from './port';
-import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, signPayload, verifySignature } from './signature';
+import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from './signature';
 
 /**
  * The sandbox identity provider. It simulates an external party: its inquiries live in its own
@@ -207,35 +208,25 @@ function decide(outcome: SandboxOutcome, inquiryId: string, prefill: unknown, ba
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function errorText(error: unknown): string {
-  if (error instanceof Error) {
-    const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
-    return `${error.message}${cause}`;
-  }
-  return String(error);
-}
-
 export class SandboxIdentityProvider implements IdentityProvider {
   readonly name = PROVIDER;
-  private readonly timeoutMs: number;
-  private readonly maxAttempts: number;
-  private readonly retryDelayMs: number;
-  private readonly fetchImpl: typeof fetch;
   private readonly nowSeconds: () => number;
+  private readonly delivery: WebhookDelivery;
 
   constructor(private readonly options: SandboxIdentityOptions) {
-    if (!options.webhookSecret) throw new Error('sandbox identity webhookSecret is required');
-    this.timeoutMs = options.timeoutMs ?? 5_000;
-    this.maxAttempts = options.maxAttempts ?? 3;
-    this.retryDelayMs = options.retryDelayMs ?? 200;
-    if (!(this.timeoutMs > 0)) throw new Error('sandbox identity timeoutMs must be > 0');
-    if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1 || this.maxAttempts > 10) throw new Error('sandbox identity maxAttempts must be 1..10');
-    this.fetchImpl = options.fetch ?? fetch;
     this.nowSeconds = options.nowSeconds ?? currentUnixSeconds;
+    this.delivery = new WebhookDelivery({
+      provider: PROVIDER,
+      label: 'Sandbox identity',
+      secret: options.webhookSecret,
+      url: options.webhookUrl,
+      userAgent: 'tally-sandbox-identity/1',
+      timeoutMs: options.timeoutMs,
+      maxAttempts: options.maxAttempts,
+      retryDelayMs: options.retryDelayMs,
+      nowSeconds: options.nowSeconds,
+      fetch: options.fetch,
+    });
   }
 
   /** Creates the sandbox's own table. Idempotent; serialised so several nodes can start at once. */
@@ -310,7 +301,7 @@ export class SandboxIdentityProvider implements IdentityProvider {
       createdAt: new Date().toISOString(),
       data: { inquiryId: inquiry.inquiryId, referenceId: inquiry.referenceId, status: inquiry.status, snapshot: snapshotOf(inquiry) },
     };
-    await this.deliver(body);
+    await this.delivery.deliver(body.id, JSON.stringify(body));
     return body.id;
   }
 
@@ -372,49 +363,12 @@ export class SandboxIdentityProvider implements IdentityProvider {
     return toInquiry(updated[0]);
   }
 
-  /** POSTs the event, re-signed per attempt. Retries network errors, timeouts, 429 and 5xx; other 4xx are final. */
-  private async deliver(body: SandboxWebhookBody): Promise<void> {
-    const url = this.options.webhookUrl();
-    const json = JSON.stringify(body);
-    let lastFailure = 'not attempted';
-    let attempt = 0;
-    while (attempt < this.maxAttempts) {
-      attempt += 1;
-      try {
-        const response = await this.fetchImpl(url, {
-          method: 'POST',
-          headers: {
-            'Content-Type': 'application/json',
-            'X-Signature': signPayload(this.options.webhookSecret, json, this.nowSeconds()),
-            'User-Agent': 'tally-sandbox-identity/1',
-          },
-          body: json,
-          signal: AbortSignal.timeout(this.timeoutMs),
-        });
-        // Drain the answer so the connection is released; its content is not needed.
-        await response.arrayBuffer();
-        if (response.ok) return;
-        lastFailure = `answered ${response.status}`;
-        if (response.status < 500 && response.status !== 429) break;
-      } catch (error) {
-        lastFailure = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : errorText(error);
-      }
-      if (attempt < this.maxAttempts) await sleep(this.retryDelayMs * 2 ** (attempt - 1));
-    }
-    throw new ProviderError(`Sandbox identity webhook ${body.id} not delivered after ${attempt} attempt(s): ${lastFailure}`, PROVIDER);
-  }
-
   private baseUrl(): string {
     return this.options.publicBaseUrl().replace(/\/+$/, '');
   }
 
   /** Store failures are reported through the port's error type; the cause is kept. */
-  private async store<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (error) {
-      if (error instanceof ProviderError) throw error;
-      throw new ProviderError(`Sandbox identity store failed: ${errorText(error)}`, PROVIDER, { cause: error });
-    }
+  private store<T>(fn: () => Promise<T>): Promise<T> {
+    return throughStore(PROVIDER, 'Sandbox identity', fn);
   }
 }

@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Sql } from '../../eventstore/sql';
+import { isoOrNull, objectAt, parseJson, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
-import { currentUnixSeconds, signPayload } from '../identity/signature';
+import { DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../identity/signature';
+import { throughStore, type WebhookDelivery } from '../delivery';
+
+export { errorText, throughStore, WebhookDelivery, type WebhookDeliveryOptions } from '../delivery';
 
 /**
  * What the mock payment and payout providers share: how they deliver a signed webhook over real
@@ -38,104 +42,6 @@ export function randomId(prefix: string): string {
 /** ISO 8601 UTC with milliseconds, as Postgres renders it in the sandboxes' SELECTs. */
 export const ISO_FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
-export function errorText(error: unknown): string {
-  if (error instanceof Error) {
-    const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
-    return `${error.message}${cause}`;
-  }
-  return String(error);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Runs a store call, reporting its failure as a ProviderError of `provider` (the cause is kept). */
-export async function throughStore<T>(provider: string, label: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (error) {
-    if (error instanceof ProviderError) throw error;
-    throw new ProviderError(`${label} store failed: ${errorText(error)}`, provider, { cause: error });
-  }
-}
-
-export interface WebhookDeliveryOptions {
-  /** The provider name errors carry. */
-  provider: string;
-  /** How errors name the sender, e.g. "Mock payment". */
-  label: string;
-  secret: string;
-  /** Read per delivery so tests can bind a port late. */
-  url: () => string;
-  userAgent: string;
-  /** Per attempt. Default 5000. */
-  timeoutMs?: number;
-  /** Attempts on network errors, timeouts, 429 and 5xx. Default 3, at most 10. */
-  maxAttempts?: number;
-  /** First wait between attempts, doubled each time. Default 200. */
-  retryDelayMs?: number;
-  /** Clock in unix seconds for signing. */
-  nowSeconds?: () => number;
-  fetch?: typeof fetch;
-}
-
-/** POSTs signed JSON to a webhook URL, as a real provider does. */
-export class WebhookDelivery {
-  private readonly timeoutMs: number;
-  private readonly maxAttempts: number;
-  private readonly retryDelayMs: number;
-  private readonly fetchImpl: typeof fetch;
-  private readonly nowSeconds: () => number;
-
-  constructor(private readonly options: WebhookDeliveryOptions) {
-    if (!options.secret) throw new Error(`${options.label} webhookSecret is required`);
-    this.timeoutMs = options.timeoutMs ?? 5_000;
-    this.maxAttempts = options.maxAttempts ?? 3;
-    this.retryDelayMs = options.retryDelayMs ?? 200;
-    if (!(this.timeoutMs > 0)) throw new Error(`${options.label} timeoutMs must be > 0`);
-    if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1 || this.maxAttempts > 10) throw new Error(`${options.label} maxAttempts must be 1..10`);
-    if (!(this.retryDelayMs >= 0)) throw new Error(`${options.label} retryDelayMs must be >= 0`);
-    this.fetchImpl = options.fetch ?? fetch;
-    this.nowSeconds = options.nowSeconds ?? currentUnixSeconds;
-  }
-
-  /**
-   * POSTs `json` (the event `eventId`), re-signed per attempt with header `X-Signature`. Retries
-   * network errors, timeouts, 429 and 5xx; another 4xx is final. Throws ProviderError when the
-   * receiver never accepted it.
-   */
-  async deliver(eventId: string, json: string): Promise<void> {
-    const url = this.options.url();
-    let lastFailure = 'not attempted';
-    let attempt = 0;
-    while (attempt < this.maxAttempts) {
-      attempt += 1;
-      try {
-        const response = await this.fetchImpl(url, {
-          method: 'POST',
-          headers: {
-            'Content-Type': 'application/json',
-            'X-Signature': signPayload(this.options.secret, json, this.nowSeconds()),
-            'User-Agent': this.options.userAgent,
-          },
-          body: json,
-          signal: AbortSignal.timeout(this.timeoutMs),
-        });
-        // Drain the answer so the connection is released; its content is not needed.
-        await response.arrayBuffer();
-        if (response.ok) return;
-        lastFailure = `answered ${response.status}`;
-        if (response.status < 500 && response.status !== 429) break;
-      } catch (error) {
-        lastFailure = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : errorText(error);
-      }
-      if (attempt < this.maxAttempts) await sleep(this.retryDelayMs * 2 ** (attempt - 1));
-    }
-    throw new ProviderError(`${this.options.label} webhook ${eventId} not delivered after ${attempt} attempt(s): ${lastFailure}`, this.options.provider);
-  }
-}
-
 /**
  * Sends a decision's recorded webhook again, byte for byte with the SAME event id (a provider
  * retrying a delivery). Both mocks keep `last_event_id`/`last_event` beside `payment_id`.
@@ -161,4 +67,35 @@ export async function redeliverRecorded(options: {
     throw new ProviderError(`${options.label} ${options.paymentId} is not decided yet`, options.provider);
   await options.delivery.deliver(row.last_event_id, row.last_event);
   return row.last_event_id;
+}
+
+/** The part of a mock provider's webhook both mocks share: signature, envelope, ids. */
+export interface MockEnvelope {
+  type: string | null;
+  eventId: string;
+  occurredAt: string;
+  paymentId: string;
+  transactionId: string;
+  data: Record<string, unknown> | null;
+}
+
+export function verifiedEnvelope(
+  options: { provider: string; label: string; secret: string; toleranceSeconds?: number; nowSeconds: number },
+  rawBody: Buffer,
+  headers: Record<string, string | string[] | undefined>,
+): MockEnvelope {
+  verifySignature(options.secret, rawBody, headerValue(headers, 'x-signature'), {
+    toleranceSeconds: options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
+    nowSeconds: options.nowSeconds,
+  });
+  const body = parseJson(rawBody.toString('utf8'));
+  const data = objectAt(body, 'data');
+  const eventId = stringAt(body, 'id');
+  const occurredAt = isoOrNull(stringAt(body, 'createdAt'));
+  const paymentId = stringAt(data, 'paymentId');
+  const transactionId = stringAt(data, 'transactionId');
+  if (!isNonEmptyString(eventId) || occurredAt === null || !isNonEmptyString(paymentId) || !isUuid(transactionId)) {
+    throw new ProviderError(`Malformed ${options.label} webhook`, options.provider);
+  }
+  return { type: stringAt(body, 'type'), eventId, occurredAt, paymentId, transactionId, data };
 }

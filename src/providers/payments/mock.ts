@@ -1,7 +1,7 @@
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
-import { isObject, isoOrNull, objectAt, parseJson, stringAt } from '../identity/json';
+import { isObject, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
-import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../identity/signature';
+import { currentUnixSeconds } from '../identity/signature';
 import {
   ISO_FORMAT,
   isAssetCode,
@@ -12,6 +12,7 @@ import {
   throughStore,
   WebhookDelivery,
   redeliverRecorded,
+  verifiedEnvelope,
 } from './mock-common';
 import type { CreatedPayment, PaymentOutcome, PaymentProvider, PaymentRequest, PaymentWebhookEvent } from './port';
 
@@ -273,31 +274,22 @@ export class MockPaymentProvider implements PaymentProvider {
   }
 
   parseWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>): PaymentWebhookEvent {
-    verifySignature(this.options.webhookSecret, rawBody, headerValue(headers, 'x-signature'), {
-      toleranceSeconds: this.options.webhookToleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
-      nowSeconds: this.nowSeconds(),
-    });
-    const body = parseJson(rawBody.toString('utf8'));
-    const data = objectAt(body, 'data');
-    const type = stringAt(body, 'type');
-    const outcome = type === 'payment.confirmed' ? 'confirmed' : type === 'payment.failed' ? 'failed' : null;
-    const eventId = stringAt(body, 'id');
-    const occurredAt = isoOrNull(stringAt(body, 'createdAt'));
-    const paymentId = stringAt(data, 'paymentId');
-    const transactionId = stringAt(data, 'transactionId');
-    const amount = stringAt(data, 'amount');
-    const currency = stringAt(data, 'currency');
-    if (
-      outcome === null ||
-      !isNonEmptyString(eventId) ||
-      occurredAt === null ||
-      !isNonEmptyString(paymentId) ||
-      !isUuid(transactionId) ||
-      !isPositiveDecimal(amount) ||
-      !isNonEmptyString(currency)
-    ) {
-      throw new ProviderError('Malformed mock payment webhook', PROVIDER);
-    }
+    const envelope = verifiedEnvelope(
+      {
+        provider: PROVIDER,
+        label: 'mock payment',
+        secret: this.options.webhookSecret,
+        toleranceSeconds: this.options.webhookToleranceSeconds,
+        nowSeconds: this.nowSeconds(),
+      },
+      rawBody,
+      headers,
+    );
+    const outcome = envelope.type === 'payment.confirmed' ? 'confirmed' : envelope.type === 'payment.failed' ? 'failed' : null;
+    const amount = stringAt(envelope.data, 'amount');
+    const currency = stringAt(envelope.data, 'currency');
+    if (outcome === null || !isPositiveDecimal(amount) || !isNonEmptyString(currency)) throw new ProviderError('Malformed mock payment webhook', PROVIDER);
+    const { eventId, paymentId, transactionId, occurredAt } = envelope;
     return { eventId, paymentId, transactionId, outcome, amount, currency, occurredAt };
   }
 

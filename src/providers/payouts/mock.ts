@@ -1,7 +1,7 @@
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
-import { isObject, isoOrNull, objectAt, parseJson, stringAt } from '../identity/json';
+import { isObject, objectAt, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
-import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../identity/signature';
+import { currentUnixSeconds } from '../identity/signature';
 import {
   ISO_FORMAT,
   isAssetCode,
@@ -12,6 +12,7 @@ import {
   throughStore,
   WebhookDelivery,
   redeliverRecorded,
+  verifiedEnvelope,
 } from '../payments/mock-common';
 import type { AcceptedPayout, PayoutOutcome, PayoutProvider, PayoutRequest, PayoutWebhookEvent } from './port';
 
@@ -321,29 +322,22 @@ export class MockPayoutProvider implements PayoutProvider {
   }
 
   parseWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>): PayoutWebhookEvent {
-    verifySignature(this.options.webhookSecret, rawBody, headerValue(headers, 'x-signature'), {
-      toleranceSeconds: this.options.webhookToleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
-      nowSeconds: this.nowSeconds(),
-    });
-    const body = parseJson(rawBody.toString('utf8'));
-    const data = objectAt(body, 'data');
-    const type = stringAt(body, 'type');
-    const outcome = type === 'payout.settled' ? 'settled' : type === 'payout.failed' ? 'failed' : null;
-    const eventId = stringAt(body, 'id');
-    const occurredAt = isoOrNull(stringAt(body, 'createdAt'));
-    const paymentId = stringAt(data, 'paymentId');
-    const transactionId = stringAt(data, 'transactionId');
-    const reason = data === null ? undefined : data.reason;
-    if (
-      outcome === null ||
-      !isNonEmptyString(eventId) ||
-      occurredAt === null ||
-      !isNonEmptyString(paymentId) ||
-      !isUuid(transactionId) ||
-      (reason !== undefined && reason !== null && typeof reason !== 'string')
-    ) {
+    const envelope = verifiedEnvelope(
+      {
+        provider: PROVIDER,
+        label: 'mock payout',
+        secret: this.options.webhookSecret,
+        toleranceSeconds: this.options.webhookToleranceSeconds,
+        nowSeconds: this.nowSeconds(),
+      },
+      rawBody,
+      headers,
+    );
+    const outcome = envelope.type === 'payout.settled' ? 'settled' : envelope.type === 'payout.failed' ? 'failed' : null;
+    const reason = envelope.data === null ? undefined : envelope.data.reason;
+    if (outcome === null || (reason !== undefined && reason !== null && typeof reason !== 'string'))
       throw new ProviderError('Malformed mock payout webhook', PROVIDER);
-    }
+    const { eventId, paymentId, transactionId, occurredAt } = envelope;
     return { eventId, paymentId, transactionId, outcome, reason: typeof reason === 'string' ? reason : null, occurredAt };
   }
 
