@@ -7,6 +7,7 @@ import { liveTables, type Projection, suffixedTables } from './projection';
 
 const BATCH_SIZE = 500;
 const REBUILD_BATCH = 10_000;
+const LAG_COUNT_LIMIT = 1_000;
 const POLL_INTERVAL_MS = 250;
 /**
  * Short, so a node that crashed (and cannot release its leases) holds up its projections for
@@ -36,6 +37,8 @@ export interface ProjectionStatus {
   headPosition: string;
   /** Events of this projection's types between its checkpoint and the head. */
   lag: number;
+  /** The lag is counted up to LAG_COUNT_LIMIT: true means "at least that many". */
+  lagAtLeast: boolean;
   owner: string | null;
   ownedHere: boolean;
 }
@@ -149,12 +152,14 @@ export class ProjectionEngine {
     for (const p of this.projections) {
       const row = rows.find((r) => r.name === p.name);
       const position = row?.position ?? '';
-      const pending = await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 10_000 });
+      // Counted by reading, so bounded: /readyz calls this and must stay cheap when far behind.
+      const pending = await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: LAG_COUNT_LIMIT });
       result.push({
         name: p.name,
         position,
         headPosition: head,
         lag: pending.filter((e) => comparePositions(e.position, head) <= 0).length,
+        lagAtLeast: pending.length >= LAG_COUNT_LIMIT,
         owner: row?.owner ?? null,
         ownedHere: this.owned.has(p.name),
       });
