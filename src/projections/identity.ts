@@ -20,6 +20,7 @@ export const profilesProjection = rowProjection({
       },
     },
   },
+  creates: ['ProfileCreated'],
   touches: (recorded) => [{ table: 'rm_profiles', key: (recorded.data as { userId: string }).userId }],
   apply(rows, recorded) {
     const e = recorded as unknown as ProfileEvent;
@@ -75,6 +76,7 @@ export const kycProjection = rowProjection({
       indexes: [['user_id', 'created_at DESC']],
     },
   },
+  creates: ['KycVerificationStarted'],
   touches: (recorded) => [{ table: 'rm_kyc_verifications', key: (recorded.data as { verificationId: string }).verificationId }],
   apply(rows, recorded) {
     const e = recorded as unknown as KycEvent;
@@ -142,6 +144,7 @@ export const sessionsProjection = rowProjection({
       indexes: [['user_id']],
     },
   },
+  creates: ['SessionStarted'],
   touches: (recorded) => [{ table: 'rm_sessions', key: (recorded.data as { sessionId: string }).sessionId }],
   apply(rows, recorded) {
     const e = recorded as unknown as SessionEvent;

@@ -49,6 +49,7 @@ export const ledgerProjection = rowProjection({
       ],
     },
   },
+  creates: ['AccountOpened', 'TransactionCreated'],
   touches(recorded) {
     const e = recorded as unknown as AccountEvent | TransactionEvent;
     if (e.type === 'TransactionCreated' || e.type === 'TransactionStatusChanged' || e.type === 'PayoutAccepted')

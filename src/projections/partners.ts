@@ -28,6 +28,7 @@ export const partnersProjection = rowProjection({
       indexes: [['partner_id']],
     },
   },
+  creates: ['PartnerCreated', 'PartnerApiKeyCreated'],
   touches(recorded) {
     const e = recorded as unknown as PartnerEvent;
     return e.type === 'PartnerCreated' ? [{ table: 'rm_partners', key: e.data.partnerId }] : [{ table: 'rm_partner_keys', key: e.data.apiKey }];

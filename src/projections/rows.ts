@@ -36,6 +36,11 @@ export interface RowProjectionDef {
   tables: Record<string, TableDef>;
   /** The rows an event reads or writes, so they can be loaded before the fold. */
   touches(event: RecordedEvent): Array<{ table: string; key: string | number }>;
+  /**
+   * Event types that begin their row (an entity's first event): a row first touched in a batch by
+   * one of these cannot exist yet (each event is applied once), so it is not looked up.
+   */
+  creates?: string[];
   apply(rows: RowStore, event: RecordedEvent): void;
 }
 
@@ -92,7 +97,15 @@ export function rowProjection(def: RowProjectionDef): Projection {
       tableNames.flatMap((base) => [`ALTER TABLE ${t[base]} SET LOGGED;`, ...indexesOf(t[base] ?? base, def.tables[base] as TableDef)]).join('\n'),
     async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables) {
       const wanted = new Map<string, Set<string>>(tableNames.map((base) => [base, new Set<string>()]));
-      for (const e of events) for (const { table, key } of def.touches(e)) wanted.get(table)?.add(String(key));
+      const fresh = new Set<string>();
+      for (const e of events) {
+        for (const { table, key } of def.touches(e)) {
+          const id = `${table}|${key}`;
+          if (wanted.get(table)?.has(String(key)) || fresh.has(id)) continue;
+          if (def.creates?.includes(e.type)) fresh.add(id);
+          else wanted.get(table)?.add(String(key));
+        }
+      }
       const loaded = new Map<string, Map<string, Row>>();
       for (const base of tableNames) {
         const tableDef = def.tables[base] as TableDef;

@@ -25,6 +25,7 @@ export const usersProjection = rowProjection({
       indexes: [['partner_id', 'created_at DESC', 'user_id'], ['email']],
     },
   },
+  creates: ['UserRegistered'],
   touches: (recorded) => [{ table: 'rm_users', key: (recorded.data as { userId: string }).userId }],
   apply(rows, recorded) {
     const e = recorded as unknown as UserEvent | KycEvent;
