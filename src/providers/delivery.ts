@@ -1,3 +1,4 @@
+import type { Sql } from '../eventstore/sql';
 import { ProviderError } from './identity/port';
 import { currentUnixSeconds, signPayload } from './identity/signature';
 
@@ -98,4 +99,36 @@ export class WebhookDelivery {
     }
     throw new ProviderError(`${this.options.label} webhook ${eventId} not delivered after ${attempt} attempt(s): ${lastFailure}`, this.options.provider);
   }
+}
+
+/** The webhook settings every sandbox provider takes: where and how it calls the service back. */
+export interface SandboxWebhookOptions {
+  sql: Sql;
+  webhookSecret: string;
+  /** Where decisions are POSTed (the service's /webhooks/<kind>/<provider>). Read per call. */
+  webhookUrl: () => string;
+  /** Per delivery attempt. Default 5000. */
+  timeoutMs?: number;
+  /** Delivery attempts on network errors, timeouts and 5xx/429. Default 3. */
+  maxAttempts?: number;
+  /** First wait between attempts, doubled each time. Default 200. */
+  retryDelayMs?: number;
+  webhookToleranceSeconds?: number;
+  /** Clock in unix seconds for signing and verifying (tests). */
+  nowSeconds?: () => number;
+  fetch?: typeof fetch;
+}
+
+/** The delivery a sandbox provider's options describe. */
+export function deliveryFor(sender: { provider: string; label: string; userAgent: string }, options: SandboxWebhookOptions): WebhookDelivery {
+  return new WebhookDelivery({
+    ...sender,
+    secret: options.webhookSecret,
+    url: options.webhookUrl,
+    timeoutMs: options.timeoutMs,
+    maxAttempts: options.maxAttempts,
+    retryDelayMs: options.retryDelayMs,
+    nowSeconds: options.nowSeconds,
+    fetch: options.fetch,
+  });
 }

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { KYC_STATUSES, type KycStatus } from '../../domain/kyc/statuses';
-import type { Sql, SqlQueryable } from '../../eventstore/sql';
-import { throughStore, WebhookDelivery } from '../delivery';
+import type { SqlQueryable } from '../../eventstore/sql';
+import { deliveryFor, type SandboxWebhookOptions, throughStore, type WebhookDelivery } from '../delivery';
 import { isObject, isoOrNull, objectAt, parseJson, stringArray, stringAt } from './json';
 import {
   type CreatedInquiry,
@@ -26,23 +26,9 @@ export function isSandboxOutcome(value: unknown): value is SandboxOutcome {
   return typeof value === 'string' && (SANDBOX_OUTCOMES as readonly string[]).includes(value);
 }
 
-export interface SandboxIdentityOptions {
-  sql: Sql;
-  webhookSecret: string;
+export interface SandboxIdentityOptions extends SandboxWebhookOptions {
   /** Base of the links handed out (PUBLIC_BASE_URL), read per call so tests can bind a port late. */
   publicBaseUrl: () => string;
-  /** Where decisions are POSTed: the service's /webhooks/identity/sandbox. */
-  webhookUrl: () => string;
-  /** Per delivery attempt. Default 5000. */
-  timeoutMs?: number;
-  /** Delivery attempts on network errors, timeouts and 5xx/429. Default 3. */
-  maxAttempts?: number;
-  /** First wait between attempts, doubled each time. Default 200. */
-  retryDelayMs?: number;
-  webhookToleranceSeconds?: number;
-  /** Clock in unix seconds for signing and verifying (tests). */
-  nowSeconds?: () => number;
-  fetch?: typeof fetch;
 }
 
 /** An inquiry as the sandbox keeps it: the snapshot plus what the hosted page shows. */
@@ -215,18 +201,10 @@ export class SandboxIdentityProvider implements IdentityProvider {
 
   constructor(private readonly options: SandboxIdentityOptions) {
     this.nowSeconds = options.nowSeconds ?? currentUnixSeconds;
-    this.delivery = new WebhookDelivery({
-      provider: PROVIDER,
-      label: 'Sandbox identity',
-      secret: options.webhookSecret,
-      url: options.webhookUrl,
-      userAgent: 'tally-sandbox-identity/1',
-      timeoutMs: options.timeoutMs,
-      maxAttempts: options.maxAttempts,
-      retryDelayMs: options.retryDelayMs,
-      nowSeconds: options.nowSeconds,
-      fetch: options.fetch,
-    });
+    this.delivery = deliveryFor(
+      { provider: PROVIDER, label: 'Sandbox identity', userAgent: 'tally-sandbox-identity/1' },
+      { ...options, nowSeconds: this.nowSeconds },
+    );
   }
 
   /** Creates the sandbox's own table. Idempotent; serialised so several nodes can start at once. */

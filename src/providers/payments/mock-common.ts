@@ -5,8 +5,6 @@ import { ProviderError } from '../identity/port';
 import { DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../identity/signature';
 import { throughStore, type WebhookDelivery } from '../delivery';
 
-export { errorText, throughStore, WebhookDelivery, type WebhookDeliveryOptions } from '../delivery';
-
 /**
  * What the mock payment and payout providers share: how they deliver a signed webhook over real
  * HTTP (timeout, bounded retries), how they name things, and how they check the amounts and codes

@@ -1,19 +1,9 @@
-import type { Sql, SqlQueryable } from '../../eventstore/sql';
+import { deliveryFor, type SandboxWebhookOptions, throughStore, type WebhookDelivery } from '../delivery';
+import type { SqlQueryable } from '../../eventstore/sql';
 import { isObject, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
 import { currentUnixSeconds } from '../identity/signature';
-import {
-  ISO_FORMAT,
-  isAssetCode,
-  isNonEmptyString,
-  isPositiveDecimal,
-  isUuid,
-  randomId,
-  throughStore,
-  WebhookDelivery,
-  redeliverRecorded,
-  verifiedEnvelope,
-} from './mock-common';
+import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, randomId, redeliverRecorded, verifiedEnvelope } from './mock-common';
 import type { CreatedPayment, PaymentOutcome, PaymentProvider, PaymentRequest, PaymentWebhookEvent } from './port';
 
 /**
@@ -30,22 +20,7 @@ export function isPaymentOutcome(value: unknown): value is PaymentOutcome {
   return typeof value === 'string' && (PAYMENT_OUTCOMES as readonly string[]).includes(value);
 }
 
-export interface MockPaymentOptions {
-  sql: Sql;
-  webhookSecret: string;
-  /** Where decisions are POSTed: the service's /webhooks/payments/mock. Read per call. */
-  webhookUrl: () => string;
-  /** Per delivery attempt. Default 5000. */
-  timeoutMs?: number;
-  /** Delivery attempts on network errors, timeouts and 5xx/429. Default 3. */
-  maxAttempts?: number;
-  /** First wait between attempts, doubled each time. Default 200. */
-  retryDelayMs?: number;
-  webhookToleranceSeconds?: number;
-  /** Clock in unix seconds for signing and verifying (tests). */
-  nowSeconds?: () => number;
-  fetch?: typeof fetch;
-}
+export type MockPaymentOptions = SandboxWebhookOptions;
 
 /** A payment as the mock provider keeps it. Timestamps are ISO 8601 UTC. */
 export interface MockPayment {
@@ -161,18 +136,7 @@ export class MockPaymentProvider implements PaymentProvider {
   constructor(private readonly options: MockPaymentOptions) {
     if (!options.webhookSecret) throw new Error('mock payment webhookSecret is required');
     this.nowSeconds = options.nowSeconds ?? currentUnixSeconds;
-    this.delivery = new WebhookDelivery({
-      provider: PROVIDER,
-      label: 'Mock payment',
-      secret: options.webhookSecret,
-      url: options.webhookUrl,
-      userAgent: 'tally-mock-payments/1',
-      timeoutMs: options.timeoutMs,
-      maxAttempts: options.maxAttempts,
-      retryDelayMs: options.retryDelayMs,
-      nowSeconds: this.nowSeconds,
-      fetch: options.fetch,
-    });
+    this.delivery = deliveryFor({ provider: PROVIDER, label: 'Mock payment', userAgent: 'tally-mock-payments/1' }, { ...options, nowSeconds: this.nowSeconds });
   }
 
   /** Creates the mock's own table. Idempotent; serialised so several nodes can start at once. */

@@ -1,19 +1,9 @@
-import type { Sql, SqlQueryable } from '../../eventstore/sql';
+import { deliveryFor, type SandboxWebhookOptions, throughStore, type WebhookDelivery } from '../delivery';
+import type { SqlQueryable } from '../../eventstore/sql';
 import { isObject, objectAt, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
 import { currentUnixSeconds } from '../identity/signature';
-import {
-  ISO_FORMAT,
-  isAssetCode,
-  isNonEmptyString,
-  isPositiveDecimal,
-  isUuid,
-  randomId,
-  throughStore,
-  WebhookDelivery,
-  redeliverRecorded,
-  verifiedEnvelope,
-} from '../payments/mock-common';
+import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, randomId, redeliverRecorded, verifiedEnvelope } from '../payments/mock-common';
 import type { AcceptedPayout, PayoutOutcome, PayoutProvider, PayoutRequest, PayoutWebhookEvent } from './port';
 
 /**
@@ -33,22 +23,7 @@ export function isPayoutOutcome(value: unknown): value is PayoutOutcome {
   return typeof value === 'string' && (PAYOUT_OUTCOMES as readonly string[]).includes(value);
 }
 
-export interface MockPayoutOptions {
-  sql: Sql;
-  webhookSecret: string;
-  /** Where results are POSTed: the service's /webhooks/payouts/mock. Read per call. */
-  webhookUrl: () => string;
-  /** Per delivery attempt. Default 5000. */
-  timeoutMs?: number;
-  /** Delivery attempts on network errors, timeouts and 5xx/429. Default 3. */
-  maxAttempts?: number;
-  /** First wait between attempts, doubled each time. Default 200. */
-  retryDelayMs?: number;
-  webhookToleranceSeconds?: number;
-  /** Clock in unix seconds for signing and verifying (tests). */
-  nowSeconds?: () => number;
-  fetch?: typeof fetch;
-}
+export type MockPayoutOptions = SandboxWebhookOptions;
 
 /** A payout as the mock provider keeps it. Timestamps are ISO 8601 UTC. */
 export interface MockPayout {
@@ -188,18 +163,7 @@ export class MockPayoutProvider implements PayoutProvider {
   constructor(private readonly options: MockPayoutOptions) {
     if (!options.webhookSecret) throw new Error('mock payout webhookSecret is required');
     this.nowSeconds = options.nowSeconds ?? currentUnixSeconds;
-    this.delivery = new WebhookDelivery({
-      provider: PROVIDER,
-      label: 'Mock payout',
-      secret: options.webhookSecret,
-      url: options.webhookUrl,
-      userAgent: 'tally-mock-payouts/1',
-      timeoutMs: options.timeoutMs,
-      maxAttempts: options.maxAttempts,
-      retryDelayMs: options.retryDelayMs,
-      nowSeconds: this.nowSeconds,
-      fetch: options.fetch,
-    });
+    this.delivery = deliveryFor({ provider: PROVIDER, label: 'Mock payout', userAgent: 'tally-mock-payouts/1' }, { ...options, nowSeconds: this.nowSeconds });
   }
 
   /** Creates the mock's own table. Idempotent; serialised so several nodes can start at once. */
