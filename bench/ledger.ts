@@ -38,14 +38,16 @@ import {
  * throwaway cluster with durable commits (or DATABASE_URL). Measures, prints, asserts nothing.
  *   BENCH_SECONDS   seconds per closed-loop measurement (default 10)
  *   BENCH_CLIENTS   concurrent HTTP clients of the closed loop (default 32; at least 20 is meaningful)
- *   BENCH_HISTORY   events of the long account in part 2 (default 100,000)
+ *   BENCH_ACCOUNTS  comma-separated account counts of the closed loops (default 50,10,2)
+ *   BENCH_HISTORY   events of the long account in part 2 (default 100,000; 0 skips part 2)
  *   BENCH_SAMPLES   sequential transfers out of each account in part 2 (default 500)
  *   BENCH_LOG_LEVEL the server's pino level (default warn)
+ *   BENCH_PG_SETTINGS extra settings of the throwaway cluster, `;`-separated (e.g. shared_preload_libraries=pg_stat_statements)
  * The HTTP clients run in a worker thread (node:http, keep-alive agent) so that their CPU is not
  * spent on the server's event loop; the worker still shares the machine's CPUs.
  */
 
-const ACCOUNT_COUNTS = [50, 10, 2];
+const ACCOUNT_COUNTS = (process.env.BENCH_ACCOUNTS ?? '50,10,2').split(',').map((n) => Number(n.trim()));
 const LIGHT_EVENTS = 10;
 const LIGHT_ACCOUNTS = 50;
 const SETUP_CONCURRENCY = 8;
@@ -287,7 +289,25 @@ interface Around {
   append: { requests: number; batches: number } | undefined;
 }
 
+/** With BENCH_PG_SETTINGS=shared_preload_libraries=pg_stat_statements: the statements that took postgres' time. */
+async function statementStats(b: Bench, reset: boolean): Promise<string[]> {
+  if (!process.env.BENCH_PG_SETTINGS?.includes('pg_stat_statements')) return [];
+  await b.tally.sql.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  if (reset) {
+    await b.tally.sql.query('SELECT pg_stat_statements_reset()');
+    return [];
+  }
+  const rows = await b.tally.sql.query<{ ms: string; calls: string; toplevel: boolean; query: string }>(
+    `SELECT round(total_exec_time)::text AS ms, calls::text, toplevel, regexp_replace(query, '\\s+', ' ', 'g') AS query
+       FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 15`,
+  );
+  return ['postgres statements by total time (pg_stat_statements; nested ones are inside their caller):'].concat(
+    rows.map((r) => `  ${r.ms.padStart(7)} ms ${r.calls.padStart(7)} calls ${r.toplevel ? 'top ' : 'nest'} ${r.query.slice(0, 150)}`),
+  );
+}
+
 async function before(b: Bench): Promise<Around> {
+  await statementStats(b, true);
   const wal = b.pools.length ? await walSnapshot(b.pools) : undefined;
   b.timings.reset();
   return { cpu: cpuSnapshot(b.postmaster), wal, serverElu: performance.eventLoopUtilization(), clientElu: b.client.elu(), append: appendStats(b.tally) };
@@ -307,6 +327,7 @@ async function after(b: Bench, from: Around, ops: number): Promise<string[]> {
     const syncs = wal.walSyncs > 0 ? `${(ops / wal.walSyncs).toFixed(1)} transfers per WAL fsync` : 'no WAL fsync';
     lines.push(`WAL ${fmtInt(wal.bytes / Math.max(1, ops))} B/transfer, ${syncs}${groupCommit}`);
   } else if (groupCommit) lines.push(groupCommit.slice(2));
+  lines.push(...(await statementStats(b, false)));
   return lines;
 }
 
@@ -568,11 +589,15 @@ function printSummary(loops: LoopResult[], hist: HistoryResult | undefined): voi
 export async function runLedgerBench(): Promise<void> {
   const seconds = envNumber('BENCH_SECONDS', 10);
   const clients = envNumber('BENCH_CLIENTS', 32, { integer: true });
-  const historyEvents = envNumber('BENCH_HISTORY', 100_000, { integer: true });
+  const historyEvents = envNumber('BENCH_HISTORY', 100_000, { integer: true, zero: true });
   const samples = envNumber('BENCH_SAMPLES', 500, { integer: true });
   const load0 = loadavg();
 
-  const cluster = await startTestCluster({ durable: true });
+  const cluster = await startTestCluster({
+    durable: true,
+    settings: process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean),
+    unixSocket: process.env.BENCH_PG_SOCKET === 'unix',
+  });
   const dataDir = mkdtempSync(join(tmpdir(), 'tally-bench-ledger-'));
   let running: RunningServer | undefined;
   let client: LoadClient | undefined;
@@ -650,7 +675,7 @@ export async function runLedgerBench(): Promise<void> {
     const loops: LoopResult[] = [];
     for (const n of ACCOUNT_COUNTS) loops.push(await closedLoop(b, funded.slice(0, n)));
 
-    const hist = await history(b, funded, historyEvents, samples);
+    const hist = historyEvents > 0 ? await history(b, funded, historyEvents, samples) : undefined;
     printSummary(loops, hist);
     const load1 = loadavg();
     console.log(`\nload average at the end ${load1.map((x) => x.toFixed(2)).join(' ')} (${availableParallelism()} CPUs)`);

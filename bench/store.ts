@@ -5,6 +5,7 @@ import { type UserCommand, userDecider, userStream } from '../src/domain/users/u
 import type { EventStore, NewEvent } from '../src/eventstore/port';
 import { PostgresEventStore } from '../src/eventstore/postgres';
 import { PgSql } from '../src/eventstore/sql';
+import { appendBatchOptions } from '../src/config';
 import { startTestCluster } from '../test/support/postgres';
 import { runRebuildBench } from './store-rebuild';
 import {
@@ -29,6 +30,8 @@ import {
  * cluster with durable commits (or DATABASE_URL). Measures, prints, asserts nothing.
  *   BENCH_SECONDS         seconds per measurement (default 5)
  *   BENCH_REBUILD_EVENTS  events in the projection rebuild (default 1,000,000)
+ *   BENCH_PARTS           which parts run, comma-separated (default raw,appends,commands,rebuild)
+ *   APPEND_MAX_IN_FLIGHT, APPEND_MIN_CONCURRENT_BATCH  the store's group commit, as for the server
  */
 
 const POOL_SIZE = 24;
@@ -258,10 +261,19 @@ export async function runStoreBench(): Promise<void> {
     console.log(`  8 kB write + fdatasync in ${tmpdir()}: p50 ${fmtMs(fsync.p50)} ms, p99 ${fmtMs(fsync.p99)} ms (${fmtInt(fsync.rate)}/s, one at a time)`);
 
     const postmaster = await localPostmaster(sql);
-    const bench: Bench = { seconds, sql, store: await PostgresEventStore.create(sql), relaxedSql, relaxed: new PostgresEventStore(relaxedSql), postmaster };
-    await rawInserts(bench);
-    await storeAppends(bench);
-    await commandAppends(bench);
+    const bench: Bench = {
+      seconds,
+      sql,
+      store: await PostgresEventStore.create(sql, appendBatchOptions()),
+      relaxedSql,
+      relaxed: new PostgresEventStore(relaxedSql, appendBatchOptions()),
+      postmaster,
+    };
+    const parts = (process.env.BENCH_PARTS ?? 'raw,appends,commands,rebuild').split(',');
+    if (parts.includes('raw')) await rawInserts(bench);
+    if (parts.includes('appends')) await storeAppends(bench);
+    if (parts.includes('commands')) await commandAppends(bench);
+    if (!parts.includes('rebuild')) return printSummary(undefined);
 
     console.log(`\n4. Projection rebuild: ProjectionEngine.rebuild('users') over ${fmtInt(rebuildEvents)} events (fresh database)`);
     const rebuildSql = new PgSql(await cluster.freshDatabase(), { max: POOL_SIZE, applicationName: 'tally-bench-rebuild' });

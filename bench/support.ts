@@ -6,13 +6,13 @@ import { performance } from 'node:perf_hooks';
 import type { EventStore } from '../src/eventstore/port';
 import type { PgSql, SqlQueryable } from '../src/eventstore/sql';
 
-/** A positive number from the environment, or the default when unset. */
-export function envNumber(name: string, fallback: number, options: { integer?: boolean } = {}): number {
+/** A positive number (or 0 where allowed) from the environment, or the default when unset. */
+export function envNumber(name: string, fallback: number, options: { integer?: boolean; zero?: boolean } = {}): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw.replace(/_/g, ''));
-  if (!Number.isFinite(value) || value <= 0 || (options.integer && !Number.isInteger(value))) {
-    throw new Error(`${name} must be a positive ${options.integer ? 'integer' : 'number'}, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(value) || value < 0 || (value === 0 && !options.zero) || (options.integer && !Number.isInteger(value))) {
+    throw new Error(`${name} must be a positive ${options.integer ? 'integer' : 'number'}${options.zero ? ' or 0' : ''}, got ${JSON.stringify(raw)}`);
   }
   return value;
 }

@@ -24,6 +24,8 @@ export interface Config {
   exchangeSpreadBps: number;
   /** Derived operating limits after KYC approval at level basic (decisions.md). */
   kycLimits: { maxTransactionAmount: number; dailyTransactionLimit: number };
+  /** Group commit of the Postgres event log (PostgresEventStoreOptions); undefined = the adapter's default. */
+  appendBatch: { maxInFlight?: number; minConcurrentBatch?: number };
 }
 
 function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -32,6 +34,18 @@ function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
   const value = Number(raw);
   if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${raw}`);
   return value;
+}
+
+/** APPEND_MAX_IN_FLIGHT and APPEND_MIN_CONCURRENT_BATCH (positive integers), when set. */
+export function appendBatchOptions(env: NodeJS.ProcessEnv = process.env): Config['appendBatch'] {
+  const positive = (name: string) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return undefined;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${raw}`);
+    return value;
+  };
+  return { maxInFlight: positive('APPEND_MAX_IN_FLIGHT'), minConcurrentBatch: positive('APPEND_MIN_CONCURRENT_BATCH') };
 }
 
 function spreadBps(value: number): number {
@@ -77,5 +91,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxTransactionAmount: number(env, 'KYC_MAX_TRANSACTION_AMOUNT', 10_000),
       dailyTransactionLimit: number(env, 'KYC_DAILY_TRANSACTION_LIMIT', 50_000),
     },
+    appendBatch: appendBatchOptions(env),
   };
 }

@@ -34,7 +34,7 @@ export async function openBackend(config: Config): Promise<Backend> {
     const store = await KurrentDbEventStore.connect(config.kurrentDbUrl);
     return { store, sql, describe: `event log in KurrentDB ${redact(config.kurrentDbUrl)}, read models in ${where}` };
   }
-  const store = await PostgresEventStore.create(sql);
+  const store = await PostgresEventStore.create(sql, config.appendBatch);
   return { store, sql, describe: `event log and read models in ${where}` };
 }
 

@@ -190,12 +190,6 @@ export class LoginService {
   async authenticateBearer(token: string): Promise<{ userId: string; partnerId: string; sessionId: string } | null> {
     const claims = this.tally.tokens.verifyAccessToken(token);
     if (!claims) return null;
-    const [row] = await this.tally.sql.query<{ status: string; revoked: boolean }>(
-      `SELECT u.status, (s.revoked_at IS NOT NULL) AS revoked FROM rm_sessions s JOIN rm_users u ON u.user_id = s.user_id
-        WHERE s.session_id = $1 AND s.user_id = $2 AND s.partner_id = $3`,
-      [claims.sessionId, claims.userId, claims.partnerId],
-    );
-    if (!row || row.revoked || row.status !== 'active') return null;
-    return claims;
+    return (await this.tally.sessionGate.isActive(claims)) ? claims : null;
   }
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
-import type { EventStore } from '../eventstore/port';
+import { comparePositions, type EventStore } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
 import { ProjectionEngine } from '../projections/runner';
@@ -12,6 +12,7 @@ import { LedgerService } from './ledger';
 import { LoginService } from './login';
 import { PartnerService } from './partners';
 import { ProfileService } from './profiles';
+import { SessionGate } from './session-gate';
 import { TokenService } from './tokens';
 import { UserService } from './users';
 
@@ -33,8 +34,11 @@ export class Tally {
   readonly login: LoginService;
   readonly tokens: TokenService;
   readonly ledger: LedgerService;
+  readonly sessionGate: SessionGate;
   /** Folded aggregate states, checked against the stored revision on every load. */
   readonly stateCache = new StateCache();
+  /** Per scope, the last position appended without waiting for the projections (noteWrite). */
+  private readonly lastWrites = new Map<string, string>();
 
   constructor(
     readonly config: Config,
@@ -54,6 +58,7 @@ export class Tally {
     this.login = new LoginService(this);
     this.tokens = new TokenService(keys);
     this.ledger = new LedgerService(this);
+    this.sessionGate = new SessionGate(sql, this.engine);
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */
@@ -62,6 +67,26 @@ export class Tally {
     await this.providers.prepare();
     await this.engine.prepare();
     if (options.runProjections) this.engine.start();
+  }
+
+  /**
+   * Writes whose route answers without reading a read model (a transfer answers from its own events)
+   * do not wait for the projections; they note their position under a scope (a partner's ledger), and
+   * the scope's next read waits for it instead. So a partner that moved money and then reads sees
+   * the movement (on this node), while the write path never waits for a projection.
+   */
+  noteWrite(scope: string, position: string | undefined): void {
+    if (!position) return;
+    const known = this.lastWrites.get(scope);
+    if (!known || comparePositions(known, position) < 0) this.lastWrites.set(scope, position);
+  }
+
+  /** Waits (bounded) until the named projections have passed the scope's last noted write. */
+  async readAfterWrites(scope: string, names: string[]): Promise<void> {
+    const position = this.lastWrites.get(scope);
+    if (!position) return;
+    await this.readYourWrites(position, names);
+    if (this.lastWrites.get(scope) === position && this.engine.passed(position, names)) this.lastWrites.delete(scope);
   }
 
   /** Waits (bounded) until the named projections have passed a position this request appended. */

@@ -49,8 +49,20 @@ export interface ProjectionStatus {
  * two nodes raced). A lease row keeps one owner per projection across nodes; a node that loses it
  * stops writing until the lease expires.
  */
+/**
+ * Told what this node's runner commits for some projections: the events of each committed batch
+ * (after the commit, before any read-your-writes wait resolves), and a reset whenever the runner may
+ * have missed some (a lease taken or lost, a checkpoint moved by someone else, a rebuild).
+ */
+export interface ProjectionObserver {
+  names: string[];
+  onEvents(events: RecordedEvent[]): void;
+  onReset(): void;
+}
+
 export class ProjectionEngine {
   private readonly progress = new EventEmitter();
+  private readonly observers: ProjectionObserver[] = [];
   private readonly positions = new Map<string, string>();
   private readonly owned = new Set<string>();
   private running = false;
@@ -99,6 +111,7 @@ export class ProjectionEngine {
     this.running = false;
     this.progress.emit('stop');
     await Promise.all(this.loops);
+    this.resetObservers(this.owned);
     for (const name of this.owned) {
       await this.sql
         .query(`UPDATE projection_checkpoints SET owner = NULL, lease_until = NULL WHERE name = $1 AND owner = $2`, [name, this.nodeId])
@@ -111,6 +124,25 @@ export class ProjectionEngine {
     const p = this.projections.find((x) => x.name === name);
     if (!p) throw new Error(`Unknown projection ${name}`);
     return p;
+  }
+
+  observe(observer: ProjectionObserver): void {
+    this.observers.push(observer);
+  }
+
+  /** True when this node's runner holds the projection's lease (it applies every event of it). */
+  owns(name: string): boolean {
+    return this.running && this.owned.has(name);
+  }
+
+  private resetObservers(names: Iterable<string>): void {
+    const touched = new Set(names);
+    for (const o of this.observers) if (o.names.some((n) => touched.has(n))) o.onReset();
+  }
+
+  /** True when every named projection has passed `position`, as far as this node knows. */
+  passed(position: string, names: string[]): boolean {
+    return names.every((n) => comparePositions(this.positions.get(n) ?? '', position) >= 0);
   }
 
   /**
@@ -235,11 +267,16 @@ export class ProjectionEngine {
       })
       .catch(async (error) => {
         if (!(error instanceof CheckpointMoved)) throw error;
+        this.resetObservers(projections.map((p) => p.name));
         const rows = await this.sql.query<{ name: string; position: string }>(`SELECT name, position FROM projection_checkpoints`);
         for (const r of rows) this.positions.set(r.name, r.position);
         return false;
       });
-    if (moved) for (const p of projections) this.positions.set(p.name, to);
+    if (moved) {
+      const names = new Set(projections.map((p) => p.name));
+      for (const o of this.observers) if (o.names.some((n) => names.has(n))) o.onEvents(events);
+      for (const p of projections) this.positions.set(p.name, to);
+    }
     this.progress.emit('progress');
   }
 
@@ -255,6 +292,8 @@ export class ProjectionEngine {
       // Newly taken over: start from the stored checkpoint, not what this node last knew.
       if (!this.owned.has(r.name)) this.positions.set(r.name, r.position);
     }
+    const changed = [...this.projections.map((p) => p.name)].filter((n) => now.has(n) !== this.owned.has(n));
+    if (changed.length > 0) this.resetObservers(changed);
     this.owned.clear();
     for (const name of now) this.owned.add(name);
   }
@@ -322,6 +361,7 @@ export class ProjectionEngine {
       for (const table of Object.values(tables)) await this.sql.query(`DROP TABLE IF EXISTS ${table}`).catch(() => {});
       throw error;
     }
+    this.resetObservers([p.name]);
     this.positions.set(p.name, position);
     this.progress.emit('progress');
     return { events: applied, position };

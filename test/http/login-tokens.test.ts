@@ -185,6 +185,11 @@ describe('identity: login codes and tokens over HTTP', () => {
       const other = await activeUser(app.http, acme);
       const session = await login(app.http, acme, other.email);
       expect((await profile(`Bearer ${session.accessToken}`)).status).to.equal(200);
+      // The second use is answered from the node's memory of the session (no query): the suspension
+      // below must still stop it at once.
+      const hits = app.tally.sessionGate.stats.hits;
+      expect((await profile(`Bearer ${session.accessToken}`)).status).to.equal(200);
+      expect(app.tally.sessionGate.stats.hits).to.equal(hits + 1);
       await app.http.post(`/admin/v1/users/${other.id}/suspend`).set(admin).send({});
       await expect401(`Bearer ${session.accessToken}`);
       await app.http.post(`/admin/v1/users/${other.id}/reinstate`).set(admin).send({});
@@ -231,6 +236,9 @@ describe('identity: login codes and tokens over HTTP', () => {
     it('logs out: the refresh token and the session’s access tokens stop working', async () => {
       const user = await activeUser(app.http, acme);
       const tokens = await login(app.http, acme, user.email);
+      // Used twice before the logout: the node remembers the session as active.
+      for (let i = 0; i < 2; i++)
+        expect((await app.http.get('/api/v1/auth/profile').set('Authorization', `Bearer ${tokens.accessToken}`)).status).to.equal(200);
       const out = await app.http.post('/api/v1/partner/auth/logout').set(acme.headers).send({ refreshToken: tokens.refreshToken });
       expect(out.status).to.equal(200);
       expect(out.body).to.deep.equal({ success: true, message: 'Logged out' });
@@ -244,6 +252,29 @@ describe('identity: login codes and tokens over HTTP', () => {
       const res = await app.http.post('/api/v1/partner/auth/login').set(acme.headers).send({});
       expect(res.status).to.equal(410);
       expect(res.body).to.deep.equal({ success: false, error: 'This endpoint is deprecated. Use /api/v1/partner/auth/send and /api/v1/partner/auth/verify' });
+    });
+  });
+  describe('two nodes on one database', () => {
+    it('stops a token at once on both nodes, whichever node suspends or logs out; only the projections’ owner answers from memory', async () => {
+      const second = await startTestApp({ databaseUrl: app.config.databaseUrl });
+      try {
+        const use = (node: typeof app, token: string) => node.http.get('/api/v1/auth/profile').set('Authorization', `Bearer ${token}`);
+        const user = await activeUser(app.http, acme);
+        const session = await login(app.http, acme, user.email);
+        const hitsOnSecond = second.tally.sessionGate.stats.hits;
+        for (const node of [app, second, app, second]) expect((await use(node, session.accessToken)).status).to.equal(200);
+        // The first node holds the projection leases; the second asks the database every time.
+        expect(second.tally.sessionGate.stats.hits).to.equal(hitsOnSecond);
+        await second.http.post(`/admin/v1/users/${user.id}/suspend`).set(admin).send({});
+        for (const node of [app, second]) expect((await use(node, session.accessToken)).status).to.equal(401);
+        await app.http.post(`/admin/v1/users/${user.id}/reinstate`).set(admin).send({});
+        for (const node of [app, second, app]) expect((await use(node, session.accessToken)).status).to.equal(200);
+        const out = await second.http.post('/api/v1/partner/auth/logout').set(acme.headers).send({ refreshToken: session.refreshToken });
+        expect(out.status).to.equal(200);
+        for (const node of [app, second]) expect((await use(node, session.accessToken)).status).to.equal(401);
+      } finally {
+        await second.close();
+      }
     });
   });
 });

@@ -64,7 +64,7 @@ function clusterOnUrl(adminUrl: string): TestCluster {
   };
 }
 
-export async function startTestCluster(options: { durable?: boolean } = {}): Promise<TestCluster> {
+export async function startTestCluster(options: { durable?: boolean; settings?: string[]; unixSocket?: boolean } = {}): Promise<TestCluster> {
   if (process.env.DATABASE_URL) return clusterOnUrl(process.env.DATABASE_URL);
   const bin = findPgBin();
   const dir = mkdtempSync(join(tmpdir(), 'tally-pg-'));
@@ -86,11 +86,16 @@ export async function startTestCluster(options: { durable?: boolean } = {}): Pro
     '-c shared_buffers=256MB',
     // Tests do not need durability; the benchmarks start their own cluster with durable commits.
     ...(options.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
+    ...(options.settings ?? []).map((s) => `-c ${s}`),
   ].join(' ');
   run('pg_ctl', ['-D', dataDir, '-o', settings, '-l', join(dir, 'log'), '-w', 'start']);
   const base = clusterOnUrl(`postgres://postgres@127.0.0.1:${port}/postgres`);
   return {
-    freshDatabase: base.freshDatabase,
+    async freshDatabase() {
+      const url = new URL(await base.freshDatabase());
+      // The same server through its Unix socket (in `dir`): no TCP stack on either side.
+      return options.unixSocket ? `postgres://postgres@${url.pathname}?host=${encodeURIComponent(dir)}&port=${port}` : url.toString();
+    },
     stop() {
       try {
         run('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);

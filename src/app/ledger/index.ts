@@ -2,7 +2,7 @@ import type { Tally } from '../tally';
 import { LedgerAccounts } from './accounts';
 import { Deposits } from './deposits';
 import { Payouts } from './payouts';
-import { LedgerReads } from './reads';
+import { LedgerReads, ledgerScope } from './reads';
 import { Transfers } from './transfers';
 
 export { type AccountRow, LedgerProviderFailure } from './accounts';
@@ -17,11 +17,16 @@ export class LedgerService {
   readonly payouts: Payouts;
   readonly reads: LedgerReads;
 
-  constructor(tally: Tally) {
+  constructor(private readonly tally: Tally) {
     this.accounts = new LedgerAccounts(tally);
     this.transfers = new Transfers(tally, this.accounts);
     this.deposits = new Deposits(tally, this.accounts);
     this.payouts = new Payouts(tally, this.accounts);
     this.reads = new LedgerReads(tally);
+  }
+
+  /** Before a read of the ledger read model: waits (bounded) for the partner's last transfers to be in it. */
+  async caughtUp(partnerId: string): Promise<void> {
+    await this.tally.readAfterWrites(ledgerScope(partnerId), ['ledger']);
   }
 }

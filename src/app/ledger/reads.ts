@@ -43,6 +43,9 @@ const toView = (r: TxnRow, withUpdated: boolean): TransactionView => ({
   ...(withUpdated ? { updated: r.updated } : {}),
 });
 
+/** The read-after-write scope of a partner's ledger (Tally.noteWrite). */
+export const ledgerScope = (partnerId: string) => `ledger:${partnerId}`;
+
 /** Transaction lists and single reads, from the ledger read model. */
 export class LedgerReads {
   constructor(private readonly tally: Tally) {}
@@ -87,6 +90,4 @@ export class LedgerReads {
     }
     return toView(row, true);
   }
-
-  /** A balance as it was at an instant, folded from the account's stream (not a read model). */
 }

@@ -8,7 +8,7 @@ import { KeyedBatcher } from '../batcher';
 import { type CommandContext, toNewEvents } from '../commands';
 import type { Tally } from '../tally';
 import { type LedgerAccounts, MAX_ATTEMPTS } from './accounts';
-import type { TransactionView } from './reads';
+import { ledgerScope, type TransactionView } from './reads';
 
 interface TransferRequest {
   user: { userId: string; partnerId: string };
@@ -49,8 +49,9 @@ export class Transfers {
       ids: { uuid, id, limits },
       ctx,
     });
-    // Outside the account's batch: the next debits need not wait for the read models.
-    await this.tally.readYourWrites(position, ['ledger']);
+    // The answer comes from the events, so nothing waits for the read model here: the partner's next
+    // ledger read does (Tally.noteWrite).
+    this.tally.noteWrite(ledgerScope(user.partnerId), position);
     return view;
   }
 

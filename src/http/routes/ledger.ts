@@ -118,7 +118,8 @@ export const ledgerRoutes = [
         schema: Type.Object({ items: Type.Array(Account), meta: Type.Object({ totalItems: Type.Integer(), currentPage: Type.Integer() }) }),
       },
     },
-    async handler({ tally, userId }) {
+    async handler({ tally, userId, partnerId }) {
+      await tally.ledger.caughtUp(partnerId);
       const items = await tally.ledger.accounts.accountsOf(userId);
       return { status: 200, body: { items, meta: { totalItems: items.length, currentPage: 1 } } };
     },
@@ -143,7 +144,8 @@ export const ledgerRoutes = [
     summary: 'Balances (credits and debits); with `at`, as they were at that instant, computed from the log.',
     query: BalanceQuery,
     responses: { 200: { description: 'Balances', schema: Type.Object({ items: Type.Array(Account), meta: PageMeta }) } },
-    async handler({ tally, userId, query }) {
+    async handler({ tally, userId, partnerId, query }) {
+      await tally.ledger.caughtUp(partnerId);
       let items = await tally.ledger.accounts.accountsOf(userId);
       if (query.at) {
         const at = new Date(query.at);
@@ -203,6 +205,7 @@ export const ledgerRoutes = [
     async handler(ctx) {
       const { tally, query } = ctx;
       const accountId = await tally.ledger.accounts.ownAccount(ctx.userId, ctx.partnerId, query.accountId);
+      await tally.ledger.caughtUp(ctx.partnerId);
       return { status: 200, body: await tally.ledger.reads.listTransactions(accountId, query) };
     },
   }),
@@ -216,6 +219,7 @@ export const ledgerRoutes = [
     responses: { 200: { description: 'The transaction', schema: Transaction } },
     async handler(ctx) {
       if (!UUID_RE.test(ctx.params.id)) throw new DomainError('not_found', 'Transaction not found');
+      await ctx.tally.ledger.caughtUp(ctx.partnerId);
       return { status: 200, body: await ctx.tally.ledger.reads.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
     },
   }),
