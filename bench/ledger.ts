@@ -28,6 +28,7 @@ import {
   percentile,
   printTable,
   probeFsync,
+  statementStats,
   type WalSnapshot,
   walSince,
   walSnapshot,
@@ -289,25 +290,8 @@ interface Around {
   append: { requests: number; batches: number } | undefined;
 }
 
-/** With BENCH_PG_SETTINGS=shared_preload_libraries=pg_stat_statements: the statements that took postgres' time. */
-async function statementStats(b: Bench, reset: boolean): Promise<string[]> {
-  if (!process.env.BENCH_PG_SETTINGS?.includes('pg_stat_statements')) return [];
-  await b.tally.sql.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-  if (reset) {
-    await b.tally.sql.query('SELECT pg_stat_statements_reset()');
-    return [];
-  }
-  const rows = await b.tally.sql.query<{ ms: string; calls: string; toplevel: boolean; query: string }>(
-    `SELECT round(total_exec_time)::text AS ms, calls::text, toplevel, regexp_replace(query, '\\s+', ' ', 'g') AS query
-       FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 15`,
-  );
-  return ['postgres statements by total time (pg_stat_statements; nested ones are inside their caller):'].concat(
-    rows.map((r) => `  ${r.ms.padStart(7)} ms ${r.calls.padStart(7)} calls ${r.toplevel ? 'top ' : 'nest'} ${r.query.slice(0, 150)}`),
-  );
-}
-
 async function before(b: Bench): Promise<Around> {
-  await statementStats(b, true);
+  await statementStats(b.tally.sql, true);
   const wal = b.pools.length ? await walSnapshot(b.pools) : undefined;
   b.timings.reset();
   return { cpu: cpuSnapshot(b.postmaster), wal, serverElu: performance.eventLoopUtilization(), clientElu: b.client.elu(), append: appendStats(b.tally) };
@@ -327,7 +311,7 @@ async function after(b: Bench, from: Around, ops: number): Promise<string[]> {
     const syncs = wal.walSyncs > 0 ? `${(ops / wal.walSyncs).toFixed(1)} transfers per WAL fsync` : 'no WAL fsync';
     lines.push(`WAL ${fmtInt(wal.bytes / Math.max(1, ops))} B/transfer, ${syncs}${groupCommit}`);
   } else if (groupCommit) lines.push(groupCommit.slice(2));
-  lines.push(...(await statementStats(b, false)));
+  lines.push(...(await statementStats(b.tally.sql, false)));
   return lines;
 }
 

@@ -3,7 +3,7 @@ import { PostgresEventStore } from '../src/eventstore/postgres';
 import type { PgSql } from '../src/eventstore/sql';
 import { allProjections } from '../src/projections';
 import { ProjectionEngine } from '../src/projections/runner';
-import { CallTimings, cpuSnapshot, describeCpu, fmtInt, fmtMs, percentile, timedStore } from './support';
+import { CallTimings, statementStats, cpuSnapshot, describeCpu, fmtInt, fmtMs, percentile, timedStore } from './support';
 
 const LOAD_CHUNK = 100_000;
 
@@ -66,6 +66,7 @@ export async function runRebuildBench(sql: PgSql, events: number, postmaster: st
   const engine = new ProjectionEngine(timedStore(store, timings), sql, allProjections);
   await engine.prepare();
   const batchMs: number[] = [];
+  await statementStats(sql, true);
   const cpuBefore = cpuSnapshot(postmaster);
   const start = performance.now();
   let last = start;
@@ -90,5 +91,6 @@ export async function runRebuildBench(sql: PgSql, events: number, postmaster: st
       `the rest is the set-based apply (one row read and one upsert per table per batch), the index build and the swap. rm_users rows: ${fmtInt(Number(rows?.n ?? 0))}`,
   );
   console.log(`      ${cpu.replace('CPU/op', 'CPU/event')}`);
+  for (const line of await statementStats(sql, false)) console.log(`      ${line}`);
   return { rate, events: result.events };
 }

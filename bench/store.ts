@@ -32,6 +32,7 @@ import {
  *   BENCH_REBUILD_EVENTS  events in the projection rebuild (default 1,000,000)
  *   BENCH_PARTS           which parts run, comma-separated (default raw,appends,commands,rebuild)
  *   APPEND_MAX_IN_FLIGHT, APPEND_MIN_CONCURRENT_BATCH  the store's group commit, as for the server
+ *   BENCH_PG_SETTINGS     extra settings of the throwaway cluster, `;`-separated
  */
 
 const POOL_SIZE = 24;
@@ -225,7 +226,7 @@ function printSummary(rebuild: { rate: number; events: number } | undefined): vo
 export async function runStoreBench(): Promise<void> {
   const seconds = envNumber('BENCH_SECONDS', 5);
   const rebuildEvents = envNumber('BENCH_REBUILD_EVENTS', 1_000_000, { integer: true });
-  const cluster = await startTestCluster({ durable: true });
+  const cluster = await startTestCluster({ durable: true, settings: process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean) });
   let stopped = false;
   const stopCluster = () => {
     if (stopped) return;

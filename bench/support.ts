@@ -4,7 +4,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { EventStore } from '../src/eventstore/port';
-import type { PgSql, SqlQueryable } from '../src/eventstore/sql';
+import type { PgSql, Sql, SqlQueryable } from '../src/eventstore/sql';
 
 /** A positive number (or 0 where allowed) from the environment, or the default when unset. */
 export function envNumber(name: string, fallback: number, options: { integer?: boolean; zero?: boolean } = {}): number {
@@ -236,4 +236,21 @@ export function printTable(headers: string[], rows: string[][]): void {
   console.log(line(headers));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const r of rows) console.log(line(r));
+}
+
+/** With BENCH_PG_SETTINGS=shared_preload_libraries=pg_stat_statements: the statements that took postgres' time. */
+export async function statementStats(sql: Sql, reset: boolean): Promise<string[]> {
+  if (!process.env.BENCH_PG_SETTINGS?.includes('pg_stat_statements')) return [];
+  await sql.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  if (reset) {
+    await sql.query('SELECT pg_stat_statements_reset()');
+    return [];
+  }
+  const rows = await sql.query<{ ms: string; calls: string; toplevel: boolean; query: string }>(
+    `SELECT round(total_exec_time)::text AS ms, calls::text, toplevel, regexp_replace(query, '\\s+', ' ', 'g') AS query
+       FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 15`,
+  );
+  return ['postgres statements by total time (pg_stat_statements; nested ones are inside their caller):'].concat(
+    rows.map((r) => `  ${r.ms.padStart(7)} ms ${r.calls.padStart(7)} calls ${r.toplevel ? 'top ' : 'nest'} ${r.query.slice(0, 150)}`),
+  );
 }

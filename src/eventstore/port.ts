@@ -78,6 +78,11 @@ export interface ReadAllOptions {
   fromPosition?: string;
   filter?: EventFilter;
   maxCount?: number;
+  /**
+   * Only what projections read: the events come with empty `metadata` ({}) and `hash` (''), which
+   * saves the store sending and the caller parsing them. An adapter may ignore it.
+   */
+  projectionOnly?: boolean;
 }
 
 export interface Subscription {

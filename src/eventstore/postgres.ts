@@ -24,20 +24,23 @@ import { runSubscription } from './subscription';
 const MAX_READ_BATCH = 1_000;
 
 interface EventRow {
-  position: string;
+  xid: string;
+  gp: string;
   stream_id: string;
   stream_revision: string;
   event_id: string;
   type: string;
   data: JsonObject;
-  metadata: EventMetadata;
-  recorded_at: string;
-  hash: string;
+  metadata?: EventMetadata;
+  /** Milliseconds since the epoch (truncated, as the ISO form shows them). */
+  recorded_ms: string;
+  hash?: string;
 }
 
-const EVENT_COLUMNS = `lpad(transaction_id::text, 20, '0') || ':' || lpad(global_position::text, 20, '0') AS position,
-  stream_id, stream_revision::text, event_id::text, type, data, metadata,
-  to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at, hash`;
+// Positions and instants are formatted here rather than in SQL: cheaper for the server on long reads.
+const BASE_COLUMNS = `transaction_id::text AS xid, global_position::text AS gp, stream_id, stream_revision::text, event_id::text, type, data,
+  floor(extract(epoch FROM recorded_at) * 1000)::int8::text AS recorded_ms`;
+const EVENT_COLUMNS = `${BASE_COLUMNS}, metadata, hash`;
 
 /** Only rows of transactions older than every running one: see postgres-schema.ts. */
 const VISIBLE = 'transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
@@ -47,12 +50,12 @@ function toRecorded(row: EventRow): RecordedEvent {
     id: row.event_id,
     stream: row.stream_id,
     revision: Number(row.stream_revision),
-    position: row.position,
+    position: `${row.xid.padStart(20, '0')}:${row.gp.padStart(20, '0')}`,
     type: row.type,
     data: row.data,
-    metadata: row.metadata,
-    recordedAt: row.recorded_at,
-    hash: row.hash,
+    metadata: row.metadata ?? {},
+    recordedAt: new Date(Number(row.recorded_ms)).toISOString(),
+    hash: row.hash ?? '',
   };
 }
 
@@ -392,7 +395,7 @@ export class PostgresEventStore implements EventStore {
     params.push(Math.min(options.maxCount ?? MAX_READ_BATCH, MAX_READ_BATCH * 10));
     const rows = await this.guard(() =>
       this.sql.query<EventRow>(
-        `SELECT ${EVENT_COLUMNS} FROM es_events WHERE ${conditions.join(' AND ')} ORDER BY transaction_id, global_position LIMIT $${params.length}`,
+        `SELECT ${options.projectionOnly ? BASE_COLUMNS : EVENT_COLUMNS} FROM es_events WHERE ${conditions.join(' AND ')} ORDER BY transaction_id, global_position LIMIT $${params.length}`,
         params,
       ),
     );

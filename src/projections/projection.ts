@@ -23,7 +23,29 @@ export interface Projection {
    */
   createTables(t: Tables, options?: { bulk?: boolean }): string;
   finishBulk?(t: Tables): string;
-  apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables): Promise<void>;
+  /** `memory`: given by a rebuild, which alone writes its new tables (see BuildMemory). */
+  apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables, memory?: BuildMemory): Promise<void>;
+}
+
+/**
+ * A rebuild writes tables that start empty and that nothing else writes, so every row in them is
+ * one it wrote: while it remembers all of them, it never needs to read a row back from the
+ * database. Bounded: past `limit` rows it forgets them all and reads rows back as usual.
+ */
+export class BuildMemory {
+  readonly rows = new Map<string, unknown>();
+  complete = true;
+
+  constructor(readonly limit: number) {}
+
+  remember(key: string, row: unknown): void {
+    if (!this.complete) return;
+    this.rows.set(key, row);
+    if (this.rows.size > this.limit) {
+      this.complete = false;
+      this.rows.clear();
+    }
+  }
 }
 
 export const liveTables = (p: Projection): Tables => Object.fromEntries(p.tables.map((name) => [name, name]));

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../eventstore/port';
 import type { SqlQueryable } from '../eventstore/sql';
-import type { Projection, Tables } from './projection';
+import type { BuildMemory, Projection, Tables } from './projection';
 
 /**
  * Set-based projections. A batch of events costs two statements per table, whatever its size: one
@@ -95,7 +95,7 @@ export function rowProjection(def: RowProjectionDef): Projection {
     // Secondary indexes are built once over the finished table: cheaper than maintaining them row by row.
     finishBulk: (t: Tables) =>
       tableNames.flatMap((base) => [`ALTER TABLE ${t[base]} SET LOGGED;`, ...indexesOf(t[base] ?? base, def.tables[base] as TableDef)]).join('\n'),
-    async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables) {
+    async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables, memory?: BuildMemory) {
       const wanted = new Map<string, Set<string>>(tableNames.map((base) => [base, new Set<string>()]));
       const fresh = new Set<string>();
       for (const e of events) {
@@ -111,7 +111,13 @@ export function rowProjection(def: RowProjectionDef): Projection {
         const tableDef = def.tables[base] as TableDef;
         const keys = [...(wanted.get(base) ?? [])];
         const rows = new Map<string, Row>();
-        if (keys.length > 0) {
+        if (memory?.complete) {
+          // Every row of these tables is remembered: one that is not does not exist.
+          for (const key of keys) {
+            const row = memory.rows.get(`${base}|${key}`) as Row | undefined;
+            if (row) rows.set(key, row);
+          }
+        } else if (keys.length > 0) {
           const keyType = tableDef.columns[tableDef.key]?.type ?? 'text';
           const columns = Object.entries(tableDef.columns).map(([c, d]) => selectExpression(c, d.type));
           const found = await tx.query<Record<string, unknown>>(`SELECT ${columns.join(', ')} FROM ${t[base]} WHERE ${tableDef.key} = ANY($1::${keyType}[])`, [
@@ -145,6 +151,7 @@ export function rowProjection(def: RowProjectionDef): Projection {
            ON CONFLICT (${tableDef.key}) DO ${updates.length ? `UPDATE SET ${updates.join(', ')}` : 'NOTHING'}`,
           [JSON.stringify(rows)],
         );
+        if (memory) for (const row of rows) memory.remember(`${base}|${String(row[tableDef.key])}`, row);
       }
     },
   };

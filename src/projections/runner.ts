@@ -3,10 +3,12 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { comparePositions, type EventStore, type RecordedEvent } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
-import { liveTables, type Projection, suffixedTables } from './projection';
+import { BuildMemory, liveTables, type Projection, suffixedTables } from './projection';
 
 const BATCH_SIZE = 500;
 const REBUILD_BATCH = 10_000;
+/** Rows a rebuild or verification keeps in memory instead of reading them back (BuildMemory). */
+const BUILD_MEMORY_ROWS = 1_000_000;
 const LAG_COUNT_LIMIT = 1_000;
 const POLL_INTERVAL_MS = 250;
 /**
@@ -68,6 +70,8 @@ export class ProjectionEngine {
   private running = false;
   private loops: Promise<void>[] = [];
   readonly nodeId = `node-${randomUUID()}`;
+  /** Rows a rebuild or verification remembers instead of reading them back (BuildMemory). */
+  buildMemoryRows = BUILD_MEMORY_ROWS;
 
   constructor(
     readonly store: EventStore,
@@ -185,7 +189,12 @@ export class ProjectionEngine {
       const row = rows.find((r) => r.name === p.name);
       const position = row?.position ?? '';
       // Counted by reading, so bounded: /readyz calls this and must stay cheap when far behind.
-      const pending = await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: LAG_COUNT_LIMIT });
+      const pending = await this.store.readAll({
+        fromPosition: position || undefined,
+        filter: { eventTypes: p.eventTypes },
+        maxCount: LAG_COUNT_LIMIT,
+        projectionOnly: true,
+      });
       result.push({
         name: p.name,
         position,
@@ -221,7 +230,7 @@ export class ProjectionEngine {
         const from = owned.map((p) => this.positions.get(p.name) ?? '').reduce((a, b) => (comparePositions(a, b) <= 0 ? a : b));
         const head = await this.store.headPosition();
         const types = [...new Set(owned.flatMap((p) => p.eventTypes))];
-        const events = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount: BATCH_SIZE });
+        const events = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount: BATCH_SIZE, projectionOnly: true });
         const last = events[events.length - 1]?.position ?? from;
         // A short read drained every visible event of these types: all of them up to `head` (read
         // before) are in it, so the checkpoints may move to the head, past events nobody here needs.
@@ -326,8 +335,10 @@ export class ProjectionEngine {
     });
     let position = '';
     let applied = 0;
+    const memory = new BuildMemory(this.buildMemoryRows);
     try {
-      const read = (from: string) => this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: p.eventTypes }, maxCount: REBUILD_BATCH });
+      const read = (from: string) =>
+        this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: p.eventTypes }, maxCount: REBUILD_BATCH, projectionOnly: true });
       let next = read(position);
       while (true) {
         const events = await next;
@@ -337,7 +348,7 @@ export class ProjectionEngine {
         // Tables nobody reads yet, UNLOGGED until finished: a crash here only loses the rebuild.
         await this.sql.transaction(async (tx) => {
           await tx.query('SET LOCAL synchronous_commit = off');
-          await p.apply(tx, events, tables);
+          await p.apply(tx, events, tables, memory);
         });
         position = events[events.length - 1]?.position ?? position;
         applied += events.length;
@@ -379,17 +390,18 @@ export class ProjectionEngine {
     await this.sql.transaction(async (tx) => {
       for (const statement of splitStatements(p.createTables(tables, { bulk: true }))) await tx.query(statement);
     });
+    const memory = new BuildMemory(this.buildMemoryRows);
     try {
       let position = '';
       for (let attempt = 0; attempt < 20; attempt++) {
         const [row] = await this.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = $1`, [p.name]);
         const target = row?.position ?? '';
         while (comparePositions(position, target) < 0) {
-          const events = (await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 5_000 })).filter(
-            (e) => comparePositions(e.position, target) <= 0,
-          );
+          const events = (
+            await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 5_000, projectionOnly: true })
+          ).filter((e) => comparePositions(e.position, target) <= 0);
           if (events.length === 0) break;
-          await this.sql.transaction((tx) => p.apply(tx, events, tables));
+          await this.sql.transaction((tx) => p.apply(tx, events, tables, memory));
           position = events[events.length - 1]?.position ?? position;
         }
         const result = await this.sql.transaction(async (tx) => {
