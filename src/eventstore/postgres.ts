@@ -277,7 +277,7 @@ export class PostgresEventStore implements EventStore {
     this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
     let rows: BatchRow[];
     try {
-      rows = await this.sql.query<BatchRow>(APPEND_BATCH, batchParams(batch));
+      rows = await this.sql.query<BatchRow>(APPEND_BATCH, batchParams(batch), 'tally_es_append_batch');
     } catch (error) {
       if (isConnectionError(error)) {
         for (const q of batch) q.reject(new StoreUnavailableError(error));
@@ -320,7 +320,7 @@ export class PostgresEventStore implements EventStore {
   private async appendAlone(q: QueuedAppend): Promise<BatchRow[]> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.sql.query<BatchRow>(APPEND_BATCH, batchParams([q]));
+        return await this.sql.query<BatchRow>(APPEND_BATCH, batchParams([q]), 'tally_es_append_batch');
       } catch (error) {
         if (isEventIdRace(error) && attempt < 1) continue;
         if (isConnectionError(error)) throw new StoreUnavailableError(error);

@@ -7,7 +7,11 @@ import pg from 'pg';
  * Values of type int8/numeric should be cast to text in SQL: the two drivers parse them differently.
  */
 export interface SqlQueryable {
-  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
+  /**
+   * `prepared`: a name for a hot statement, which the server driver then parses and plans once per
+   * connection (the same name must always go with the same text). PGlite ignores it.
+   */
+  query<Row = Record<string, unknown>>(text: string, params?: unknown[], prepared?: string): Promise<Row[]>;
 }
 
 export interface Sql extends SqlQueryable {
@@ -36,8 +40,8 @@ export class PgSql implements Sql {
     this.pool.on('error', () => {});
   }
 
-  async query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
-    const result = await this.pool.query(text, params as unknown[]);
+  async query<Row>(text: string, params?: unknown[], prepared?: string): Promise<Row[]> {
+    const result = prepared ? await this.pool.query({ name: prepared, text, values: params as unknown[] }) : await this.pool.query(text, params as unknown[]);
     return result.rows as Row[];
   }
 

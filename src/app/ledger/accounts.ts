@@ -7,7 +7,7 @@ import type { Tally } from '../tally';
 
 /** Appends retried after a concurrent write to the same stream. */
 export const MAX_ATTEMPTS = 8;
-const ID_BLOCK = 50;
+const ID_BLOCK = 200;
 const OWNERS_CACHE_MAX = 100_000;
 /** KYC limits change rarely (approval, expiry after a year); a few seconds of staleness is harmless. */
 const LIMITS_TTL_MS = 5_000;
@@ -101,20 +101,28 @@ export class LedgerAccounts {
       : { maxTransactionAmount: '0', dailyTransactionLimit: '0' };
   }
 
-  /** Ids come from the sequence a block at a time (unique, not gap-free: a restart skips the rest of a block). */
+  /**
+   * Ids come from the sequence a block at a time (unique, not gap-free: a restart skips the rest of a
+   * block). The next block is fetched when half of the current one is used, so requests rarely wait.
+   */
   async nextTransactionId(): Promise<number> {
-    while (this.idBlock.length === 0) {
-      this.idBlockLoading ??= this.tally.sql
-        .query<{ id: string }>(`SELECT nextval('transaction_id_seq')::text AS id FROM generate_series(1, ${ID_BLOCK})`)
-        .then((rows) => {
-          this.idBlock.push(...rows.map((r) => Number(r.id)).sort((a, b) => a - b));
-        })
-        .finally(() => {
-          this.idBlockLoading = undefined;
-        });
-      await this.idBlockLoading;
-    }
-    return this.idBlock.shift() as number;
+    while (this.idBlock.length === 0) await this.loadIdBlock();
+    const id = this.idBlock.shift() as number;
+    if (this.idBlock.length < ID_BLOCK / 2) this.loadIdBlock().catch(() => {});
+    return id;
+  }
+
+  private loadIdBlock(): Promise<void> {
+    this.idBlockLoading ??= this.tally.sql
+      .query<{ id: string }>(`SELECT nextval('transaction_id_seq')::text AS id FROM generate_series(1, ${ID_BLOCK})`)
+      .then((rows) => {
+        this.idBlock.push(...rows.map((r) => Number(r.id)));
+        this.idBlock.sort((a, b) => a - b);
+      })
+      .finally(() => {
+        this.idBlockLoading = undefined;
+      });
+    return this.idBlockLoading;
   }
 
   /** Debit and credit of two account streams and the transaction, in one atomic append. */
