@@ -2,7 +2,7 @@ import type { RecordedEvent } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
 import type { ProjectionEngine } from '../projections/runner';
 
-/** Most remembered sessions; past it, the oldest are forgotten (they are checked in SQL again). */
+/** Most remembered sessions; past it, all are forgotten (and checked in SQL again). */
 const MAX_ENTRIES = 100_000;
 /** A remembered "active" answer is checked in SQL again after this long, whatever happened. */
 const TTL_MS = 60_000;

@@ -7,8 +7,6 @@ import { BuildMemory, liveTables, type Projection, suffixedTables } from './proj
 
 const BATCH_SIZE = 500;
 const REBUILD_BATCH = 10_000;
-/** Rows a rebuild or verification keeps in memory instead of reading them back (BuildMemory). */
-const BUILD_MEMORY_ROWS = 1_000_000;
 const LAG_COUNT_LIMIT = 1_000;
 const POLL_INTERVAL_MS = 250;
 /**
@@ -46,12 +44,6 @@ export interface ProjectionStatus {
 }
 
 /**
- * Runs every projection: catch up, then follow the log. Each batch of read-model writes commits
- * in one transaction with the checkpoint, which it moves compare-and-set (exactly-once effect even if
- * two nodes raced). A lease row keeps one owner per projection across nodes; a node that loses it
- * stops writing until the lease expires.
- */
-/**
  * Told what this node's runner commits for some projections: the events of each committed batch
  * (after the commit, before any read-your-writes wait resolves), and a reset whenever the runner may
  * have missed some (a lease taken or lost, a checkpoint moved by someone else, a rebuild).
@@ -62,6 +54,12 @@ export interface ProjectionObserver {
   onReset(): void;
 }
 
+/**
+ * Runs every projection: catch up, then follow the log. Each batch of read-model writes commits
+ * in one transaction with the checkpoint, which it moves compare-and-set (exactly-once effect even if
+ * two nodes raced). A lease row keeps one owner per projection across nodes; a node that loses it
+ * stops writing until the lease expires.
+ */
 export class ProjectionEngine {
   private readonly progress = new EventEmitter();
   private readonly observers: ProjectionObserver[] = [];
@@ -71,7 +69,7 @@ export class ProjectionEngine {
   private loops: Promise<void>[] = [];
   readonly nodeId = `node-${randomUUID()}`;
   /** Rows a rebuild or verification remembers instead of reading them back (BuildMemory). */
-  buildMemoryRows = BUILD_MEMORY_ROWS;
+  buildMemoryRows = 1_000_000;
 
   constructor(
     readonly store: EventStore,
