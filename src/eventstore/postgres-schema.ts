@@ -57,8 +57,9 @@ CREATE INDEX IF NOT EXISTS es_events_visibility ON es_events (transaction_id, gl
 --             its last event. A retry whose event ids are all stored gets the stored result.
 --   failure:  one row with error = 'WRONG_EXPECTED_REVISION' (error_detail = {"stream","actual"})
 --             or 'EVENT_ID_CONFLICT' (some but not all of its ids are stored).
--- Anything else (e.g. a unique violation on event_id when another transaction raced us with the same
--- ids) raises and rolls the whole batch back; the adapter then retries the requests one at a time.
+-- Anything else (a unique violation when another transaction raced us with the same ids, or created
+-- one of our new streams first) raises and rolls the whole batch back; the adapter then retries the
+-- requests one at a time, and each finds what the other transaction wrote.
 --
 -- Gap safety is unchanged: every event of the batch carries this transaction's id and positions rise
 -- in batch order, so readers see the whole batch at once, after its commit, in a stable order.
@@ -95,7 +96,7 @@ DECLARE
   revs         bigint[];
   hashes       text[];
   touched      boolean[] := array_fill(false, ARRAY[n_streams]);
-  created      text[];
+  existed      boolean[];
   -- Events stored before this batch that carry one of the batch's ids.
   st_id        uuid[];
   st_stream    text[];
@@ -135,30 +136,18 @@ BEGIN
     RAISE EXCEPTION 'es_append_batch: array lengths do not match';
   END IF;
 
-  -- Lock every stream of the batch, in name order, so that batches (of this node or others) and
-  -- es_append calls never wait on each other in a cycle. A stream that does not exist yet gets a
-  -- placeholder row (revision -1): until we commit, a concurrent creator waits on it (ON CONFLICT),
-  -- so a row we create is ours alone and needs no row lock.
-  WITH ins AS (
-    INSERT INTO es_streams (stream_id, revision, last_hash)
-    SELECT n.name, -1, genesis FROM unnest(streams) n(name) ORDER BY n.name
-    ON CONFLICT (stream_id) DO NOTHING
-    RETURNING es_streams.stream_id)
-  SELECT coalesce(array_agg(ins.stream_id), '{}') INTO created FROM ins;
-
-  IF cardinality(created) = n_streams THEN
-    revs := array_fill(-1::bigint, ARRAY[n_streams]);
-    hashes := array_fill(genesis, ARRAY[n_streams]);
-  ELSE
-    -- A separate statement, so its snapshot is taken after the INSERT above has waited out any
-    -- concurrent creator. FOR UPDATE waits for the current holder and returns the newest row version.
-    SELECT array_agg(coalesce(l.revision, -1) ORDER BY n.i), array_agg(coalesce(l.last_hash, genesis) ORDER BY n.i)
-      INTO revs, hashes
-      FROM unnest(streams) WITH ORDINALITY n(name, i)
-      LEFT JOIN (SELECT x.stream_id, x.revision, x.last_hash FROM es_streams x
-                  WHERE x.stream_id = ANY(streams) AND x.stream_id <> ALL(created)
-                  ORDER BY x.stream_id FOR UPDATE) l ON l.stream_id = n.name;
-  END IF;
+  -- Lock every existing stream of the batch, in name order, so that batches (of this node or others)
+  -- and es_append calls never wait on each other in a cycle. FOR UPDATE waits for the current holder
+  -- and returns the newest row version. A stream not found is new: its row is inserted at the end
+  -- with its final revision and hash (one write). Should another transaction create the same stream
+  -- meanwhile, that INSERT fails with a unique violation on es_streams_pkey and the whole batch rolls
+  -- back; the adapter then retries its requests one at a time, and the retry finds the stream.
+  SELECT array_agg(coalesce(l.revision, -1) ORDER BY n.i), array_agg(coalesce(l.last_hash, genesis) ORDER BY n.i),
+         array_agg(l.stream_id IS NOT NULL ORDER BY n.i)
+    INTO revs, hashes, existed
+    FROM unnest(streams) WITH ORDINALITY n(name, i)
+    LEFT JOIN (SELECT x.stream_id, x.revision, x.last_hash FROM es_streams x
+                WHERE x.stream_id = ANY(streams) ORDER BY x.stream_id FOR UPDATE) l ON l.stream_id = n.name;
 
   -- One probe for the whole batch, after the locks: whoever wrote these ids to our streams has
   -- committed by now, so its events are visible to this statement's snapshot.
@@ -267,18 +256,17 @@ BEGIN
     RAISE EXCEPTION 'es_append_batch: app_count does not add up to the events';
   END IF;
 
-  -- Placeholders of streams that stayed empty (all their requests failed): as if never created.
-  IF -1 = ANY(revs) THEN
-    DELETE FROM es_streams x USING unnest(streams, revs) u(name, rev)
-     WHERE x.stream_id = ANY(created) AND x.stream_id = u.name AND u.rev = -1;
-  END IF;
-
-  -- One statement moves each touched stream once and writes every planned event, in batch order.
+  -- New streams first, in name order (so that two batches creating the same streams cannot wait on
+  -- each other in a cycle); then one statement moves each touched existing stream once and writes
+  -- every planned event, in batch order.
   IF xid_text IS NOT NULL THEN
+    INSERT INTO es_streams (stream_id, revision, last_hash)
+    SELECT u.name, u.rev, u.hash FROM unnest(streams, revs, hashes, touched, existed) u(name, rev, hash, touched, existed)
+     WHERE u.touched AND NOT u.existed ORDER BY u.name;
     WITH moved AS (
       UPDATE es_streams x SET revision = u.rev, last_hash = u.hash
-        FROM unnest(streams, revs, hashes, touched) u(name, rev, hash, touched)
-       WHERE x.stream_id = ANY(streams) AND x.stream_id = u.name AND u.touched)
+        FROM unnest(streams, revs, hashes, touched, existed) u(name, rev, hash, touched, existed)
+       WHERE x.stream_id = ANY(streams) AND x.stream_id = u.name AND u.touched AND u.existed)
     INSERT INTO es_events (global_position, stream_id, stream_revision, event_id, type, data, metadata, hash)
     SELECT w.gp, w.s, w.rev, w.id, w.type, w.data, w.meta, w.hash
       FROM unnest(w_gp, w_stream, w_rev, ev_id, ev_type, ev_data, ev_meta, w_hash) w(gp, s, rev, id, type, data, meta, hash)

@@ -180,9 +180,13 @@ function batchParams(batch: QueuedAppend[]): unknown[] {
 }
 
 /** Another transaction stored one of the ids after our probe: the unique index caught it. */
+/**
+ * Another transaction stored one of the batch's event ids, or created one of its new streams, after
+ * the batch looked: retried alone, a request then finds what the other one wrote.
+ */
 function isEventIdRace(error: unknown): boolean {
   const e = error as { code?: string; constraint?: string };
-  return e?.code === '23505' && e.constraint === 'es_events_event_id';
+  return e?.code === '23505' && ['es_events_event_id', 'es_streams_pkey', 'es_events_stream_revision'].includes(e.constraint ?? '');
 }
 
 export class PostgresEventStore implements EventStore {

@@ -207,6 +207,42 @@ for (const target of targets) {
       }
     });
 
+    // PGlite serves one connection: there is no second node to race with.
+    if (target.name === 'postgres server')
+      it('lets two nodes that create the same new streams at once end as if one came after the other', async () => {
+        const shared = await target.open();
+        const otherSql = new PgSql(shared.url as string);
+        const other = new PostgresEventStore(otherSql);
+        try {
+          const exclusive = Array.from({ length: 16 }, () => uniqueStream('race'));
+          const shared2 = Array.from({ length: 16 }, () => uniqueStream('race'));
+          const nodes = [shared.store, other];
+          const outcomes = await Promise.allSettled([
+            ...exclusive.flatMap((s) => nodes.map((n) => n.append(s, [ev()], 'no_stream'))),
+            ...shared2.flatMap((s) => nodes.map((n) => n.append(s, [ev()], 'any'))),
+          ]);
+          exclusive.forEach((s, i) => {
+            const pair = outcomes.slice(2 * i, 2 * i + 2);
+            expect(
+              pair.filter((o) => o.status === 'fulfilled'),
+              s,
+            ).to.have.length(1);
+            for (const o of pair) if (o.status === 'rejected') expect(o.reason).to.be.instanceOf(WrongExpectedRevisionError);
+          });
+          for (const [i, s] of shared2.entries()) {
+            const pair = outcomes.slice(2 * exclusive.length + 2 * i, 2 * exclusive.length + 2 * i + 2);
+            expect(pair.map((o) => fulfilled(o).nextRevision).sort()).to.deep.equal([0, 1]);
+            expect(await shared.store.readStream(s)).to.have.length(2);
+          }
+          await expectChainsVerify(shared.store, [...exclusive, ...shared2]);
+          // The race did happen: a batch met a stream the other node created first, and went request by request.
+        expect(shared.store.stats.fallbacks + other.stats.fallbacks).to.be.greaterThan(0);
+        } finally {
+          await otherSql.close();
+          await shared.close();
+        }
+      });
+
     it('never lets two concurrent requests win the same revision (default batches in flight)', async () => {
       const streams = Array.from({ length: 4 }, () => uniqueStream());
       await Promise.all(streams.map((s) => store.append(s, [ev()], 'no_stream')));
