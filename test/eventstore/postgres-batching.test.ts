@@ -236,7 +236,7 @@ for (const target of targets) {
           }
           await expectChainsVerify(shared.store, [...exclusive, ...shared2]);
           // The race did happen: a batch met a stream the other node created first, and went request by request.
-        expect(shared.store.stats.fallbacks + other.stats.fallbacks).to.be.greaterThan(0);
+          expect(shared.store.stats.fallbacks + other.stats.fallbacks).to.be.greaterThan(0);
         } finally {
           await otherSql.close();
           await shared.close();
