@@ -7,6 +7,8 @@ export const TOKEN_ISSUER = 'tally';
 export const TOKEN_AUDIENCE = 'tally-partner-api';
 /** Pinned: a token naming any other algorithm (including `none`) is refused. */
 const ALGORITHM = 'HS256' as const;
+const VERIFIED_MAX = 50_000;
+const VERIFIED_TTL_MS = 60_000;
 
 export interface AccessClaims {
   userId: string;
@@ -17,6 +19,12 @@ export interface AccessClaims {
 export class TokenService {
   /** Key objects made once: given a string, jsonwebtoken first tries it as a public key on every call. */
   private readonly keyObjects: Map<string, KeyObject>;
+  /**
+   * Tokens already verified, by their exact text (signature included), until they expire or for a
+   * minute at most: a client sends the same token on every request, and the keys are fixed for the
+   * life of the process, so the same text gets the same answer without parsing and hashing it again.
+   */
+  private readonly verified = new Map<string, { claims: AccessClaims; until: number }>();
 
   constructor(private readonly keys: ServiceKeys) {
     this.keyObjects = new Map(keys.signing.map((k) => [k.kid, createSecretKey(Buffer.from(k.secret, 'utf8'))]));
@@ -37,6 +45,20 @@ export class TokenService {
 
   /** The claims of a valid token, or null (unknown kid, bad signature, expired, wrong alg/iss/aud). */
   verifyAccessToken(token: string): AccessClaims | null {
+    const known = this.verified.get(token);
+    if (known) {
+      if (known.until > Date.now()) return known.claims;
+      this.verified.delete(token);
+    }
+    const claims = this.verifyAnew(token);
+    if (claims) {
+      if (this.verified.size >= VERIFIED_MAX) this.verified.clear();
+      this.verified.set(token, claims);
+    }
+    return claims?.claims ?? null;
+  }
+
+  private verifyAnew(token: string): { claims: AccessClaims; until: number } | null {
     if (token.length > 4096) return null;
     const decoded = jwt.decode(token, { complete: true });
     if (!decoded || typeof decoded === 'string' || decoded.header.alg !== ALGORITHM) return null;
@@ -45,7 +67,11 @@ export class TokenService {
     try {
       const payload = jwt.verify(token, key, { algorithms: [ALGORITHM], issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE }) as jwt.JwtPayload;
       if (typeof payload.sub !== 'string' || typeof payload.pid !== 'string' || typeof payload.sid !== 'string') return null;
-      return { userId: payload.sub, partnerId: payload.pid, sessionId: payload.sid };
+      if (typeof payload.exp !== 'number') return null;
+      return {
+        claims: { userId: payload.sub, partnerId: payload.pid, sessionId: payload.sid },
+        until: Math.min(payload.exp * 1000, Date.now() + VERIFIED_TTL_MS),
+      };
     } catch {
       // Expired, tampered or malformed: all the same 401 to the caller.
       return null;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /** RFC 4122 version 5 (name-based, SHA-1) UUID: the same name always gives the same id. */
 export function uuidV5(name: string, namespace = TALLY_NAMESPACE): string {
-  const ns = Buffer.from(namespace.replace(/-/g, ''), 'hex');
+  const ns = namespace === TALLY_NAMESPACE ? TALLY_NAMESPACE_BYTES : Buffer.from(namespace.replace(/-/g, ''), 'hex');
   const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
   hash[6] = ((hash[6] ?? 0) & 0x0f) | 0x50;
   hash[8] = ((hash[8] ?? 0) & 0x3f) | 0x80;
@@ -11,6 +11,7 @@ export function uuidV5(name: string, namespace = TALLY_NAMESPACE): string {
 }
 
 export const TALLY_NAMESPACE = '6f1c3e52-8a4b-4d2e-9b7a-5c0d1e2f3a4b';
+const TALLY_NAMESPACE_BYTES = Buffer.from(TALLY_NAMESPACE.replace(/-/g, ''), 'hex');
 
 /** Event ids derived from the command: a retried command appends the same ids, which the store ignores. */
 export function eventIdFor(commandId: string, stream: string, index: number): string {

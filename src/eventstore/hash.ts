@@ -18,11 +18,21 @@ export function canonicalJson(value: unknown): string {
     if (value === undefined) return 'null';
     return JSON.stringify(value);
   }
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + canonicalJson(value[i]);
+    return `${out}]`;
+  }
+  const object = value as Record<string, unknown>;
+  // The default sort orders by UTF-16 code units, as a < b does. Undefined members are left out.
+  const keys = Object.keys(object).sort();
+  let out = '{';
+  for (const key of keys) {
+    const member = object[key];
+    if (member === undefined) continue;
+    out += `${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${canonicalJson(member)}`;
+  }
+  return `${out}}`;
 }
 
 export function sha256Hex(text: string): string {

@@ -1,0 +1,29 @@
+import { expect } from 'chai';
+import { canonicalJson, eventDigest } from '../../src/eventstore/hash';
+
+/**
+ * The hash chain's definition must never drift: stored chains are verified against it. These texts
+ * and this digest were produced by the first implementation and must stay exactly the same.
+ */
+describe('hash chain definition (golden values)', () => {
+  it('writes canonical JSON with sorted keys, undefined members left out, arrays in order', () => {
+    expect(canonicalJson({ b: 1, a: [true, null, 'x', { z: undefined, y: 2.5 }], é: 'ü', A: { nested: { k: '0.10000000' } }, u: undefined })).to.equal(
+      '{"A":{"nested":{"k":"0.10000000"}},"a":[true,null,"x",{"y":2.5}],"b":1,"é":"ü"}',
+    );
+    expect(canonicalJson([])).to.equal('[]');
+    expect(canonicalJson({})).to.equal('{}');
+    expect(canonicalJson('text "quoted"\n')).to.equal('"text \\"quoted\\"\\n"');
+    expect(canonicalJson([undefined, 42, null])).to.equal('[null,42,null]');
+  });
+
+  it('digests an event as it always did (stream, lower-cased id, type, data, metadata)', () => {
+    const digest = eventDigest({
+      stream: 'account-7',
+      id: 'AB9C5C2E-7F1A-4B8E-9F3D-2C6E8A1B0D4F',
+      type: 'AccountDebited',
+      data: { amount: '0.01', reason: 'transfer', transactionId: 't' },
+      metadata: { correlationId: 'c', actor: { kind: 'user', id: 'u' } },
+    });
+    expect(digest).to.equal('e287a77a6ca67f099bd2a060534d727c124ddf76e9297e5daef08082e11842d2');
+  });
+});
