@@ -89,6 +89,8 @@ export function createApp(tally: Tally): express.Express {
   const ipLimiter = new RateLimiter(tally.config.rateLimit.ipRps);
   const userLimiter = new RateLimiter(tally.config.rateLimit.userRps);
   app.disable('x-powered-by');
+  // No ETag: every answer is computed fresh from the read models, and hashing each body costs time.
+  app.set('etag', false);
   app.set('trust proxy', false);
   app.locals.openapi = openapi;
   app.locals.docs = renderDocs(openapi);
