@@ -169,12 +169,14 @@ export class ProjectionEngine {
         for (const r of rows) this.positions.set(r.name, r.position);
       }
       await new Promise<void>((resolve) => {
+        const progress = this.progress;
         const timer = setTimeout(done, Math.min(remaining, notOwned.length > 0 ? 25 : 1_000));
         function done() {
           clearTimeout(timer);
+          progress.off('progress', done);
           resolve();
         }
-        this.progress.once('progress', done);
+        progress.once('progress', done);
       });
     }
   }
