@@ -134,7 +134,13 @@ export function createApp(tally: Tally): express.Express {
       for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
       if (reply.contentType) res.status(reply.status).type(reply.contentType).send(reply.body);
       else if (reply.body === undefined) res.status(reply.status).end();
-      else res.status(reply.status).json(reply.body);
+      else {
+        // What res.json sends (no ETag, no freshness check: answers are computed fresh), without its
+        // per-call work; Node adds the Content-Length of a body given whole to end().
+        res.statusCode = reply.status;
+        res.setHeader('Content-Type', 'application/json; charset=utf-8');
+        res.end(JSON.stringify(reply.body));
+      }
     });
   }
 
