@@ -260,9 +260,11 @@ BEGIN
   -- each other in a cycle); then one statement moves each touched existing stream once and writes
   -- every planned event, in batch order.
   IF xid_text IS NOT NULL THEN
-    INSERT INTO es_streams (stream_id, revision, last_hash)
-    SELECT u.name, u.rev, u.hash FROM unnest(streams, revs, hashes, touched, existed) u(name, rev, hash, touched, existed)
-     WHERE u.touched AND NOT u.existed ORDER BY u.name;
+    IF false = ANY(existed) THEN
+      INSERT INTO es_streams (stream_id, revision, last_hash)
+      SELECT u.name, u.rev, u.hash FROM unnest(streams, revs, hashes, touched, existed) u(name, rev, hash, touched, existed)
+       WHERE u.touched AND NOT u.existed ORDER BY u.name;
+    END IF;
     WITH moved AS (
       UPDATE es_streams x SET revision = u.rev, last_hash = u.hash
         FROM unnest(streams, revs, hashes, touched, existed) u(name, rev, hash, touched, existed)
