@@ -149,8 +149,10 @@ BEGIN
     LEFT JOIN (SELECT x.stream_id, x.revision, x.last_hash FROM es_streams x
                 WHERE x.stream_id = ANY(streams) ORDER BY x.stream_id FOR UPDATE) l ON l.stream_id = n.name;
 
-  -- One probe for the whole batch, after the locks: whoever wrote these ids to our streams has
-  -- committed by now, so its events are visible to this statement's snapshot.
+  -- One probe for the whole batch, after the locks: whoever wrote these ids to our existing streams
+  -- has committed by now, so its events are visible to this statement's snapshot. (A writer of the
+  -- same ids to a stream that is new for us may not have: then our INSERT meets its row or its ids,
+  -- fails with a unique violation, and the adapter's one-by-one retry finds its events.)
   SELECT array_agg(x.event_id), array_agg(x.stream_id), array_agg(x.stream_revision),
          array_agg(lpad(x.transaction_id::text, 20, '0') || ':' || lpad(x.global_position::text, 20, '0')),
          (SELECT count(DISTINCT i) < count(*) FROM unnest(ev_id) i)
