@@ -25,6 +25,12 @@ export interface Projection {
   finishBulk?(t: Tables): string;
   /** `memory`: given by a rebuild, which alone writes its new tables (see BuildMemory). */
   apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables, memory?: BuildMemory): Promise<void>;
+  /**
+   * For a rebuild whose memory holds every row: folds the batch without the database and returns
+   * its writes, so that the next batch can be folded while these are written. Null when the memory
+   * no longer holds every row (then `apply`).
+   */
+  prepareBulk?(events: RecordedEvent[], t: Tables, memory: BuildMemory): Promise<((tx: SqlQueryable) => Promise<void>) | null>;
 }
 
 /**

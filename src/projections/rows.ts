@@ -13,6 +13,12 @@ import type { BuildMemory, Projection, Tables } from './projection';
  */
 export type Row = Record<string, string | number | boolean | null | object>;
 
+/** A folded batch: the rows it changed, and the rows it found (that existed before it), per table. */
+interface Planned {
+  dirty: Map<string, Map<string, Row>>;
+  loaded: Map<string, Map<string, Row>>;
+}
+
 export type ColumnType = 'uuid' | 'text' | 'boolean' | 'bigint' | 'integer' | 'timestamptz' | 'numeric' | 'jsonb';
 
 export interface TableDef {
@@ -86,6 +92,120 @@ function normalize(row: Record<string, unknown>, def: TableDef): Row {
 
 export function rowProjection(def: RowProjectionDef): Projection {
   const tableNames = Object.keys(def.tables);
+
+  /**
+   * Folds a batch: the rows it touches (from `memory` when it holds every row, else read through
+   * `tx`), changed by each event in order. Returns the changed rows per table.
+   */
+  async function plan(events: RecordedEvent[], t: Tables, memory: BuildMemory | undefined, tx?: SqlQueryable): Promise<Planned> {
+    const wanted = new Map<string, Set<string>>(tableNames.map((base) => [base, new Set<string>()]));
+    const fresh = new Set<string>();
+    // From a complete memory every lookup is free, so every touched row is looked up there.
+    const skipCreated = !memory?.complete;
+    for (const e of events) {
+      for (const { table, key } of def.touches(e)) {
+        const id = `${table}|${key}`;
+        if (wanted.get(table)?.has(String(key)) || fresh.has(id)) continue;
+        if (skipCreated && def.creates?.includes(e.type)) fresh.add(id);
+        else wanted.get(table)?.add(String(key));
+      }
+    }
+    const loaded = new Map<string, Map<string, Row>>();
+    for (const base of tableNames) {
+      const tableDef = def.tables[base] as TableDef;
+      const keys = [...(wanted.get(base) ?? [])];
+      const rows = new Map<string, Row>();
+      if (memory?.complete) {
+        // Every row of these tables is remembered: one that is not does not exist.
+        for (const key of keys) {
+          const row = memory.rows.get(`${base}|${key}`) as Row | undefined;
+          if (row) rows.set(key, row);
+        }
+      } else if (keys.length > 0) {
+        if (!tx) throw new Error(`Projection ${def.name}: rows to read and no transaction`);
+        const keyType = tableDef.columns[tableDef.key]?.type ?? 'text';
+        const columns = Object.entries(tableDef.columns).map(([c, d]) => selectExpression(c, d.type));
+        const found = await tx.query<Record<string, unknown>>(`SELECT ${columns.join(', ')} FROM ${t[base]} WHERE ${tableDef.key} = ANY($1::${keyType}[])`, [
+          keys,
+        ]);
+        for (const r of found) rows.set(String(r[tableDef.key]), normalize(r, tableDef));
+      }
+      loaded.set(base, rows);
+    }
+    const dirty = new Map<string, Map<string, Row>>(tableNames.map((base) => [base, new Map<string, Row>()]));
+    const store: RowStore = {
+      get: (table, key) => dirty.get(table)?.get(String(key)) ?? loaded.get(table)?.get(String(key)),
+      put: (table, row) => {
+        const tableDef = def.tables[table];
+        if (!tableDef) throw new Error(`Projection ${def.name} has no table ${table}`);
+        dirty.get(table)?.set(String(row[tableDef.key]), row);
+      },
+    };
+    for (const e of events) def.apply(store, e);
+    return { dirty, loaded };
+  }
+
+  /**
+   * A rebuild's writes, when it knows which rows exist (all of them are in its memory): new rows by
+   * a plain INSERT, changed ones by an upsert, each column sent as one typed array (cheaper for the
+   * server to take in than one JSON document).
+   */
+  async function writeBulk(tx: SqlQueryable, { dirty, loaded }: Planned, t: Tables): Promise<void> {
+    for (const base of tableNames) {
+      const rows = [...(dirty.get(base)?.values() ?? [])];
+      if (rows.length === 0) continue;
+      const tableDef = def.tables[base] as TableDef;
+      const existed = loaded.get(base) ?? new Map<string, Row>();
+      const columns = Object.keys(tableDef.columns);
+      const casts = columns.map((c, i) => `$${i + 1}::${tableDef.columns[c]?.type ?? 'text'}[]`).join(', ');
+      const arrays = (list: Row[]) =>
+        columns.map((c) => {
+          const json = tableDef.columns[c]?.type === 'jsonb';
+          return list.map((r) => {
+            const v = r[c];
+            if (v === null || v === undefined) return null;
+            return json ? JSON.stringify(v) : String(v);
+          });
+        });
+      const fresh = rows.filter((r) => !existed.has(String(r[tableDef.key])));
+      const changed = rows.filter((r) => existed.has(String(r[tableDef.key])));
+      if (fresh.length > 0) await tx.query(`INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT * FROM unnest(${casts})`, arrays(fresh));
+      // Changed rows by an upsert as well: an UPDATE ... FROM unnest() measured a third slower here.
+      const updates = columns.filter((c) => c !== tableDef.key).map((c) => `${c} = EXCLUDED.${c}`);
+      if (changed.length > 0) {
+        await tx.query(
+          `INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT * FROM unnest(${casts})
+           ON CONFLICT (${tableDef.key}) DO ${updates.length ? `UPDATE SET ${updates.join(', ')}` : 'NOTHING'}`,
+          arrays(changed),
+        );
+      }
+    }
+  }
+
+  /** One upsert per table of the changed rows. */
+  async function write(tx: SqlQueryable, dirty: Map<string, Map<string, Row>>, t: Tables): Promise<void> {
+    for (const base of tableNames) {
+      const rows = [...(dirty.get(base)?.values() ?? [])];
+      if (rows.length === 0) continue;
+      const tableDef = def.tables[base] as TableDef;
+      const columns = Object.keys(tableDef.columns);
+      const recordset = Object.entries(tableDef.columns)
+        .map(([c, d]) => `${c} ${d.type === 'numeric' ? 'numeric' : d.type}`)
+        .join(', ');
+      const updates = columns.filter((c) => c !== tableDef.key).map((c) => `${c} = EXCLUDED.${c}`);
+      await tx.query(
+        `INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT ${columns.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS x(${recordset})
+         ON CONFLICT (${tableDef.key}) DO ${updates.length ? `UPDATE SET ${updates.join(', ')}` : 'NOTHING'}`,
+        [JSON.stringify(rows)],
+      );
+    }
+  }
+
+  function remember(dirty: Map<string, Map<string, Row>>, memory: BuildMemory | undefined): void {
+    if (!memory) return;
+    for (const [base, rows] of dirty) for (const [key, row] of rows) memory.remember(`${base}|${key}`, row);
+  }
+
   return {
     name: def.name,
     version: def.version,
@@ -96,63 +216,15 @@ export function rowProjection(def: RowProjectionDef): Projection {
     finishBulk: (t: Tables) =>
       tableNames.flatMap((base) => [`ALTER TABLE ${t[base]} SET LOGGED;`, ...indexesOf(t[base] ?? base, def.tables[base] as TableDef)]).join('\n'),
     async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables, memory?: BuildMemory) {
-      const wanted = new Map<string, Set<string>>(tableNames.map((base) => [base, new Set<string>()]));
-      const fresh = new Set<string>();
-      for (const e of events) {
-        for (const { table, key } of def.touches(e)) {
-          const id = `${table}|${key}`;
-          if (wanted.get(table)?.has(String(key)) || fresh.has(id)) continue;
-          if (def.creates?.includes(e.type)) fresh.add(id);
-          else wanted.get(table)?.add(String(key));
-        }
-      }
-      const loaded = new Map<string, Map<string, Row>>();
-      for (const base of tableNames) {
-        const tableDef = def.tables[base] as TableDef;
-        const keys = [...(wanted.get(base) ?? [])];
-        const rows = new Map<string, Row>();
-        if (memory?.complete) {
-          // Every row of these tables is remembered: one that is not does not exist.
-          for (const key of keys) {
-            const row = memory.rows.get(`${base}|${key}`) as Row | undefined;
-            if (row) rows.set(key, row);
-          }
-        } else if (keys.length > 0) {
-          const keyType = tableDef.columns[tableDef.key]?.type ?? 'text';
-          const columns = Object.entries(tableDef.columns).map(([c, d]) => selectExpression(c, d.type));
-          const found = await tx.query<Record<string, unknown>>(`SELECT ${columns.join(', ')} FROM ${t[base]} WHERE ${tableDef.key} = ANY($1::${keyType}[])`, [
-            keys,
-          ]);
-          for (const r of found) rows.set(String(r[tableDef.key]), normalize(r, tableDef));
-        }
-        loaded.set(base, rows);
-      }
-      const dirty = new Map<string, Map<string, Row>>(tableNames.map((base) => [base, new Map<string, Row>()]));
-      const store: RowStore = {
-        get: (table, key) => dirty.get(table)?.get(String(key)) ?? loaded.get(table)?.get(String(key)),
-        put: (table, row) => {
-          const tableDef = def.tables[table];
-          if (!tableDef) throw new Error(`Projection ${def.name} has no table ${table}`);
-          dirty.get(table)?.set(String(row[tableDef.key]), row);
-        },
-      };
-      for (const e of events) def.apply(store, e);
-      for (const base of tableNames) {
-        const rows = [...(dirty.get(base)?.values() ?? [])];
-        if (rows.length === 0) continue;
-        const tableDef = def.tables[base] as TableDef;
-        const columns = Object.keys(tableDef.columns);
-        const recordset = Object.entries(tableDef.columns)
-          .map(([c, d]) => `${c} ${d.type === 'numeric' ? 'numeric' : d.type}`)
-          .join(', ');
-        const updates = columns.filter((c) => c !== tableDef.key).map((c) => `${c} = EXCLUDED.${c}`);
-        await tx.query(
-          `INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT ${columns.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS x(${recordset})
-           ON CONFLICT (${tableDef.key}) DO ${updates.length ? `UPDATE SET ${updates.join(', ')}` : 'NOTHING'}`,
-          [JSON.stringify(rows)],
-        );
-        if (memory) for (const row of rows) memory.remember(`${base}|${String(row[tableDef.key])}`, row);
-      }
+      const { dirty } = await plan(events, t, memory, tx);
+      await write(tx, dirty, t);
+      remember(dirty, memory);
+    },
+    async prepareBulk(events: RecordedEvent[], t: Tables, memory: BuildMemory) {
+      if (!memory.complete) return null;
+      const planned = await plan(events, t, memory);
+      remember(planned.dirty, memory);
+      return (tx: SqlQueryable) => writeBulk(tx, planned, t);
     },
   };
 }

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { comparePositions, type EventStore, type RecordedEvent } from '../eventstore/port';
-import type { Sql } from '../eventstore/sql';
+import type { Sql, SqlQueryable } from '../eventstore/sql';
 import { BuildMemory, liveTables, type Projection, suffixedTables } from './projection';
 
 const BATCH_SIZE = 500;
@@ -339,21 +339,33 @@ export class ProjectionEngine {
     try {
       const read = (from: string) =>
         this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: p.eventTypes }, maxCount: REBUILD_BATCH, projectionOnly: true });
+      // Tables nobody reads yet, UNLOGGED until finished: a crash here only loses the rebuild.
+      const inTransaction = (fn: (tx: SqlQueryable) => Promise<void>) =>
+        this.sql.transaction(async (tx) => {
+          await tx.query('SET LOCAL synchronous_commit = off');
+          await fn(tx);
+        });
+      // Three stages overlap: the next batch is read (another connection on a server) and folded
+      // (from memory) while the previous one is written. Writes stay in batch order.
+      let writing: Promise<void> = Promise.resolve();
       let next = read(position);
       while (true) {
         const events = await next;
         if (events.length === 0) break;
-        // Read the next batch while this one is applied (another connection on a server).
         next = read(events[events.length - 1]?.position ?? position);
-        // Tables nobody reads yet, UNLOGGED until finished: a crash here only loses the rebuild.
-        await this.sql.transaction(async (tx) => {
-          await tx.query('SET LOCAL synchronous_commit = off');
-          await p.apply(tx, events, tables, memory);
-        });
+        next.catch(() => {});
+        const writes = p.prepareBulk ? await p.prepareBulk(events, tables, memory) : null;
+        await writing;
+        writing = writes ? inTransaction(writes) : inTransaction((tx) => p.apply(tx, events, tables, memory));
+        // Awaited later: handled now, so that a failure meanwhile is not an unhandled rejection.
+        writing.catch(() => {});
+        // Without prepared writes, the next batch reads rows back: it must see this one's.
+        if (!writes) await writing;
         position = events[events.length - 1]?.position ?? position;
         applied += events.length;
         onProgress?.(applied, position);
       }
+      await writing;
       if (p.finishBulk) {
         const finish = p.finishBulk;
         await this.sql.transaction(async (tx) => {
