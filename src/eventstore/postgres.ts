@@ -179,7 +179,6 @@ function batchParams(batch: QueuedAppend[]): unknown[] {
   return [[...streamIndex.keys()], appReq, appStream, appExpect, appCount, evId, evType, evData, evMeta, evDigest];
 }
 
-/** Another transaction stored one of the ids after our probe: the unique index caught it. */
 /**
  * Another transaction stored one of the batch's event ids, or created one of its new streams, after
  * the batch looked: retried alone, a request then finds what the other one wrote.
