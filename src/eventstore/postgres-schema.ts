@@ -262,19 +262,20 @@ BEGIN
   -- each other in a cycle); then one statement moves each touched existing stream once and writes
   -- every planned event, in batch order.
   IF xid_text IS NOT NULL THEN
-    IF false = ANY(existed) THEN
+    WITH born AS (
       INSERT INTO es_streams (stream_id, revision, last_hash)
       SELECT u.name, u.rev, u.hash FROM unnest(streams, revs, hashes, touched, existed) u(name, rev, hash, touched, existed)
-       WHERE u.touched AND NOT u.existed ORDER BY u.name;
-    END IF;
-    WITH moved AS (
+       WHERE u.touched AND NOT u.existed ORDER BY u.name
+      RETURNING 1),
+    moved AS (
       UPDATE es_streams x SET revision = u.rev, last_hash = u.hash
         FROM unnest(streams, revs, hashes, touched, existed) u(name, rev, hash, touched, existed)
        WHERE x.stream_id = ANY(streams) AND x.stream_id = u.name AND u.touched AND u.existed)
     INSERT INTO es_events (global_position, stream_id, stream_revision, event_id, type, data, metadata, hash)
     SELECT w.gp, w.s, w.rev, w.id, w.type, w.data, w.meta, w.hash
       FROM unnest(w_gp, w_stream, w_rev, ev_id, ev_type, ev_data, ev_meta, w_hash) w(gp, s, rev, id, type, data, meta, hash)
-     WHERE w.s IS NOT NULL;
+     -- Reading born first makes the new streams' rows go in (in name order) before any event.
+     WHERE w.s IS NOT NULL AND (SELECT count(*) FROM born) >= 0;
   END IF;
 
   RETURN QUERY SELECT * FROM unnest(o_req, o_stream, o_rev, o_pos, o_err, o_detail);
