@@ -185,7 +185,9 @@ function batchParams(batch: QueuedAppend[]): unknown[] {
  */
 function isEventIdRace(error: unknown): boolean {
   const e = error as { code?: string; constraint?: string };
-  return e?.code === '23505' && ['es_events_event_id', 'es_streams_pkey', 'es_events_stream_revision'].includes(e.constraint ?? '');
+  // 40P01: two batches that create the same streams met in opposite orders (not expected, see
+  // es_append_batch); postgres aborted one, which is retried like the others.
+  return (e?.code === '23505' && ['es_events_event_id', 'es_streams_pkey', 'es_events_stream_revision'].includes(e.constraint ?? '')) || e?.code === '40P01';
 }
 
 export class PostgresEventStore implements EventStore {
