@@ -44,7 +44,7 @@ import {
  *   BENCH_SAMPLES   sequential transfers out of each account in part 2 (default 500)
  *   BENCH_LOG_LEVEL the server's pino level (default warn)
  *   BENCH_PG_SETTINGS extra settings of the throwaway cluster, `;`-separated (e.g. shared_preload_libraries=pg_stat_statements)
- * The HTTP clients run in a worker thread (node:http, keep-alive agent) so that their CPU is not
+ * The HTTP clients run in a worker thread (a keep-alive HTTP/1.1 connection each) so that their CPU is not
  * spent on the server's event loop; the worker still shares the machine's CPUs.
  */
 
@@ -60,26 +60,97 @@ const FUNDING = '1000000';
 
 const CLIENT_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const http = require('node:http');
+const net = require('node:net');
 const { performance } = require('node:perf_hooks');
 const target = new URL('/api/v1/transactions/transfer', workerData.url);
+const CRLF2 = Buffer.from('\\r\\n\\r\\n');
 
-function transfer(agent, from, to) {
-  const body = JSON.stringify({ fromAccountId: from.accountId, toAccountId: to.accountId, amount: '0.01', description: 'bench' });
-  return new Promise((resolve) => {
-    const req = http.request(target, {
-      method: 'POST',
-      agent,
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer ' + from.token },
-    }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', (e) => resolve({ status: 0, body: String((e && e.code) || e) }));
+/**
+ * One keep-alive HTTP/1.1 connection, one request at a time (as a browser or an SDK uses one): the
+ * request is written as bytes, the answer read by its status line, Content-Length (or chunked
+ * framing) and body. Leaner than node:http's client, so the machine's CPUs go to the server.
+ */
+class Connection {
+  constructor() {
+    this.socket = null;
+    this.buffer = Buffer.alloc(0);
+    this.pending = null;
+  }
+
+  open() {
+    const socket = net.connect(Number(target.port), target.hostname);
+    socket.setNoDelay(true);
+    socket.on('data', (chunk) => {
+      this.buffer = this.buffer.length ? Buffer.concat([this.buffer, chunk]) : chunk;
+      this.parse();
     });
-    req.on('error', (e) => resolve({ status: 0, body: String((e && e.code) || e) }));
-    req.end(body);
-  });
+    const fail = (e) => {
+      if (this.socket !== socket) return;
+      this.socket = null;
+      this.buffer = Buffer.alloc(0);
+      const pending = this.pending;
+      this.pending = null;
+      if (pending) pending({ status: 0, body: String((e && e.code) || e || 'connection closed') });
+    };
+    socket.on('error', fail);
+    socket.on('close', () => fail(null));
+    this.socket = socket;
+  }
+
+  parse() {
+    const head = this.buffer.indexOf(CRLF2);
+    if (head < 0 || !this.pending) return;
+    const lines = this.buffer.toString('latin1', 0, head).split('\\r\\n');
+    const status = Number(lines[0].split(' ')[1]);
+    let length = -1;
+    let chunked = false;
+    for (let i = 1; i < lines.length; i++) {
+      const colon = lines[i].indexOf(':');
+      const name = lines[i].slice(0, colon).trim().toLowerCase();
+      const value = lines[i].slice(colon + 1).trim();
+      if (name === 'content-length') length = Number(value);
+      else if (name === 'transfer-encoding' && value.toLowerCase().includes('chunked')) chunked = true;
+    }
+    let body;
+    let rest;
+    if (chunked) {
+      const last = this.buffer.indexOf('\\r\\n0\\r\\n\\r\\n', head);
+      if (last < 0) return;
+      body = this.buffer.toString('utf8', head + 4, last);
+      rest = this.buffer.subarray(last + 7);
+    } else {
+      const total = head + 4 + Math.max(0, length);
+      if (this.buffer.length < total) return;
+      body = this.buffer.toString('utf8', head + 4, total);
+      rest = this.buffer.subarray(total);
+    }
+    this.buffer = rest.length ? rest : Buffer.alloc(0);
+    const pending = this.pending;
+    this.pending = null;
+    pending({ status, body });
+  }
+
+  request(text) {
+    if (!this.socket) this.open();
+    return new Promise((resolve) => {
+      this.pending = resolve;
+      this.socket.write(text);
+    });
+  }
+
+  close() {
+    const socket = this.socket;
+    this.socket = null;
+    if (socket) socket.destroy();
+  }
+}
+
+function transfer(connection, from, to) {
+  const body = JSON.stringify({ fromAccountId: from.accountId, toAccountId: to.accountId, amount: '0.01', description: 'bench' });
+  return connection.request(
+    'POST ' + target.pathname + ' HTTP/1.1\\r\\nHost: ' + target.host + '\\r\\nContent-Type: application/json\\r\\nAuthorization: Bearer ' +
+      from.token + '\\r\\nContent-Length: ' + Buffer.byteLength(body) + '\\r\\n\\r\\n' + body,
+  );
 }
 
 function outcome() {
@@ -95,17 +166,17 @@ function record(out, ms, res) {
   }
 }
 
-async function loop(agent, accounts, clients, seconds, out) {
+async function loop(connections, accounts, seconds, out) {
   const n = accounts.length;
   const start = performance.now();
   const deadline = start + seconds * 1000;
-  await Promise.all(Array.from({ length: clients }, async () => {
+  await Promise.all(connections.map(async (connection) => {
     while (performance.now() < deadline) {
       const i = Math.floor(Math.random() * n);
       let j = Math.floor(Math.random() * (n - 1));
       if (j >= i) j++;
       const t0 = performance.now();
-      const res = await transfer(agent, accounts[i], accounts[j]);
+      const res = await transfer(connection, accounts[i], accounts[j]);
       if (out) record(out, performance.now() - t0, res);
     }
   }));
@@ -116,17 +187,17 @@ const waitForGo = () => new Promise((resolve) => parentPort.once('message', reso
 
 parentPort.on('message', async (msg) => {
   if (msg.type === 'loop') {
-    const agent = new http.Agent({ keepAlive: true, maxSockets: msg.clients });
-    await loop(agent, msg.accounts, msg.clients, msg.warmUpSeconds, null);
+    const connections = Array.from({ length: msg.clients }, () => new Connection());
+    await loop(connections, msg.accounts, msg.warmUpSeconds, null);
     parentPort.postMessage({ type: 'warm' });
     await waitForGo();
     const out = outcome();
-    const seconds = await loop(agent, msg.accounts, msg.clients, msg.seconds, out);
-    agent.destroy();
+    const seconds = await loop(connections, msg.accounts, msg.seconds, out);
+    for (const c of connections) c.close();
     parentPort.postMessage({ type: 'done', seconds, ...out });
   } else if (msg.type === 'sequence') {
     // One request at a time; the first warmUp pairs are not recorded. Outcomes by class.
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const connection = new Connection();
     const byClass = msg.classes.map(outcome);
     let warm = false;
     for (let k = 0; k < msg.pairs.length; k++) {
@@ -137,10 +208,10 @@ parentPort.on('message', async (msg) => {
       }
       const [from, to, cls] = msg.pairs[k];
       const t0 = performance.now();
-      const res = await transfer(agent, msg.accounts[from], msg.accounts[to]);
+      const res = await transfer(connection, msg.accounts[from], msg.accounts[to]);
       if (k >= msg.warmUp) record(byClass[cls], performance.now() - t0, res);
     }
-    agent.destroy();
+    connection.close();
     parentPort.postMessage({ type: 'done', byClass });
   }
 });

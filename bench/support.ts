@@ -145,6 +145,8 @@ export interface CpuSnapshot {
   /** pid -> CPU ms of the postmaster and its children; empty when the server is not local. */
   postgresMs: Map<string, number>;
   machineBusyMs: number;
+  /** This process's threads: tid -> { name, CPU ms } (Linux; empty elsewhere). */
+  threads: Map<string, { name: string; cpuMs: number }>;
 }
 
 let clockTicks: number | undefined;
@@ -185,7 +187,18 @@ export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
   const jiffies = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
   const busy = jiffies.slice(0, 8).reduce((a, b) => a + b, 0) - (jiffies[3] ?? 0) - (jiffies[4] ?? 0);
   const { user, system } = process.cpuUsage();
-  return { at: performance.now(), nodeMs: (user + system) / 1_000, postgresMs, machineBusyMs: ticksToMs(busy) };
+  const threads = new Map<string, { name: string; cpuMs: number }>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync('/proc/self/task');
+  } catch {
+    // not Linux
+  }
+  for (const tid of tids) {
+    const stat = procStat(`self/task/${tid}`);
+    if (stat) threads.set(tid, { name: tid === String(process.pid) ? 'main' : stat.comm, cpuMs: stat.cpuMs });
+  }
+  return { at: performance.now(), nodeMs: (user + system) / 1_000, postgresMs, machineBusyMs: ticksToMs(busy), threads };
 }
 
 /**
@@ -202,7 +215,14 @@ export function describeCpu(before: CpuSnapshot, after: CpuSnapshot, ops: number
   const perOp = (ms: number) => `${fmtInt((ms * 1_000) / Math.max(1, ops))} us`;
   const postgres = after.postgresMs.size > 0 ? `, postgres ${perOp(pg)}` : ' (postgres not local)';
   const pct = (ms: number) => `${((100 * ms) / capacity).toFixed(0)}%`;
-  return `CPU/op: node ${perOp(node)}${postgres}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(others)})`;
+  const byName = new Map<string, number>();
+  for (const [tid, t] of after.threads) byName.set(t.name, (byName.get(t.name) ?? 0) + t.cpuMs - (before.threads.get(tid)?.cpuMs ?? 0));
+  const threads = [...byName]
+    .filter(([, ms]) => ms * 1_000 >= ops)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `${name} ${perOp(ms)}`)
+    .join(', ');
+  return `CPU/op: node ${perOp(node)}${threads ? ` (${threads})` : ''}${postgres}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(others)})`;
 }
 
 /** Latency of an 8 kB write + fdatasync in the temp dir (where the throwaway cluster lives): the floor of a durable commit. */
