@@ -40,7 +40,15 @@ export function sha256Hex(text: string): string {
 }
 
 export function eventDigest(e: { stream: string; id: string; type: string; data: Json | object; metadata: Json | object }): string {
-  return sha256Hex(canonicalJson([e.stream, e.id.toLowerCase(), e.type, e.data, e.metadata]));
+  return eventDigestOfTexts(e.stream, e.id, e.type, canonicalJson(e.data), canonicalJson(e.metadata));
+}
+
+/**
+ * The same digest from the canonical texts of data and metadata (what canonicalJson of the
+ * five-member array writes), for a writer that also sends those texts to the store.
+ */
+export function eventDigestOfTexts(stream: string, id: string, type: string, dataText: string, metadataText: string): string {
+  return sha256Hex(`[${JSON.stringify(stream)},${JSON.stringify(id.toLowerCase())},${JSON.stringify(type)},${dataText},${metadataText}]`);
 }
 
 export function chainHash(previousHash: string, digest: string): string {

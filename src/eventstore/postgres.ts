@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { eventDigest } from './hash';
+import { canonicalJson, eventDigestOfTexts } from './hash';
 import { EVENT_LOG_SCHEMA } from './postgres-schema';
 import {
   type AppendResult,
@@ -125,8 +125,13 @@ interface QueuedAppend {
   appends: StreamAppend[];
   /** Per append: the expected revision as es_append_batch takes it. */
   expected: string[];
-  /** Per append, per event: its content digest (hash.ts), computed before queueing. */
+  /**
+   * Per append, per event: its content digest (hash.ts) and the canonical JSON of its data and
+   * metadata, computed before queueing. The texts the digest covers are the ones sent.
+   */
   digests: string[][];
+  dataTexts: string[][];
+  metadataTexts: string[][];
   events: number;
   resolve(results: AppendResult[]): void;
   reject(error: unknown): void;
@@ -141,8 +146,11 @@ interface BatchRow {
   error_detail: string | null;
 }
 
+// Data and metadata travel as one JSON array each (texts joined, nothing to escape), unpacked in order.
 const APPEND_BATCH = `SELECT request_no, stream, next_revision::text, position_text, error, error_detail
-  FROM es_append_batch($1::text[], $2::int[], $3::int[], $4::text[], $5::int[], $6::uuid[], $7::text[], $8::jsonb[], $9::jsonb[], $10::text[])`;
+  FROM es_append_batch($1::text[], $2::int[], $3::int[], $4::text[], $5::int[], $6::uuid[], $7::text[],
+    ARRAY(SELECT x.v FROM jsonb_array_elements($8::jsonb) WITH ORDINALITY x(v, i) ORDER BY x.i),
+    ARRAY(SELECT x.v FROM jsonb_array_elements($9::jsonb) WITH ORDINALITY x(v, i) ORDER BY x.i), $10::text[])`;
 
 /** The arguments of es_append_batch for these requests, in this order (see postgres-schema.ts). */
 function batchParams(batch: QueuedAppend[]): unknown[] {
@@ -153,8 +161,8 @@ function batchParams(batch: QueuedAppend[]): unknown[] {
   const appCount: number[] = [];
   const evId: string[] = [];
   const evType: string[] = [];
-  const evData: JsonObject[] = [];
-  const evMeta: EventMetadata[] = [];
+  const evData: string[] = [];
+  const evMeta: string[] = [];
   const evDigest: string[] = [];
   batch.forEach((q, r) => {
     q.appends.forEach((a, i) => {
@@ -170,13 +178,13 @@ function batchParams(batch: QueuedAppend[]): unknown[] {
       a.events.forEach((e, j) => {
         evId.push(e.id);
         evType.push(e.type);
-        evData.push(e.data);
-        evMeta.push(e.metadata ?? {});
+        evData.push(q.dataTexts[i]?.[j] as string);
+        evMeta.push(q.metadataTexts[i]?.[j] as string);
         evDigest.push(q.digests[i]?.[j] as string);
       });
     });
   });
-  return [[...streamIndex.keys()], appReq, appStream, appExpect, appCount, evId, evType, evData, evMeta, evDigest];
+  return [[...streamIndex.keys()], appReq, appStream, appExpect, appCount, evId, evType, `[${evData.join(',')}]`, `[${evMeta.join(',')}]`, evDigest];
 }
 
 /**
@@ -242,11 +250,26 @@ export class PostgresEventStore implements EventStore {
       events += a.events.length;
     }
     const expected = appends.map((a) => String(normalizeExpected(a.expectedRevision)));
-    const digests = appends.map((a) =>
-      a.events.map((e) => eventDigest({ stream: a.stream, id: e.id, type: e.type, data: e.data, metadata: e.metadata ?? {} })),
-    );
+    const digests: string[][] = [];
+    const dataTexts: string[][] = [];
+    const metadataTexts: string[][] = [];
+    for (const a of appends) {
+      const d: string[] = [];
+      const dt: string[] = [];
+      const mt: string[] = [];
+      for (const e of a.events) {
+        const dataText = canonicalJson(e.data);
+        const metadataText = canonicalJson(e.metadata ?? {});
+        d.push(eventDigestOfTexts(a.stream, e.id, e.type, dataText, metadataText));
+        dt.push(dataText);
+        mt.push(metadataText);
+      }
+      digests.push(d);
+      dataTexts.push(dt);
+      metadataTexts.push(mt);
+    }
     return new Promise<AppendResult[]>((resolve, reject) => {
-      this.queue.push({ appends, expected, digests, events, resolve, reject });
+      this.queue.push({ appends, expected, digests, dataTexts, metadataTexts, events, resolve, reject });
       this.flush();
     });
   }
