@@ -145,6 +145,8 @@ export interface CpuSnapshot {
   /** pid -> CPU ms of the postmaster and its children; empty when the server is not local. */
   postgresMs: Map<string, number>;
   machineBusyMs: number;
+  /** CPU time the hypervisor gave to others while this machine's CPUs wanted it (steal). */
+  stealMs: number;
   /** This process's threads: tid -> { name, CPU ms } (Linux; empty elsewhere). */
   threads: Map<string, { name: string; cpuMs: number }>;
 }
@@ -198,7 +200,7 @@ export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
     const stat = procStat(`self/task/${tid}`);
     if (stat) threads.set(tid, { name: tid === String(process.pid) ? 'main' : stat.comm, cpuMs: stat.cpuMs });
   }
-  return { at: performance.now(), nodeMs: (user + system) / 1_000, postgresMs, machineBusyMs: ticksToMs(busy), threads };
+  return { at: performance.now(), nodeMs: (user + system) / 1_000, postgresMs, machineBusyMs: ticksToMs(busy), stealMs: ticksToMs(jiffies[7] ?? 0), threads };
 }
 
 /**
@@ -222,7 +224,9 @@ export function describeCpu(before: CpuSnapshot, after: CpuSnapshot, ops: number
     .sort((a, b) => b[1] - a[1])
     .map(([name, ms]) => `${name} ${perOp(ms)}`)
     .join(', ');
-  return `CPU/op: node ${perOp(node)}${threads ? ` (${threads})` : ''}${postgres}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(others)})`;
+  const steal = after.stealMs - before.stealMs;
+  const stolen = steal > 0 ? `, ${pct(steal)} stolen by the hypervisor` : '';
+  return `CPU/op: node ${perOp(node)}${threads ? ` (${threads})` : ''}${postgres}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(Math.max(0, others - steal))}${stolen})`;
 }
 
 /** Latency of an 8 kB write + fdatasync in the temp dir (where the throwaway cluster lives): the floor of a durable commit. */
