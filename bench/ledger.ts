@@ -672,8 +672,10 @@ export async function runLedgerBench(): Promise<void> {
   process.once('exit', stopCluster);
   try {
     const databaseUrl = await cluster.freshDatabase();
+    // The service's own tuning knobs pass through from the environment; everything else is fixed here.
+    const tuning = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('APPEND_') || k === 'PROJECTIONS_THREAD'));
     const config: Config = {
-      ...loadConfig({}),
+      ...loadConfig(tuning),
       port: 0,
       dataDir,
       databaseUrl,
