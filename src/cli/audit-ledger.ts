@@ -66,8 +66,8 @@ export const ledgerCheck: AuditCheck = {
       const id = Number(row.account_id);
       seen.add(id);
       const state = accounts.get(id);
-      const credits = state ? state.creditsPosted : fixed(ZERO);
-      const debits = state ? fixed(money(state.debitsPosted).plus(state.debitsPending)) : fixed(ZERO);
+      const credits = fixed(state ? state.creditsPosted : ZERO);
+      const debits = fixed(state ? state.debitsPosted.plus(state.debitsPending) : ZERO);
       if (!money(row.credits).eq(credits) || !money(row.debits).eq(debits)) {
         findings.push({
           subject: `account ${id}`,

@@ -142,12 +142,12 @@ export class LedgerAccounts {
       load(this.tally.store, accountStream(accountId), accountDecider, { cache, untilTime: options.untilTime, trustCache: options.trustCache }),
       load(this.tally.store, accountCreditStream(accountId), accountDecider, { cache, untilTime: options.untilTime, trustCache: options.trustCache }),
     ]);
-    return { state: { ...main.state, creditsPosted: fixed(money(main.state.creditsPosted).plus(credits.state.creditsPosted)) }, revision: main.revision };
+    return { state: { ...main.state, creditsPosted: main.state.creditsPosted.plus(credits.state.creditsPosted) }, revision: main.revision };
   }
 
   /** A balance as it was at an instant, folded from the account's streams (not a read model). */
   async balanceAt(accountId: number, at: Date): Promise<{ credits: string; debits: string }> {
     const { state } = await this.loadAccount(accountId, { untilTime: at });
-    return { credits: state.creditsPosted, debits: fixed(money(state.debitsPosted).plus(state.debitsPending)) };
+    return { credits: fixed(state.creditsPosted), debits: fixed(state.debitsPosted.plus(state.debitsPending)) };
   }
 }

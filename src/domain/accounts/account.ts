@@ -1,5 +1,5 @@
 import { DomainError, type Decider, invariant } from '../decider';
-import { fixed, money, ZERO } from '../ledger/money';
+import { type Amount, fixed, money, ZERO } from '../ledger/money';
 
 /**
  * The user's USDC account: opened once, at the first successful login; its balance is decided
@@ -38,14 +38,15 @@ export interface AccountState {
   accountId: number | null;
   userId: string | null;
   partnerId: string | null;
-  creditsPosted: string;
-  debitsPosted: string;
-  debitsPending: string;
+  /** Amounts are kept as bignumbers in the folded state (parsed once, never formatted in between). */
+  creditsPosted: Amount;
+  debitsPosted: Amount;
+  debitsPending: Amount;
   /** Pending debits by transaction, to post exactly what was held. */
   holds: Record<string, string>;
   /** Outgoing total of one UTC day, for the daily limit. */
   day: string;
-  dayOutgoing: string;
+  dayOutgoing: Amount;
 }
 
 export const accountStream = (accountId: number) => `account-${accountId}`;
@@ -57,7 +58,7 @@ export const accountStream = (accountId: number) => `account-${accountId}`;
 export const accountCreditStream = (accountId: number) => `accountin-${accountId}`;
 export const userAccountStream = (userId: string) => `useraccount-${userId}`;
 
-export const available = (s: AccountState) => money(s.creditsPosted).minus(s.debitsPosted).minus(s.debitsPending);
+export const available = (s: AccountState) => s.creditsPosted.minus(s.debitsPosted).minus(s.debitsPending);
 
 const utcDay = (iso: string) => iso.slice(0, 10);
 
@@ -67,12 +68,12 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     accountId: null,
     userId: null,
     partnerId: null,
-    creditsPosted: fixed(ZERO),
-    debitsPosted: fixed(ZERO),
-    debitsPending: fixed(ZERO),
+    creditsPosted: ZERO,
+    debitsPosted: ZERO,
+    debitsPending: ZERO,
     holds: {},
     day: '',
-    dayOutgoing: fixed(ZERO),
+    dayOutgoing: ZERO,
   }),
 
   evolve(state, event) {
@@ -80,27 +81,28 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
       case 'AccountOpened':
         return { ...state, opened: true, accountId: event.data.accountId, userId: event.data.userId, partnerId: event.data.partnerId };
       case 'FundsCredited':
-        return { ...state, creditsPosted: fixed(money(state.creditsPosted).plus(event.data.amount)) };
+        return { ...state, creditsPosted: state.creditsPosted.plus(money(event.data.amount)) };
       case 'FundsDebited': {
         const day = utcDay(event.data.at);
-        const dayOutgoing = fixed((day === state.day ? money(state.dayOutgoing) : ZERO).plus(event.data.amount));
+        const amount = money(event.data.amount);
+        const dayOutgoing = (day === state.day ? state.dayOutgoing : ZERO).plus(amount);
         if (event.data.pending) {
           return {
             ...state,
-            debitsPending: fixed(money(state.debitsPending).plus(event.data.amount)),
+            debitsPending: state.debitsPending.plus(amount),
             holds: { ...state.holds, [event.data.transactionId]: event.data.amount },
             day,
             dayOutgoing,
           };
         }
-        return { ...state, debitsPosted: fixed(money(state.debitsPosted).plus(event.data.amount)), day, dayOutgoing };
+        return { ...state, debitsPosted: state.debitsPosted.plus(amount), day, dayOutgoing };
       }
       case 'HoldPosted': {
         const { [event.data.transactionId]: _posted, ...holds } = state.holds;
         return {
           ...state,
-          debitsPending: fixed(money(state.debitsPending).minus(event.data.amount)),
-          debitsPosted: fixed(money(state.debitsPosted).plus(event.data.amount)),
+          debitsPending: state.debitsPending.minus(money(event.data.amount)),
+          debitsPosted: state.debitsPosted.plus(money(event.data.amount)),
           holds,
         };
       }
@@ -141,7 +143,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         if (command.limits) {
           const max = money(command.limits.maxTransactionAmount);
           if (amount.gt(max)) throw new DomainError('invalid', `Amount exceeds maximum transaction amount of ${max.toFixed()}`);
-          const today = utcDay(command.at) === state.day ? money(state.dayOutgoing) : ZERO;
+          const today = utcDay(command.at) === state.day ? state.dayOutgoing : ZERO;
           if (today.plus(amount).gt(command.limits.dailyTransactionLimit)) throw new DomainError('invalid', 'Daily transaction limit exceeded');
         }
         if (available(state).lt(amount)) throw new DomainError('invalid', `Insufficient balance in account ${accountId}`);
