@@ -672,8 +672,8 @@ export async function runLedgerBench(): Promise<void> {
   process.once('exit', stopCluster);
   try {
     const databaseUrl = await cluster.freshDatabase();
-    // The service's own tuning knobs pass through from the environment; everything else is fixed here.
-    const tuning = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('APPEND_') || k === 'PROJECTIONS_THREAD'));
+    // The service's tuning knobs (APPEND_*, PROJECTIONS_*) pass through from the environment; everything else is fixed here.
+    const tuning = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('APPEND_') || k.startsWith('PROJECTIONS_')));
     const config: Config = {
       ...loadConfig(tuning),
       port: 0,

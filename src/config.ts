@@ -26,6 +26,8 @@ export interface Config {
   kycLimits: { maxTransactionAmount: number; dailyTransactionLimit: number };
   /** Group commit of the Postgres event log (PostgresEventStoreOptions); undefined = the adapter's default. */
   appendBatch: { maxInFlight?: number; minConcurrentBatch?: number };
+  /** Under a steady stream of appends, the projection runner gathers this many ms of them per batch (0: off). */
+  projectionsPaceMs: number;
 }
 
 function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -92,5 +94,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dailyTransactionLimit: number(env, 'KYC_DAILY_TRANSACTION_LIMIT', 50_000),
     },
     appendBatch: appendBatchOptions(env),
+    projectionsPaceMs: number(env, 'PROJECTIONS_PACE_MS', 40),
   };
 }

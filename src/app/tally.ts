@@ -51,6 +51,7 @@ export class Tally {
     readonly urls: BaseUrls,
   ) {
     this.engine = new ProjectionEngine(store, sql, allProjections, log);
+    this.engine.paceMs = config.projectionsPaceMs;
     this.partners = new PartnerService(this);
     this.users = new UserService(this);
     this.profiles = new ProfileService(this);

@@ -17,6 +17,13 @@ const LEASE_SECONDS = 6;
 /** Leases are renewed well before they lapse, not on every batch. */
 const LEASE_RENEW_EVERY_MS = 2_000;
 const ERROR_BACKOFF_MS = 1_000;
+/**
+ * A batch costs about ten round trips whatever its size, so under a steady stream of appends the
+ * runner gathers them: after a batch of at least PACE_MIN_EVENTS events it waits until `paceMs`
+ * after that batch began before reading again, unless someone waits to read their writes (waitFor
+ * cuts the pause short). A trickle (tests, a quiet service) is never paused.
+ */
+const PACE_MIN_EVENTS = 32;
 
 class CheckpointMoved extends Error {}
 
@@ -66,10 +73,14 @@ export class ProjectionEngine {
   private readonly positions = new Map<string, string>();
   private readonly owned = new Set<string>();
   private running = false;
+  /** waitFor calls still waiting: the runner does not pause while there are any. */
+  private waiting = 0;
   private loops: Promise<void>[] = [];
   readonly nodeId = `node-${randomUUID()}`;
   /** Rows a rebuild or verification remembers instead of reading them back (BuildMemory). */
   buildMemoryRows = 1_000_000;
+  /** See PACE_MIN_EVENTS; 0 turns pacing off. */
+  paceMs = 40;
 
   constructor(
     readonly store: EventStore,
@@ -168,16 +179,23 @@ export class ProjectionEngine {
         );
         for (const r of rows) this.positions.set(r.name, r.position);
       }
-      await new Promise<void>((resolve) => {
-        const progress = this.progress;
-        const timer = setTimeout(done, Math.min(remaining, notOwned.length > 0 ? 25 : 1_000));
-        function done() {
-          clearTimeout(timer);
-          progress.off('progress', done);
-          resolve();
-        }
-        progress.once('progress', done);
-      });
+      // A reader is waiting: the runner must not pause (see PACE_MIN_EVENTS).
+      this.waiting++;
+      this.progress.emit('hurry');
+      try {
+        await new Promise<void>((resolve) => {
+          const progress = this.progress;
+          const timer = setTimeout(done, Math.min(remaining, notOwned.length > 0 ? 25 : 1_000));
+          function done() {
+            clearTimeout(timer);
+            progress.off('progress', done);
+            resolve();
+          }
+          progress.once('progress', done);
+        });
+      } finally {
+        this.waiting--;
+      }
     }
   }
 
@@ -228,6 +246,7 @@ export class ProjectionEngine {
           continue;
         }
         const from = owned.map((p) => this.positions.get(p.name) ?? '').reduce((a, b) => (comparePositions(a, b) <= 0 ? a : b));
+        const batchStarted = Date.now();
         const head = await this.store.headPosition();
         const types = [...new Set(owned.flatMap((p) => p.eventTypes))];
         const events = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount: BATCH_SIZE, projectionOnly: true });
@@ -241,6 +260,10 @@ export class ProjectionEngine {
           continue;
         }
         await this.commit(behind, to, events);
+        if (this.paceMs > 0 && events.length >= PACE_MIN_EVENTS && events.length < BATCH_SIZE) {
+          const pause = batchStarted + this.paceMs - Date.now();
+          if (pause > 0 && !this.readersWaiting()) await this.sleep(pause, 'hurry');
+        }
       } catch (error) {
         this.log?.error({ err: error }, 'projection batch failed');
         await this.sleep(ERROR_BACKOFF_MS);
@@ -307,17 +330,24 @@ export class ProjectionEngine {
     for (const name of now) this.owned.add(name);
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Sleeps `ms`, or less when the engine stops (or `also` is emitted). */
+  private sleep(ms: number, also?: 'hurry'): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
-      const stop = this.progress;
+      const events = this.progress;
       function done() {
         clearTimeout(timer);
-        stop.off('stop', done);
+        events.off('stop', done);
+        if (also) events.off(also, done);
         resolve();
       }
-      stop.once('stop', done);
+      events.once('stop', done);
+      if (also) events.once(also, done);
     });
+  }
+
+  private readersWaiting(): boolean {
+    return this.waiting > 0;
   }
 
   /**

@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { ACCOUNT_ASSET, ACCOUNT_TYPE, accountStream } from '../../src/domain/accounts/account';
+import type { StreamAppend } from '../../src/eventstore/port';
+import { startTestApp } from '../support/app';
+
+const PACE_MS = 3_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Account openings of made-up users (the ledger projection's own event type), each in its stream. */
+function openings(count: number, firstId: number): StreamAppend[] {
+  return Array.from({ length: count }, (_, i) => ({
+    stream: accountStream(firstId + i),
+    expectedRevision: 'no_stream' as const,
+    events: [
+      {
+        id: randomUUID(),
+        type: 'AccountOpened',
+        data: { accountId: firstId + i, userId: randomUUID(), partnerId: randomUUID(), asset: ACCOUNT_ASSET, type: ACCOUNT_TYPE, at: new Date().toISOString() },
+      },
+    ],
+  }));
+}
+
+describe('projection runner pacing', () => {
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  before(async () => {
+    app = await startTestApp({ projectionsPaceMs: PACE_MS });
+    const until = Date.now() + 10_000;
+    while (!app.tally.engine.owns('ledger') && Date.now() < until) await sleep(20);
+    expect(app.tally.engine.owns('ledger')).to.equal(true);
+  });
+  after(async () => {
+    await app.close();
+  });
+
+  /** Polls without waitFor (which would cut a pause short). */
+  async function passedWithin(position: string, ms: number): Promise<boolean> {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      if (app.tally.engine.passed(position, ['ledger'])) return true;
+      await sleep(10);
+    }
+    return app.tally.engine.passed(position, ['ledger']);
+  }
+
+  it('applies a trickle at once', async () => {
+    const results = await app.tally.store.appendMany(openings(3, 900_000));
+    expect(await passedWithin(results[2]?.position as string, 1_000)).to.equal(true);
+  });
+
+  it('after a large batch, gathers the next appends until the pace has passed, unless a reader waits', async () => {
+    // 40 events in one transaction: the runner applies them in one batch, then pauses.
+    const burst = await app.tally.store.appendMany(openings(40, 910_000));
+    expect(await passedWithin(burst[39]?.position as string, 2_000)).to.equal(true);
+    const [next] = await app.tally.store.appendMany(openings(1, 920_000));
+    const position = next?.position as string;
+    expect(await passedWithin(position, 500)).to.equal(false);
+    // A reader of its own writes does not wait for the pause to end.
+    const started = Date.now();
+    expect(await app.tally.engine.waitFor(position, { names: ['ledger'], timeoutMs: PACE_MS * 2 })).to.equal(true);
+    expect(Date.now() - started).to.be.below(1_000);
+    const [row] = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_accounts WHERE account_id >= 900000');
+    expect(row?.n).to.equal('44');
+  });
+});
