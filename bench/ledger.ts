@@ -19,6 +19,7 @@ import { startTestCluster } from '../test/support/postgres';
 import {
   CallTimings,
   type CpuSnapshot,
+  cpuCalibration,
   cpuSnapshot,
   describeCpu,
   envNumber,
@@ -369,7 +370,7 @@ async function before(b: Bench): Promise<Around> {
 }
 
 async function after(b: Bench, from: Around, ops: number): Promise<string[]> {
-  const cpu = describeCpu(from.cpu, cpuSnapshot(b.postmaster), ops);
+  const cpu = `${describeCpu(from.cpu, cpuSnapshot(b.postmaster), ops)}; machine speed check ${fmtMs(cpuCalibration())} ms (20,000 SHA-256, lower is faster)`;
   const serverElu = performance.eventLoopUtilization(from.serverElu).utilization;
   const clientElu = b.client.elu(from.clientElu).utilization;
   const lines = [`${cpu}`, `event loop busy: server (main thread) ${(100 * serverElu).toFixed(0)}%, HTTP clients (worker) ${(100 * clientElu).toFixed(0)}%`];
