@@ -108,7 +108,10 @@ export class LedgerAccounts {
   async nextTransactionId(): Promise<number> {
     while (this.idBlock.length === 0) await this.loadIdBlock();
     const id = this.idBlock.shift() as number;
-    if (this.idBlock.length < ID_BLOCK / 2) this.loadIdBlock().catch(() => {});
+    if (this.idBlock.length < ID_BLOCK / 2) {
+      // Ahead of need: a failure here only means the next caller that finds the block empty fetches again.
+      this.loadIdBlock().catch((error) => this.tally.log.warn({ err: error }, 'prefetching transaction ids failed'));
+    }
     return id;
   }
 
@@ -124,8 +127,6 @@ export class LedgerAccounts {
       });
     return this.idBlockLoading;
   }
-
-  /** Debit and credit of two account streams and the transaction, in one atomic append. */
 
   accountAppend(ctx: CommandContext, accountId: number, events: AccountEvent[], expected: number | 'any'): StreamAppend {
     return { stream: accountStream(accountId), events: toNewEvents(ctx, accountStream(accountId), events), expectedRevision: expected };
