@@ -121,17 +121,21 @@ export interface AppendStats {
 }
 
 /** One appendMany call waiting for (or in) a batch. */
+interface PreparedEvent {
+  data: string;
+  metadata: string;
+  digest: string;
+}
+
 interface QueuedAppend {
   appends: StreamAppend[];
   /** Per append: the expected revision as es_append_batch takes it. */
   expected: string[];
   /**
-   * Per append, per event: its content digest (hash.ts) and the canonical JSON of its data and
-   * metadata, computed before queueing. The texts the digest covers are the ones sent.
+   * Per append, per event: the canonical JSON of its data and metadata and its content digest
+   * (hash.ts) over them, computed before queueing. The texts the digest covers are the ones sent.
    */
-  digests: string[][];
-  dataTexts: string[][];
-  metadataTexts: string[][];
+  prepared: PreparedEvent[][];
   events: number;
   resolve(results: AppendResult[]): void;
   reject(error: unknown): void;
@@ -178,9 +182,10 @@ function batchParams(batch: QueuedAppend[]): unknown[] {
       a.events.forEach((e, j) => {
         evId.push(e.id);
         evType.push(e.type);
-        evData.push(q.dataTexts[i]?.[j] as string);
-        evMeta.push(q.metadataTexts[i]?.[j] as string);
-        evDigest.push(q.digests[i]?.[j] as string);
+        const p = q.prepared[i]?.[j] as PreparedEvent;
+        evData.push(p.data);
+        evMeta.push(p.metadata);
+        evDigest.push(p.digest);
       });
     });
   });
@@ -250,26 +255,15 @@ export class PostgresEventStore implements EventStore {
       events += a.events.length;
     }
     const expected = appends.map((a) => String(normalizeExpected(a.expectedRevision)));
-    const digests: string[][] = [];
-    const dataTexts: string[][] = [];
-    const metadataTexts: string[][] = [];
-    for (const a of appends) {
-      const d: string[] = [];
-      const dt: string[] = [];
-      const mt: string[] = [];
-      for (const e of a.events) {
-        const dataText = canonicalJson(e.data);
-        const metadataText = canonicalJson(e.metadata ?? {});
-        d.push(eventDigestOfTexts(a.stream, e.id, e.type, dataText, metadataText));
-        dt.push(dataText);
-        mt.push(metadataText);
-      }
-      digests.push(d);
-      dataTexts.push(dt);
-      metadataTexts.push(mt);
-    }
+    const prepared = appends.map((a) =>
+      a.events.map((e): PreparedEvent => {
+        const data = canonicalJson(e.data);
+        const metadata = canonicalJson(e.metadata ?? {});
+        return { data, metadata, digest: eventDigestOfTexts(a.stream, e.id, e.type, data, metadata) };
+      }),
+    );
     return new Promise<AppendResult[]>((resolve, reject) => {
-      this.queue.push({ appends, expected, digests, dataTexts, metadataTexts, events, resolve, reject });
+      this.queue.push({ appends, expected, prepared, events, resolve, reject });
       this.flush();
     });
   }

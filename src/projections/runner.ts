@@ -262,7 +262,7 @@ export class ProjectionEngine {
         await this.commit(behind, to, events);
         if (this.paceMs > 0 && events.length >= PACE_MIN_EVENTS && events.length < BATCH_SIZE) {
           const pause = batchStarted + this.paceMs - Date.now();
-          if (pause > 0 && !this.readersWaiting()) await this.sleep(pause, 'hurry');
+          if (pause > 0 && this.waiting === 0) await this.sleep(pause, 'hurry');
         }
       } catch (error) {
         this.log?.error({ err: error }, 'projection batch failed');
@@ -344,10 +344,6 @@ export class ProjectionEngine {
       events.once('stop', done);
       if (also) events.once(also, done);
     });
-  }
-
-  private readersWaiting(): boolean {
-    return this.waiting > 0;
   }
 
   /**
