@@ -1,4 +1,5 @@
 import type { Decider, DomainEvent } from '../domain/decider';
+import type { SnapshotStore } from './snapshots';
 import { eventIdFor } from '../domain/ids';
 import {
   type AppendResult,
@@ -32,6 +33,11 @@ export class StateCache {
   private readonly ids = new WeakMap<object, number>();
   private nextId = 0;
 
+  /** Where states of long streams are kept across restarts and nodes (deciders with a codec only). */
+  snapshots: SnapshotStore | undefined;
+  /** A snapshot is taken every this many events of a stream, and after a load that folded as many. */
+  snapshotEvery = 1_000;
+
   constructor(private readonly maxEntries = 50_000) {}
 
   key(decider: object, stream: string): string {
@@ -41,6 +47,11 @@ export class StateCache {
       this.ids.set(decider, id);
     }
     return `${id}|${stream}`;
+  }
+
+  /** Forgets every state (they are loaded again, from a snapshot where there is one). */
+  clear(): void {
+    this.entries.clear();
   }
 
   get<State>(key: string): Loaded<State> | undefined {
@@ -58,7 +69,7 @@ export class StateCache {
    * decided on (its revision is just before the new events), fold them in; otherwise forget it.
    */
   advance<State, Event extends DomainEvent>(
-    decider: Pick<Decider<State, unknown, Event>, 'evolve'>,
+    decider: Pick<Decider<State, unknown, Event>, 'evolve' | 'snapshot'>,
     stream: string,
     events: Array<{ type: string; data: unknown }>,
     nextRevision: number,
@@ -71,7 +82,10 @@ export class StateCache {
       return;
     }
     const state = events.reduce((s, e) => decider.evolve(s, e as Event), entry.state);
-    this.entries.set(key, { state, revision: nextRevision });
+    const loaded = { state, revision: nextRevision };
+    this.entries.set(key, loaded);
+    if (this.snapshots && decider.snapshot && Math.floor(nextRevision / this.snapshotEvery) > Math.floor(entry.revision / this.snapshotEvery))
+      this.snapshots.write(stream, decider.snapshot, loaded);
   }
 
   set<State>(key: string, loaded: Loaded<State>): void {
@@ -89,7 +103,7 @@ export class StateCache {
 export async function load<State, Event extends DomainEvent>(
   store: EventStore,
   stream: string,
-  decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve'>,
+  decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve' | 'snapshot'>,
   /**
    * `trustCache`: answer from the cache without reading, when the caller will append at the
    * revision it got (a stale state then fails that append, and the caller loads again).
@@ -100,11 +114,17 @@ export async function load<State, Event extends DomainEvent>(
   const key = cache?.key(decider, stream);
   const cached = key ? cache?.get<State>(key) : undefined;
   if (cached && options.trustCache) return cached;
-  const events = await store.readStream(stream, { untilTime: options.untilTime, fromRevision: cached ? cached.revision + 1 : 0 });
-  let state = cached ? cached.state : decider.initialState();
+  // Not in memory: start from the stream's snapshot, when there is one (never for a past instant).
+  const codec = decider.snapshot;
+  const base = cached ?? (cache?.snapshots && codec ? await cache.snapshots.read(stream, codec) : undefined);
+  const events = await store.readStream(stream, { untilTime: options.untilTime, fromRevision: base ? base.revision + 1 : 0 });
+  let state = base ? base.state : decider.initialState();
   for (const e of events) state = decider.evolve(state, { type: e.type, data: e.data } as Event);
-  const loaded = { state, revision: events.length ? (events[events.length - 1]?.revision ?? -1) : (cached?.revision ?? -1) };
-  if (key && cache) cache.set(key, loaded);
+  const loaded = { state, revision: events.length ? (events[events.length - 1]?.revision ?? -1) : (base?.revision ?? -1) };
+  if (key && cache) {
+    cache.set(key, loaded);
+    if (cache.snapshots && codec && events.length >= cache.snapshotEvery) cache.snapshots.write(stream, codec, loaded);
+  }
   return loaded;
 }
 

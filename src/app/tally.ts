@@ -13,6 +13,7 @@ import { LoginService } from './login';
 import { PartnerService } from './partners';
 import { ProfileService } from './profiles';
 import { SessionGate } from './session-gate';
+import { SNAPSHOTS_SCHEMA, SnapshotStore } from './snapshots';
 import { TokenService } from './tokens';
 import { UserService } from './users';
 
@@ -50,6 +51,7 @@ export class Tally {
     /** Mutable: the server fills in the port it got. */
     readonly urls: BaseUrls,
   ) {
+    this.stateCache.snapshots = new SnapshotStore(sql, log);
     this.engine = new ProjectionEngine(store, sql, allProjections, log);
     this.engine.paceMs = config.projectionsPaceMs;
     this.partners = new PartnerService(this);
@@ -65,6 +67,7 @@ export class Tally {
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */
   async start(options: { runProjections: boolean }): Promise<void> {
     await this.sql.exec(SERVICE_SCHEMA);
+    await this.sql.exec(SNAPSHOTS_SCHEMA);
     await this.providers.prepare();
     await this.engine.prepare();
     if (options.runProjections) this.engine.start();

@@ -14,6 +14,18 @@ export interface Decider<State, Command, Event extends DomainEvent> {
   initialState(): State;
   evolve(state: State, event: Event): State;
   decide(command: Command, state: State): Event[];
+  /**
+   * For aggregates whose streams grow long: how a folded state is written as JSON and read back,
+   * so that a load can start from a snapshot. `kind` names the format: change it whenever `evolve`
+   * or the state's shape changes, and older snapshots are ignored.
+   */
+  snapshot?: SnapshotCodec<State>;
+}
+
+export interface SnapshotCodec<State> {
+  kind: string;
+  encode(state: State): JsonObject;
+  decode(json: JsonObject): State;
 }
 
 export type DomainErrorKind = 'invalid' | 'unauthenticated' | 'not_found' | 'forbidden' | 'conflict' | 'unprocessable' | 'gone';

@@ -63,6 +63,35 @@ export const available = (s: AccountState) => s.creditsPosted.minus(s.debitsPost
 const utcDay = (iso: string) => iso.slice(0, 10);
 
 export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent> = {
+  snapshot: {
+    kind: 'account@1',
+    // Amounts as plain decimal strings, every digit kept.
+    encode: (s) => ({
+      opened: s.opened,
+      accountId: s.accountId,
+      userId: s.userId,
+      partnerId: s.partnerId,
+      creditsPosted: s.creditsPosted.toFixed(),
+      debitsPosted: s.debitsPosted.toFixed(),
+      debitsPending: s.debitsPending.toFixed(),
+      holds: s.holds,
+      day: s.day,
+      dayOutgoing: s.dayOutgoing.toFixed(),
+    }),
+    decode: (j) => ({
+      opened: j.opened === true,
+      accountId: typeof j.accountId === 'number' ? j.accountId : null,
+      userId: typeof j.userId === 'string' ? j.userId : null,
+      partnerId: typeof j.partnerId === 'string' ? j.partnerId : null,
+      creditsPosted: money(String(j.creditsPosted)),
+      debitsPosted: money(String(j.debitsPosted)),
+      debitsPending: money(String(j.debitsPending)),
+      holds: { ...(j.holds as Record<string, string>) },
+      day: String(j.day),
+      dayOutgoing: money(String(j.dayOutgoing)),
+    }),
+  },
+
   initialState: () => ({
     opened: false,
     accountId: null,
