@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import { load } from '../../src/app/commands';
 import { auditVerify } from '../../src/cli/audit';
+import { accountDecider, accountStream } from '../../src/domain/accounts/account';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer, fund, PAYOUT_DESTINATION } from '../support/ledger';
 import { capture, cliConfig, rawSql } from './support';
@@ -64,5 +66,25 @@ describe('tally audit verify: the ledger’s books', () => {
     const ledger = report.checks.find((c) => c.name === 'ledger');
     expect(ledger?.findings.map((f) => f.subject)).to.include('conservation');
     expect(report.checks.find((c) => c.name === 'hash chains')?.findings).to.have.length(1);
+  });
+
+  it('checks each state snapshot against the fold of its stream', async () => {
+    const stream = accountStream(alice.accountId);
+    const loaded = await load(app.tally.store, stream, accountDecider);
+    const codec = accountDecider.snapshot as NonNullable<typeof accountDecider.snapshot>;
+    app.tally.stateCache.snapshots?.write(stream, codec, loaded);
+    for (let waited = 0; waited < 5_000; waited += 20) {
+      const [row] = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM state_snapshots WHERE stream_id = $1', [stream]);
+      if (row?.n === '1') break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const io = capture();
+    expect((await auditVerify(config, io)).ok, io.text()).to.equal(true);
+    expect(io.lines).to.include('OK   state snapshots: 1 snapshots checked');
+    await rawSql(app.config.databaseUrl!, `UPDATE state_snapshots SET state = jsonb_set(state, '{creditsPosted}', '"1000"') WHERE stream_id = $1`, [stream]);
+    const report = await auditVerify(config, capture());
+    expect(report.ok).to.equal(false);
+    const snapshots = report.checks.find((c) => c.name === 'state snapshots');
+    expect(snapshots?.findings.map((f) => f.subject)).to.deep.equal([`snapshot of ${stream} at revision ${loaded.revision}`]);
   });
 });

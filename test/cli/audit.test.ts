@@ -35,7 +35,7 @@ describe('tally audit verify', () => {
     expect(io.lines).to.include(`OK   hash chains: ${log?.streams} streams, ${log?.events} events checked`);
     const tables = allProjections.reduce((n, p) => n + p.tables.length, 0);
     expect(io.lines).to.include(`OK   read models: ${allProjections.length} projections, ${tables} tables checked`);
-    expect(io.lines.at(-1)).to.equal('Audit passed: 3 checks, no findings.');
+    expect(io.lines.at(-1)).to.equal('Audit passed: 4 checks, no findings.');
   });
 
   it('reports a read-model row altered in the database, naming the table, with a clean log', async () => {
