@@ -25,12 +25,18 @@ export class SnapshotStore {
     private readonly log?: Logger,
   ) {}
 
+  /** Undefined when there is none, or when it cannot be read or decoded: the load then folds from the start. */
   async read<State>(stream: string, codec: SnapshotCodec<State>): Promise<{ state: State; revision: number } | undefined> {
-    const [row] = await this.sql.query<{ revision: string; state: JsonObject }>(
-      'SELECT revision::text AS revision, state FROM state_snapshots WHERE stream_id = $1 AND kind = $2',
-      [stream, codec.kind],
-    );
-    return row ? { state: codec.decode(row.state), revision: Number(row.revision) } : undefined;
+    try {
+      const [row] = await this.sql.query<{ revision: string; state: JsonObject }>(
+        'SELECT revision::text AS revision, state FROM state_snapshots WHERE stream_id = $1 AND kind = $2',
+        [stream, codec.kind],
+      );
+      return row ? { state: codec.decode(row.state), revision: Number(row.revision) } : undefined;
+    } catch (error) {
+      this.log?.warn({ err: error, stream }, 'reading a state snapshot failed; folding the stream from its start');
+      return undefined;
+    }
   }
 
   /** In the background: a snapshot lost to an error is only a longer load later. */

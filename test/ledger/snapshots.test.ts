@@ -80,6 +80,15 @@ describe('state snapshots', () => {
       expect(fromSnapshot.revision).to.equal(25);
       expect(codec.encode(fromSnapshot.state)).to.deep.equal(codec.encode(full.state));
 
+      // A snapshot that does not decode (here: an amount that is not a decimal) is passed over.
+      await app.tally.sql.query(`UPDATE state_snapshots SET state = jsonb_set(state, '{creditsPosted}', '"lots"') WHERE stream_id = $1`, [stream]);
+      reads.length = 0;
+      const cold2 = new StateCache();
+      cold2.snapshots = app.tally.stateCache.snapshots;
+      const refolded = await load(counting, stream, accountDecider, { cache: cold2 });
+      expect(reads).to.deep.equal([0]);
+      expect(codec.encode(refolded.state)).to.deep.equal(codec.encode(full.state));
+
       // The service itself, its memory emptied: the next transfer and the balance are right.
       app.tally.stateCache.clear();
       const res = await app.http.post('/api/v1/transactions/transfer').set(a.bearer).send({ toAccountId: b.accountId, amount: '0.1', description: 'after' });

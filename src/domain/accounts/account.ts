@@ -1,5 +1,5 @@
 import { DomainError, type Decider, invariant } from '../decider';
-import { type Amount, fixed, money, ZERO } from '../ledger/money';
+import { type Amount, fixed, money, parseAmount, ZERO } from '../ledger/money';
 
 /**
  * The user's USDC account: opened once, at the first successful login; its balance is decided
@@ -58,6 +58,12 @@ export const accountStream = (accountId: number) => `account-${accountId}`;
 export const accountCreditStream = (accountId: number) => `accountin-${accountId}`;
 export const userAccountStream = (userId: string) => `useraccount-${userId}`;
 
+function snapshotAmount(value: unknown): Amount {
+  const amount = typeof value === 'string' ? parseAmount(value) : null;
+  if (!amount) throw new Error(`Snapshot amount is not a plain decimal: ${JSON.stringify(value)}`);
+  return amount;
+}
+
 export const available = (s: AccountState) => s.creditsPosted.minus(s.debitsPosted).minus(s.debitsPending);
 
 const utcDay = (iso: string) => iso.slice(0, 10);
@@ -78,17 +84,18 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
       day: s.day,
       dayOutgoing: s.dayOutgoing.toFixed(),
     }),
+    // Strict: anything but plain decimals is refused, and the load then folds from the start.
     decode: (j) => ({
       opened: j.opened === true,
       accountId: typeof j.accountId === 'number' ? j.accountId : null,
       userId: typeof j.userId === 'string' ? j.userId : null,
       partnerId: typeof j.partnerId === 'string' ? j.partnerId : null,
-      creditsPosted: money(String(j.creditsPosted)),
-      debitsPosted: money(String(j.debitsPosted)),
-      debitsPending: money(String(j.debitsPending)),
-      holds: { ...(j.holds as Record<string, string>) },
-      day: String(j.day),
-      dayOutgoing: money(String(j.dayOutgoing)),
+      creditsPosted: snapshotAmount(j.creditsPosted),
+      debitsPosted: snapshotAmount(j.debitsPosted),
+      debitsPending: snapshotAmount(j.debitsPending),
+      holds: Object.fromEntries(Object.entries((j.holds ?? {}) as Record<string, unknown>).map(([k, v]) => [k, fixed(snapshotAmount(v))])),
+      day: typeof j.day === 'string' ? j.day : '',
+      dayOutgoing: snapshotAmount(j.dayOutgoing),
     }),
   },
 
