@@ -17,7 +17,8 @@ CREATE TABLE IF NOT EXISTS state_snapshots (
 /**
  * Folded states of long streams at a revision, so that a load without the state in memory (after a
  * restart, on another node, after eviction) reads only the events after it. A snapshot is the fold
- * of an append-only stream up to its revision, so it never goes stale; a newer one replaces it.
+ * of an append-only stream up to its revision, so it never goes stale; a newer one (or a fold at the
+ * same revision, which repairs one that could not be decoded) replaces it.
  */
 export class SnapshotStore {
   constructor(
@@ -45,7 +46,7 @@ export class SnapshotStore {
       .query(
         `INSERT INTO state_snapshots (stream_id, kind, revision, state) VALUES ($1, $2, $3, $4::jsonb)
          ON CONFLICT (stream_id, kind) DO UPDATE SET revision = EXCLUDED.revision, state = EXCLUDED.state, taken_at = now()
-          WHERE state_snapshots.revision < EXCLUDED.revision`,
+          WHERE state_snapshots.revision <= EXCLUDED.revision`,
         [stream, codec.kind, loaded.revision, JSON.stringify(codec.encode(loaded.state))],
       )
       .catch((error) => this.log?.warn({ err: error, stream }, 'writing a state snapshot failed'));
