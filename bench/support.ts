@@ -281,7 +281,7 @@ export async function statementStats(sql: Sql, reset: boolean): Promise<string[]
 }
 
 /**
- * How fast this machine runs a fixed piece of work right now: microseconds for 20,000 SHA-256 of a
+ * How fast this machine runs a fixed piece of work right now: milliseconds for 20,000 SHA-256 of a
  * 256-byte text on this thread. Shared virtual machines go through slow and fast phases; a run whose
  * figure is higher than another's had less CPU to work with.
  */

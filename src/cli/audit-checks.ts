@@ -4,6 +4,7 @@ import type { Decider, DomainEvent } from '../domain/decider';
 import { canonicalJson, verifyChain } from '../eventstore/hash';
 import type { Json, JsonObject } from '../eventstore/port';
 import { ledgerCheck } from './audit-ledger';
+import { foldEvents } from './deciders';
 import { logPages } from './events';
 
 /** One difference an audit check found. */
@@ -95,7 +96,7 @@ export const snapshotCheck: AuditCheck = {
     const folds = new Map<string, (events: DomainEvent[]) => JsonObject>();
     const add = <State, Event extends DomainEvent>(decider: Decider<State, unknown, Event>) => {
       const codec = decider.snapshot;
-      if (codec) folds.set(codec.kind, (events) => codec.encode(events.reduce((s, e) => decider.evolve(s, e as Event) ?? s, decider.initialState())));
+      if (codec) folds.set(codec.kind, (events) => codec.encode(foldEvents(decider, events)));
     };
     add(accountDecider);
     const rows = await tally.sql.query<{ stream_id: string; kind: string; revision: string; state: JsonObject }>(

@@ -10,6 +10,17 @@ export interface StreamFolder {
   fold(events: DomainEvent[]): unknown;
 }
 
+/** A stream's state from its first event on, for tools that read the log (not the service's decisions). */
+export function foldEvents<State, Event extends DomainEvent>(
+  decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve'>,
+  events: DomainEvent[],
+): State {
+  let state = decider.initialState();
+  // evolve has no default branch: an event type this code does not know leaves the state as it was.
+  for (const e of events) state = decider.evolve(state, e as Event) ?? state;
+  return state;
+}
+
 function folder<State, Event extends DomainEvent>(
   prefix: string,
   aggregate: string,
@@ -18,12 +29,7 @@ function folder<State, Event extends DomainEvent>(
   return {
     prefix,
     aggregate,
-    fold(events) {
-      let state = decider.initialState();
-      // evolve has no default branch: an event type this code does not know leaves the state as it was.
-      for (const e of events) state = decider.evolve(state, e as Event) ?? state;
-      return state;
-    },
+    fold: (events) => foldEvents(decider, events),
   };
 }
 
