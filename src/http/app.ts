@@ -123,8 +123,19 @@ export function createApp(tally: Tally): express.Express {
   // The sandbox hosted pages post plain HTML forms.
   app.use(express.urlencoded({ limit: BODY_LIMIT, extended: false }));
 
-  for (const spec of routes) {
-    app[spec.method](expressPath(spec.path), async (req: Request, res: Response) => {
+  // Routes without parameters are found with one lookup of their exact method and path (express
+  // tries each route's pattern in turn, ~80 of them). Anything else (another case, a trailing slash,
+  // HEAD) goes through express's router as before, so every request still reaches the same handler.
+  const exact = new Map<string, (req: Request, res: Response) => Promise<void>>();
+  app.use((req, res, next) => {
+    const handler = exact.get(`${req.method} ${req.path}`);
+    if (!handler) return next();
+    req.params = {};
+    handler(req, res).catch(next);
+  });
+
+  for (const [index, spec] of routes.entries()) {
+    const handler = async (req: Request, res: Response) => {
       res.locals.routePath = spec.path;
       const ctx = await authenticate(spec, req, res);
       ctx.params = spec.params ? validate(spec.params, { ...req.params }, { coerce: true }) : req.params;
@@ -141,7 +152,10 @@ export function createApp(tally: Tally): express.Express {
         res.setHeader('Content-Type', 'application/json; charset=utf-8');
         res.end(JSON.stringify(reply.body));
       }
-    });
+    };
+    app[spec.method](expressPath(spec.path), handler);
+    if (!spec.path.includes('{') && !routes.slice(0, index).some((earlier) => earlier.method === spec.method && pathPattern(earlier.path).test(spec.path)))
+      exact.set(`${spec.method.toUpperCase()} ${spec.path}`, handler);
   }
 
   async function authenticate(spec: RouteSpec, req: Request, res: Response): Promise<RequestContext> {
@@ -216,6 +230,12 @@ export function createApp(tally: Tally): express.Express {
   });
 
   return app;
+}
+
+/** What express's router matches for a route path: each parameter is one non-empty segment (case-insensitive). */
+function pathPattern(path: string): RegExp {
+  const escaped = path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+');
+  return new RegExp(`^${escaped}/?$`, 'i');
 }
 
 export function toErrorReply(error: unknown): { status: number; body: Record<string, unknown>; headers: Record<string, string> } {

@@ -20,6 +20,32 @@ describe('HTTP foundation', () => {
     expect(res.body).to.deep.equal({ success: false, error: 'Not found' });
   });
 
+  it('answers a path without parameters the same however it is spelled (exact lookup or express router)', async () => {
+    // The exact spelling is found by one lookup; a trailing slash, another case or HEAD go through
+    // express's router. All must reach the same handler, with the same errors.
+    const exact = await app.http.get('/api/v1/exchanges/assets/public');
+    expect(exact.status).to.equal(200);
+    for (const path of ['/api/v1/exchanges/assets/public/', '/API/v1/Exchanges/assets/PUBLIC']) {
+      const res = await app.http.get(path);
+      expect(res.status, path).to.equal(200);
+      expect(res.body, path).to.deep.equal(exact.body);
+    }
+    const head = await app.http.head('/api/v1/exchanges/assets/public');
+    expect(head.status).to.equal(200);
+    expect(head.headers['content-type']).to.equal(exact.headers['content-type']);
+    for (const path of ['/api/v1/partner/users', '/api/v1/partner/users/']) {
+      const res = await app.http.post(path).set(partner.headers).send({ email: 'not an email' });
+      expect(res.status, path).to.equal(400);
+      expect(res.body.success, path).to.equal(false);
+    }
+    const first = await app.http.post('/api/v1/partner/users').set(partner.headers).send({ email: 'not an email' });
+    const second = await app.http.post('/api/v1/partner/users/').set(partner.headers).send({ email: 'not an email' });
+    expect(second.body).to.deep.equal(first.body);
+    const unauthenticated = await app.http.post('/api/v1/transactions/transfer').send({ toAccountId: 1, amount: '1', description: 'x' });
+    expect(unauthenticated.status).to.equal(401);
+    expect(unauthenticated.headers['x-request-id']).to.be.a('string');
+  });
+
   it('has no route for the removed POST /api/v1/partner/auth/token', async () => {
     const res = await app.http.post('/api/v1/partner/auth/token').set(partner.headers).send({ userId: 'x' });
     expect(res.status).to.equal(404);
