@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import type { Json } from './port';
 
 /**
@@ -35,8 +35,12 @@ export function canonicalJson(value: unknown): string {
   return `${out}}`;
 }
 
+/** One-shot hashing (Node >= 20.12): no Hash object per call, about half the time for an event's text. */
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+
+/** SHA-256 of the UTF-8 bytes of `text`, as hex. */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
+  return oneShot ? oneShot('sha256', text, 'hex') : crypto.createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 export function eventDigest(e: { stream: string; id: string; type: string; data: Json | object; metadata: Json | object }): string {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { canonicalJson, eventDigest } from '../../src/eventstore/hash';
+import { canonicalJson, eventDigest, sha256Hex } from '../../src/eventstore/hash';
 
 /**
  * The hash chain's definition must never drift: stored chains are verified against it. These texts
@@ -25,5 +25,9 @@ describe('hash chain definition (golden values)', () => {
       metadata: { correlationId: 'c', actor: { kind: 'user', id: 'u' } },
     });
     expect(digest).to.equal('e287a77a6ca67f099bd2a060534d727c124ddf76e9297e5daef08082e11842d2');
+  });
+
+  it('hashes the UTF-8 bytes of a text (non-ASCII included)', () => {
+    expect(sha256Hex('Zoë pays 5 € 😀')).to.equal('6784df172e2daccc675ed7f13f4727a1cc3265b576d516e74a0cea37e9400125');
   });
 });
