@@ -1,7 +1,10 @@
 import type { TSchema } from '@sinclair/typebox';
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CommandContext } from '../app/commands';
 import type { Tally } from '../app/tally';
+
+/** A request as handlers see it: Node's, with the raw bytes of a body that was read. */
+export type HttpRequest = IncomingMessage & { rawBody?: Buffer };
 
 export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed';
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -24,8 +27,10 @@ export interface RequestContext<Body = unknown, Query = unknown, Params = unknow
   partnerId: string;
   /** Set on bearer routes. */
   userId: string;
-  req: Request;
-  res: Response;
+  req: HttpRequest;
+  res: ServerResponse;
+  /** The app's shared objects (metrics registry, OpenAPI document, rendered docs). */
+  locals: Record<string, unknown>;
   /** A fresh command context (who, correlation) for one command of this request. */
   command(commandId?: string): CommandContext;
 }

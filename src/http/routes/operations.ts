@@ -36,8 +36,8 @@ export const operationsRoutes = [
     tag: 'Operations',
     summary: 'Prometheus metrics.',
     responses: { 200: { description: 'Prometheus text format' } },
-    async handler({ req }) {
-      const { registry } = req.app.locals.metrics as { registry: import('prom-client').Registry };
+    async handler({ locals }) {
+      const { registry } = locals.metrics as { registry: import('prom-client').Registry };
       return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
     },
   }),
@@ -48,8 +48,8 @@ export const operationsRoutes = [
     tag: 'Operations',
     summary: 'OpenAPI 3.1 description of every route.',
     responses: { 200: { description: 'OpenAPI document' } },
-    async handler({ req }) {
-      return { status: 200, body: req.app.locals.openapi };
+    async handler({ locals }) {
+      return { status: 200, body: locals.openapi };
     },
   }),
   route({
@@ -59,8 +59,8 @@ export const operationsRoutes = [
     tag: 'Operations',
     summary: 'Rendered API reference.',
     responses: { 200: { description: 'HTML' } },
-    async handler({ req }) {
-      return { status: 200, body: req.app.locals.docs as string, contentType: 'text/html; charset=utf-8' };
+    async handler({ locals }) {
+      return { status: 200, body: locals.docs as string, contentType: 'text/html; charset=utf-8' };
     },
   }),
 ];

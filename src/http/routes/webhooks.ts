@@ -1,10 +1,9 @@
 import { Type } from '@sinclair/typebox';
-import type { Request } from 'express';
 import { WebhookSignatureError } from '../../providers/identity/port';
 import { HttpError, MESSAGES } from '../errors';
-import { route } from '../route';
+import { type HttpRequest, route } from '../route';
 
-const rawBody = (req: Request) => (req as Request & { rawBody?: Buffer }).rawBody ?? Buffer.alloc(0);
+const rawBody = (req: HttpRequest) => req.rawBody ?? Buffer.alloc(0);
 
 const identityWebhook = (provider: string) =>
   route({
