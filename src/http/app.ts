@@ -248,7 +248,6 @@ export function createApp(tally: Tally): express.Express {
   }
 
   app.use((req, res, next) => {
-    res.locals.routePath = undefined;
     begin(req, res, res.locals as RequestLocals);
     next();
   });
