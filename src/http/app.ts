@@ -198,8 +198,8 @@ export function createApp(tally: Tally): express.Express {
     const headers = req.headers;
     const length = headers['content-length'];
     const chunked = headers['transfer-encoding'] !== undefined;
-    const json = chunked || (length !== undefined && length !== '0');
-    if (json) {
+    const hasBody = chunked || (length !== undefined && length !== '0');
+    if (hasBody) {
       const encoding = headers['content-encoding'];
       if (
         chunked ||
@@ -222,7 +222,7 @@ export function createApp(tally: Tally): express.Express {
       req.resume();
       return true;
     }
-    if (!json) {
+    if (!hasBody) {
       req.resume();
       run(undefined);
       return true;
