@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EventLoopUtilization, performance } from 'node:perf_hooks';
@@ -44,6 +45,7 @@ import {
  *   BENCH_HISTORY   events of the long account in part 2 (default 100,000; 0 skips part 2)
  *   BENCH_SAMPLES   sequential transfers out of each account in part 2 (default 500)
  *   BENCH_LOG_LEVEL the server's pino level (default warn)
+ *   BENCH_CPU_PROFILE directory for a CPU profile of the server's main thread during each measured loop
  *   BENCH_PG_SETTINGS extra settings of the throwaway cluster, `;`-separated (e.g. shared_preload_libraries=pg_stat_statements)
  * The HTTP clients run in a worker thread (a keep-alive HTTP/1.1 connection each) so that their CPU is not
  * spent on the server's event loop; the worker still shares the machine's CPUs.
@@ -396,7 +398,34 @@ function describeStatuses(statuses: Record<string, number>, samples: Record<stri
 const sortedOf = (latencies: number[]) => Float64Array.from(latencies).sort();
 const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
 
+/** BENCH_CPU_PROFILE=<dir>: the server's main thread is profiled during each measured loop (a .cpuprofile per loop). */
+async function profiled<T>(name: string, body: (started: () => Promise<void>) => Promise<T>): Promise<T> {
+  const dir = process.env.BENCH_CPU_PROFILE;
+  if (!dir) return body(async () => {});
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result))));
+  try {
+    await post('Profiler.enable');
+    const result = await body(async () => {
+      await post('Profiler.start');
+    });
+    const { profile } = (await post('Profiler.stop')) as { profile: object };
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+    console.log(`      CPU profile of the main thread: ${join(dir, `${name}.cpuprofile`)}`);
+    return result;
+  } finally {
+    session.disconnect();
+  }
+}
+
 async function closedLoop(b: Bench, accounts: Customer[]): Promise<LoopResult> {
+  return profiled(`loop-${accounts.length}-accounts`, (started) => measureLoop(b, accounts, started));
+}
+
+async function measureLoop(b: Bench, accounts: Customer[], started: () => Promise<void>): Promise<LoopResult> {
   let around: Around | undefined;
   const out = await b.client.run<Outcome & { seconds: number }>(
     {
@@ -408,6 +437,7 @@ async function closedLoop(b: Bench, accounts: Customer[]): Promise<LoopResult> {
     },
     async () => {
       around = await before(b);
+      await started();
     },
   );
   const ok = out.statuses['201'] ?? 0;

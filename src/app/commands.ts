@@ -128,12 +128,28 @@ export async function load<State, Event extends DomainEvent>(
   return loaded;
 }
 
+/**
+ * The metadata of a command's events: one object per command, shared by all of them (never changed
+ * once made), so an append that carries several of them serializes it once (postgres.ts).
+ */
+const metadataOf = new WeakMap<CommandContext, EventMetadata>();
+
+function eventMetadata(ctx: CommandContext): EventMetadata {
+  let metadata = metadataOf.get(ctx);
+  if (!metadata) {
+    metadata = Object.freeze({ ...ctx.metadata, causationId: ctx.metadata.causationId ?? ctx.commandId });
+    metadataOf.set(ctx, metadata);
+  }
+  return metadata;
+}
+
 export function toNewEvents(ctx: CommandContext, stream: string, events: DomainEvent[], offset = 0) {
+  const metadata = eventMetadata(ctx);
   return events.map((e, i) => ({
     id: eventIdFor(ctx.commandId, stream, offset + i),
     type: e.type,
     data: e.data,
-    metadata: { ...ctx.metadata, causationId: ctx.metadata.causationId ?? ctx.commandId },
+    metadata,
   }));
 }
 

@@ -118,6 +118,8 @@ export interface AppendStats {
   largestBatch: number;
   /** Batches that failed as a whole and were retried request by request. */
   fallbacks: number;
+  /** Batches tried again with every event id looked up first (one of their ids was stored). */
+  probedAgain: number;
 }
 
 /** One appendMany call waiting for (or in) a batch. */
@@ -153,11 +155,14 @@ interface BatchRow {
 // Data and metadata travel as one JSON array each (texts joined, nothing to escape), unpacked in order.
 const APPEND_BATCH = `SELECT request_no, stream, next_revision::text, position_text, error, error_detail
   FROM es_append_batch($1::text[], $2::int[], $3::int[], $4::text[], $5::int[], $6::uuid[], $7::text[],
-    ARRAY(SELECT x.v FROM jsonb_array_elements($8::jsonb) WITH ORDINALITY x(v, i) ORDER BY x.i),
-    ARRAY(SELECT x.v FROM jsonb_array_elements($9::jsonb) WITH ORDINALITY x(v, i) ORDER BY x.i), $10::text[])`;
+    ARRAY(SELECT x.v FROM json_array_elements($8::json) WITH ORDINALITY x(v, i) ORDER BY x.i),
+    ARRAY(SELECT x.v FROM json_array_elements($9::json) WITH ORDINALITY x(v, i) ORDER BY x.i), $10::text[], $11::boolean)`;
 
-/** The arguments of es_append_batch for these requests, in this order (see postgres-schema.ts). */
-function batchParams(batch: QueuedAppend[]): unknown[] {
+/**
+ * The arguments of es_append_batch for these requests, in this order (see postgres-schema.ts).
+ * `probe`: look every event id up first (the one-by-one retry); a batch's first try does not.
+ */
+function batchParams(batch: QueuedAppend[], probe: boolean): unknown[] {
   const streamIndex = new Map<string, number>();
   const appReq: number[] = [];
   const appStream: number[] = [];
@@ -189,7 +194,7 @@ function batchParams(batch: QueuedAppend[]): unknown[] {
       });
     });
   });
-  return [[...streamIndex.keys()], appReq, appStream, appExpect, appCount, evId, evType, `[${evData.join(',')}]`, `[${evMeta.join(',')}]`, evDigest];
+  return [[...streamIndex.keys()], appReq, appStream, appExpect, appCount, evId, evType, `[${evData.join(',')}]`, `[${evMeta.join(',')}]`, evDigest, probe];
 }
 
 /**
@@ -205,7 +210,7 @@ function isEventIdRace(error: unknown): boolean {
 
 export class PostgresEventStore implements EventStore {
   readonly kind: 'postgres' | 'pglite';
-  readonly stats: AppendStats = { requests: 0, batches: 0, largestBatch: 0, fallbacks: 0 };
+  readonly stats: AppendStats = { requests: 0, batches: 0, largestBatch: 0, fallbacks: 0, probedAgain: 0 };
   private readonly appended = new EventEmitter();
   private readonly maxInFlight: number;
   private readonly minConcurrentBatch: number;
@@ -255,10 +260,20 @@ export class PostgresEventStore implements EventStore {
       events += a.events.length;
     }
     const expected = appends.map((a) => String(normalizeExpected(a.expectedRevision)));
+    // Events of one command share their metadata object (commands.ts): written out once per call.
+    const metadataTexts = new Map<object, string>();
+    const metadataText = (metadata: object) => {
+      let text = metadataTexts.get(metadata);
+      if (text === undefined) {
+        text = canonicalJson(metadata);
+        metadataTexts.set(metadata, text);
+      }
+      return text;
+    };
     const prepared = appends.map((a) =>
       a.events.map((e): PreparedEvent => {
         const data = canonicalJson(e.data);
-        const metadata = canonicalJson(e.metadata ?? {});
+        const metadata = metadataText(e.metadata ?? {});
         return { data, metadata, digest: eventDigestOfTexts(a.stream, e.id, e.type, data, metadata) };
       }),
     );
@@ -299,7 +314,7 @@ export class PostgresEventStore implements EventStore {
     this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
     let rows: BatchRow[];
     try {
-      rows = await this.sql.query<BatchRow>(APPEND_BATCH, batchParams(batch), 'tally_es_append_batch');
+      rows = await this.runBatch(batch);
     } catch (error) {
       if (isConnectionError(error)) {
         for (const q of batch) q.reject(new StoreUnavailableError(error));
@@ -338,11 +353,27 @@ export class PostgresEventStore implements EventStore {
     if (anyWritten) this.appended.emit('append');
   }
 
+  /**
+   * A batch's first try does not look its event ids up (es_append_batch, probe = false). When one of
+   * them turns out to be stored (a retry appended at any revision), the batch wrote nothing, and it
+   * goes once more, looking every id up first: retries are then answered inside the batch.
+   */
+  private async runBatch(batch: QueuedAppend[]): Promise<BatchRow[]> {
+    try {
+      return await this.sql.query<BatchRow>(APPEND_BATCH, batchParams(batch, false), 'tally_es_append_batch');
+    } catch (error) {
+      const e = error as { code?: string; constraint?: string };
+      if (e?.code !== '23505' || e.constraint !== 'es_events_event_id') throw error;
+      this.stats.probedAgain++;
+      return await this.sql.query<BatchRow>(APPEND_BATCH, batchParams(batch, true), 'tally_es_append_batch');
+    }
+  }
+
   /** One request as a batch of its own; once more when it lost an id race (it then finds the winner's events). */
   private async appendAlone(q: QueuedAppend): Promise<BatchRow[]> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.sql.query<BatchRow>(APPEND_BATCH, batchParams([q]), 'tally_es_append_batch');
+        return await this.sql.query<BatchRow>(APPEND_BATCH, batchParams([q], true), 'tally_es_append_batch');
       } catch (error) {
         if (isEventIdRace(error) && attempt < 1) continue;
         if (isConnectionError(error)) throw new StoreUnavailableError(error);

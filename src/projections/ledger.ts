@@ -9,7 +9,8 @@ const sub = (a: Row[string] | undefined, b: string) => fixed(money(String(a ?? 0
 /** Accounts with their balances, and ledger transactions, as the account and transaction routes read them. */
 export const ledgerProjection = rowProjection({
   name: 'ledger',
-  version: 2,
+  // 3: rm_transactions.id lost its UNIQUE index (ids come from a sequence; only the order uses them).
+  version: 3,
   eventTypes: ['AccountOpened', 'FundsCredited', 'FundsDebited', 'HoldPosted', 'TransactionCreated', 'TransactionStatusChanged', 'PayoutAccepted'],
   tables: {
     rm_accounts: {
@@ -30,7 +31,7 @@ export const ledgerProjection = rowProjection({
       key: 'uuid',
       columns: {
         uuid: { type: 'uuid' },
-        id: { type: 'bigint', notNull: true, unique: true },
+        id: { type: 'bigint', notNull: true },
         kind: { type: 'text', notNull: true },
         description: { type: 'text', notNull: true },
         status: { type: 'text', notNull: true },

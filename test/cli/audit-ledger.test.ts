@@ -59,7 +59,7 @@ describe('tally audit verify: the ledger’s books', () => {
   it('reports money created in the log out of nothing', async () => {
     await rawSql(
       app.config.databaseUrl!,
-      `UPDATE es_events SET data = jsonb_set(data, '{amount}', '"200.00000000"') WHERE type = 'FundsCredited' AND data->>'reason' = 'deposit'`,
+      `UPDATE es_events SET data = jsonb_set(data::jsonb, '{amount}', '"200.00000000"') WHERE type = 'FundsCredited' AND data->>'reason' = 'deposit'`,
     );
     const report = await auditVerify(config, capture());
     expect(report.ok).to.equal(false);

@@ -52,7 +52,7 @@ describe('tally audit verify', () => {
   });
 
   it('reports an event edited in es_events as a chain break with its stream, revision and event id', async () => {
-    await rawSql(app.config.databaseUrl!, `UPDATE es_events SET data = jsonb_set(data, '{name}', '"Mallory"') WHERE type = 'PartnerCreated'`);
+    await rawSql(app.config.databaseUrl!, `UPDATE es_events SET data = jsonb_set(data::jsonb, '{name}', '"Mallory"') WHERE type = 'PartnerCreated'`);
     const [edited] = await rawSql<{ event_id: string }>(app.config.databaseUrl!, `SELECT event_id::text FROM es_events WHERE type = 'PartnerCreated'`);
     const io = capture();
     const report = await auditVerify(config, io);
@@ -80,7 +80,7 @@ describe('tally audit verify', () => {
   });
 
   it('exits with code 3 from the binary when it finds differences, with the report on stdout', async () => {
-    await rawSql(app.config.databaseUrl!, `UPDATE es_events SET data = jsonb_set(data, '{name}', '"Mallory"') WHERE type = 'PartnerCreated'`);
+    await rawSql(app.config.databaseUrl!, `UPDATE es_events SET data = jsonb_set(data::jsonb, '{name}', '"Mallory"') WHERE type = 'PartnerCreated'`);
     const result = await runBinary(['audit', 'verify'], { DATABASE_URL: app.config.databaseUrl });
     expect(result.code).to.equal(3);
     expect(result.stdout).to.contain('FAIL hash chains');

@@ -341,6 +341,31 @@ for (const target of targets) {
       }
     });
 
+    it('looks ids up only for a request whose revision fails, or after a stored id stopped the batch', async () => {
+      const sequential = await target.open({ maxInFlight: 1 });
+      try {
+        const s = sequential.store;
+        const stream = uniqueStream();
+        const events = [ev('A'), ev('B')];
+        const stored = await s.append(stream, events, 'no_stream');
+        // The retry at its revision fails that check inside the batch, looks its ids up there and
+        // gets the stored answer: no second try.
+        expect(await s.append(stream, events, 'no_stream')).to.deep.equal(stored);
+        expect(s.stats.probedAgain).to.equal(0);
+        // At any revision nothing fails before the INSERT meets the stored ids: the batch goes once
+        // more, ids looked up first, and answers the same.
+        expect(await s.append(stream, events, 'any')).to.deep.equal(stored);
+        expect(s.stats.probedAgain).to.equal(1);
+        expect(s.stats.fallbacks).to.equal(0);
+        // A wrong revision with new ids is still a plain conflict.
+        const error = await s.append(stream, [ev('C')], 0).catch((e: unknown) => e);
+        expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+        expect((await s.readStream(stream)).map((e) => e.type)).to.deep.equal(['A', 'B']);
+      } finally {
+        await sequential.close();
+      }
+    });
+
     it('confines a malformed request to itself: the batch falls back to one request at a time', async () => {
       const sequential = await target.open({ maxInFlight: 1 });
       try {
@@ -389,7 +414,7 @@ for (const target of targets) {
     });
 
     if (target.name === 'postgres server') {
-      it('falls back to single requests when another transaction stores one of the ids first (23505)', async () => {
+      it('tries the batch again, ids looked up, when another transaction stores one of the ids first (23505)', async () => {
         const sequential = await target.open({ maxInFlight: 1 });
         const client = new pg.Client({ connectionString: sequential.url });
         try {
@@ -409,8 +434,10 @@ for (const target of targets) {
             ]),
           ]);
           const first = s.append(uniqueStream(), [ev()], 'no_stream');
-          // These two queue behind `first` and leave together; the batch's probe cannot see the
-          // uncommitted id, so its INSERT waits on the unique index, then fails when the other commits.
+          // These two queue behind `first` and leave together; the batch's first try does not look ids
+          // up (and could not see the uncommitted one), so its INSERT waits on the unique index, then
+          // fails when the other commits. The batch goes again with its ids looked up: the racing
+          // request finds the id stored elsewhere, the bystander goes through.
           const racing = s.append(uniqueStream(), [raced], 'no_stream');
           const innocent = uniqueStream();
           const bystander = s.append(innocent, [ev()], 'no_stream');
@@ -420,7 +447,8 @@ for (const target of targets) {
           expect(outcomes[0]?.status).to.equal('fulfilled');
           expect(rejected(outcomes[1])).to.be.instanceOf(EventIdConflictError);
           expect(fulfilled(outcomes[2]).nextRevision).to.equal(0);
-          expect(s.stats.fallbacks).to.equal(1);
+          expect(s.stats.probedAgain).to.equal(1);
+          expect(s.stats.fallbacks).to.equal(0);
           expect(await s.readStream(innocent)).to.have.length(1);
         } finally {
           await client.end().catch(() => {});

@@ -1,5 +1,6 @@
 import { PostgresEventStore } from '../../src/eventstore/postgres';
 import { eventDigest } from '../../src/eventstore/hash';
+import { EVENT_LOG_SCHEMA } from '../../src/eventstore/postgres-schema';
 import { PgliteSql, PgSql } from '../../src/eventstore/sql';
 import pg from 'pg';
 import { sharedCluster } from '../support/postgres';
@@ -48,6 +49,30 @@ eventStoreConformance('postgres server', {
         await client.end();
       },
     };
+  },
+});
+
+// A log created before data and metadata became json (they were jsonb): the same schema run over it
+// keeps its columns, and everything still holds.
+eventStoreConformance('postgres server, a log with jsonb columns (created before json)', {
+  async open() {
+    const url = await (await sharedCluster()).freshDatabase();
+    const sql = new PgSql(url);
+    pools.push(sql);
+    const jsonbLog = EVENT_LOG_SCHEMA.replace(/(data|metadata)(\s+)json NOT NULL/g, '$1$2jsonb NOT NULL');
+    if (jsonbLog === EVENT_LOG_SCHEMA) throw new Error('the schema no longer declares json data and metadata');
+    await sql.exec(jsonbLog);
+    const [column] = await sql.query<{ t: string }>(
+      `SELECT data_type AS t FROM information_schema.columns WHERE table_name = 'es_events' AND column_name = 'data'`,
+    );
+    if (column?.t !== 'jsonb') throw new Error(`expected a jsonb column, found ${column?.t}`);
+    const store = await PostgresEventStore.create(sql);
+    const close = store.close.bind(store);
+    store.close = async () => {
+      await close();
+      await sql.close();
+    };
+    return store;
   },
 });
 

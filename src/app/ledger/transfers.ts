@@ -84,6 +84,7 @@ export class Transfers {
             state,
           );
           const credit = accountDecider.decide({ type: 'Credit', transactionId: ids.uuid, amount: input.amount, reason: 'transfer', at }, target);
+          const amount = fixed(money(input.amount));
           const created = transactionDecider.decide(
             {
               type: 'Create',
@@ -92,7 +93,7 @@ export class Transfers {
                 id: ids.id,
                 kind: 'TRANSFER',
                 status: 'COMPLETED',
-                amount: fixed(money(input.amount)),
+                amount,
                 debitAccountId: fromAccountId,
                 creditAccountId: input.toAccountId,
                 description: input.description,
@@ -118,7 +119,7 @@ export class Transfers {
               uuid: ids.uuid,
               description: input.description,
               status: 'COMPLETED',
-              amount: fixed(money(input.amount)),
+              amount,
               debitAccountId: fromAccountId,
               creditAccountId: input.toAccountId,
               created: at,

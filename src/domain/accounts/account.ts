@@ -64,6 +64,23 @@ function snapshotAmount(value: unknown): Amount {
   return amount;
 }
 
+/** A user's limits, parsed once per Limits object (one is shared by a user's requests for a while). */
+const parsedLimits = new WeakMap<Limits, { max: Amount; daily: Amount; maxText: string; dailyText: string }>();
+
+function limitAmounts(limits: Limits): { max: Amount; daily: Amount } {
+  let parsed = parsedLimits.get(limits);
+  if (!parsed || limits.maxTransactionAmount !== parsed.maxText || limits.dailyTransactionLimit !== parsed.dailyText) {
+    parsed = {
+      max: money(limits.maxTransactionAmount),
+      daily: money(limits.dailyTransactionLimit),
+      maxText: limits.maxTransactionAmount,
+      dailyText: limits.dailyTransactionLimit,
+    };
+    parsedLimits.set(limits, parsed);
+  }
+  return parsed;
+}
+
 export const available = (s: AccountState) => s.creditsPosted.minus(s.debitsPosted).minus(s.debitsPending);
 
 const utcDay = (iso: string) => iso.slice(0, 10);
@@ -177,10 +194,10 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         const amount = money(command.amount);
         invariant(amount.gt(0), 'a debit is positive');
         if (command.limits) {
-          const max = money(command.limits.maxTransactionAmount);
+          const { max, daily } = limitAmounts(command.limits);
           if (amount.gt(max)) throw new DomainError('invalid', `Amount exceeds maximum transaction amount of ${max.toFixed()}`);
           const today = utcDay(command.at) === state.day ? state.dayOutgoing : ZERO;
-          if (today.plus(amount).gt(command.limits.dailyTransactionLimit)) throw new DomainError('invalid', 'Daily transaction limit exceeded');
+          if (today.plus(amount).gt(daily)) throw new DomainError('invalid', 'Daily transaction limit exceeded');
         }
         if (available(state).lt(amount)) throw new DomainError('invalid', `Insufficient balance in account ${accountId}`);
         const events: AccountEvent[] = [
