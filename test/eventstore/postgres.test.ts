@@ -1,4 +1,5 @@
-import { PostgresEventStore } from '../../src/eventstore/postgres';
+import { expect } from 'chai';
+import { PostgresEventStore, textArrayLiteral } from '../../src/eventstore/postgres';
 import { eventDigest } from '../../src/eventstore/hash';
 import { EVENT_LOG_SCHEMA } from '../../src/eventstore/postgres-schema';
 import { PgliteSql, PgSql } from '../../src/eventstore/sql';
@@ -87,4 +88,25 @@ eventStoreConformance('pglite (embedded)', {
     };
     return store;
   },
+});
+
+describe('textArrayLiteral (the append batch writes its own array parameters)', () => {
+  const tricky = ['plain', '', 'NULL', 'null', 'with "quotes"', 'back\\slash', '\\"both\\"', 'a,b', '{braces}', ' spaced ', 'naïve ✓', 'new\nline'];
+
+  it('reads back as the same texts on a server and on PGlite', async () => {
+    const server = new PgSql(await (await sharedCluster()).freshDatabase());
+    const embedded = await PgliteSql.open();
+    try {
+      for (const sql of [server, embedded]) {
+        const [row] = await sql.query<{ a: string[]; n: number }>('SELECT $1::text[] AS a, cardinality($1::text[]) AS n', [textArrayLiteral(tricky)]);
+        expect(row?.n).to.equal(tricky.length);
+        expect(row?.a).to.deep.equal(tricky);
+        const [empty] = await sql.query<{ n: number }>('SELECT cardinality($1::text[]) AS n', [textArrayLiteral([])]);
+        expect(empty?.n).to.equal(0);
+      }
+    } finally {
+      await server.close();
+      await embedded.close();
+    }
+  });
 });
