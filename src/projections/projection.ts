@@ -26,6 +26,15 @@ export interface Projection {
   /** `memory`: given by a rebuild, which alone writes its new tables (see BuildMemory). */
   apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables, memory?: BuildMemory): Promise<void>;
   /**
+   * A fold done by the database itself, when the events live in the same Postgres as the read model
+   * (the Postgres event store): the events after `after`, up to `upTo` and at most `limit` of them
+   * (in log order, of `eventTypes`), are folded by SQL, so they never travel to this process.
+   * Returns how many it folded and the position it reached (`upTo` when it took every one there
+   * was). It must leave the very rows `apply` leaves for the same events: the engine uses it live,
+   * to rebuild and to verify whenever it can, and `apply` otherwise (another event store).
+   */
+  applyRange?(tx: SqlQueryable, range: { after: string; upTo: string; limit: number }, t: Tables): Promise<{ applied: number; reached: string }>;
+  /**
    * For a rebuild whose memory holds every row: folds the batch without the database and returns
    * its writes, so that the next batch can be folded while these are written. Null when the memory
    * no longer holds every row (then `apply`).
@@ -52,6 +61,14 @@ export class BuildMemory {
       this.rows.clear();
     }
   }
+}
+
+/** A position's parts as SQL parameters (xid8, bigint); the start of the log is (0, 0). */
+export function positionParts(position: string): [string, string] {
+  if (!position) return ['0', '0'];
+  const [xid, gp] = position.split(':');
+  if (!xid || !gp || !/^\d+$/.test(xid) || !/^\d+$/.test(gp)) throw new Error(`Invalid position ${position}`);
+  return [xid.replace(/^0+(?=\d)/, ''), gp.replace(/^0+(?=\d)/, '')];
 }
 
 export const liveTables = (p: Projection): Tables => Object.fromEntries(p.tables.map((name) => [name, name]));
