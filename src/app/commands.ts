@@ -137,7 +137,7 @@ const metadataOf = new WeakMap<CommandContext, EventMetadata>();
 function eventMetadata(ctx: CommandContext): EventMetadata {
   let metadata = metadataOf.get(ctx);
   if (!metadata) {
-    metadata = Object.freeze({ ...ctx.metadata, causationId: ctx.metadata.causationId ?? ctx.commandId });
+    metadata = { ...ctx.metadata, causationId: ctx.metadata.causationId ?? ctx.commandId };
     metadataOf.set(ctx, metadata);
   }
   return metadata;
