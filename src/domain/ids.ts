@@ -1,9 +1,13 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
+
+/** One-shot hashing (Node >= 20.12): no Hash object per id. */
+const oneShot = (crypto as { hash?: (algorithm: string, data: Buffer, outputEncoding: 'buffer') => Buffer }).hash;
 
 /** RFC 4122 version 5 (name-based, SHA-1) UUID: the same name always gives the same id. */
 export function uuidV5(name: string, namespace = TALLY_NAMESPACE): string {
   const ns = namespace === TALLY_NAMESPACE ? TALLY_NAMESPACE_BYTES : Buffer.from(namespace.replace(/-/g, ''), 'hex');
-  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
+  const data = Buffer.concat([ns, Buffer.from(name, 'utf8')]);
+  const hash = oneShot ? oneShot('sha1', data, 'buffer') : crypto.createHash('sha1').update(data).digest();
   hash[6] = ((hash[6] ?? 0) & 0x0f) | 0x50;
   hash[8] = ((hash[8] ?? 0) & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString('hex');

@@ -56,6 +56,17 @@ export class LedgerAccounts {
     return accountId;
   }
 
+  /** The owner when already known, without waiting (ownerOf reads it otherwise). */
+  knownOwner(accountId: number): { userId: string; partnerId: string } | undefined {
+    return this.owners.get(accountId);
+  }
+
+  /** The limits when remembered and fresh, without waiting (limitsOf reads them otherwise). */
+  knownLimits(userId: string): Limits | undefined {
+    const cached = this.limitsCache.get(userId);
+    return cached && cached.until > Date.now() ? cached.limits : undefined;
+  }
+
   async ownerOf(accountId: number): Promise<{ userId: string; partnerId: string } | null> {
     const known = this.owners.get(accountId);
     if (known) return known;
@@ -81,8 +92,8 @@ export class LedgerAccounts {
 
   /** The derived operating limits of the KYC state (0 before approval). */
   async limitsOf(userId: string): Promise<Limits> {
-    const cached = this.limitsCache.get(userId);
-    if (cached && cached.until > Date.now()) return cached.limits;
+    const known = this.knownLimits(userId);
+    if (known) return known;
     const limits = await this.readLimits(userId);
     if (this.limitsCache.size >= OWNERS_CACHE_MAX) this.limitsCache.clear();
     this.limitsCache.set(userId, { limits, until: Date.now() + LIMITS_TTL_MS });
@@ -107,7 +118,13 @@ export class LedgerAccounts {
    */
   async nextTransactionId(): Promise<number> {
     while (this.idBlock.length === 0) await this.loadIdBlock();
-    const id = this.idBlock.shift() as number;
+    return this.takeTransactionId() as number;
+  }
+
+  /** The next id when the current block has one, without waiting (nextTransactionId fetches a block otherwise). */
+  takeTransactionId(): number | undefined {
+    const id = this.idBlock.shift();
+    if (id === undefined) return undefined;
     if (this.idBlock.length < ID_BLOCK / 2) {
       // Ahead of need: a failure here only means the next caller that finds the block empty fetches again.
       this.loadIdBlock().catch((error) => this.tally.log.warn({ err: error }, 'prefetching transaction ids failed'));
@@ -137,6 +154,18 @@ export class LedgerAccounts {
   }
 
   /** The account's state from both its streams; `revision` is the account stream's, where debits are decided. */
+  /**
+   * The account's state from both its streams as the cache holds them, without reading or waiting:
+   * for a caller that appends at the returned revision (a stale state then fails that append).
+   * Undefined when either stream is not in memory (loadAccount reads them then).
+   */
+  cachedAccount(accountId: number): { state: AccountState; revision: number } | undefined {
+    const main = this.cache.get<AccountState>(this.cache.key(accountDecider, accountStream(accountId)));
+    const credits = main && this.cache.get<AccountState>(this.cache.key(accountDecider, accountCreditStream(accountId)));
+    if (!main || !credits) return undefined;
+    return { state: { ...main.state, creditsPosted: main.state.creditsPosted.plus(credits.state.creditsPosted) }, revision: main.revision };
+  }
+
   async loadAccount(accountId: number, options: { untilTime?: Date; trustCache?: boolean } = {}): Promise<{ state: AccountState; revision: number }> {
     const cache = options.untilTime ? undefined : this.cache;
     const [main, credits] = await Promise.all([

@@ -36,13 +36,17 @@ export class Transfers {
   ): Promise<TransactionView> {
     const fromAccountId = input.fromAccountId ?? (await this.accounts.primaryAccount(user.userId));
     if (fromAccountId === input.toAccountId) throw new DomainError('invalid', 'Cannot transfer to the same account');
-    const [from, to] = await Promise.all([this.accounts.ownerOf(fromAccountId), this.accounts.ownerOf(input.toAccountId)]);
+    // What is in memory is taken without waiting (a transfer's hot path has no await until its append).
+    const accounts = this.accounts;
+    const knownFrom = accounts.knownOwner(fromAccountId);
+    const knownTo = accounts.knownOwner(input.toAccountId);
+    const [from, to] = knownFrom && knownTo ? [knownFrom, knownTo] : await Promise.all([accounts.ownerOf(fromAccountId), accounts.ownerOf(input.toAccountId)]);
     if (!from || !to || from.partnerId !== user.partnerId || to.partnerId !== user.partnerId)
       throw new DomainError('invalid', 'One or both accounts do not exist');
     if (from.userId !== user.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
-    const limits = await this.accounts.limitsOf(user.userId);
+    const limits = accounts.knownLimits(user.userId) ?? (await accounts.limitsOf(user.userId));
     const uuid = randomUUID();
-    const id = await this.accounts.nextTransactionId();
+    const id = accounts.takeTransactionId() ?? (await accounts.nextTransactionId());
     const { view, position } = await this.batches.submit(accountStream(fromAccountId), {
       user,
       input: { ...input, fromAccountId },
@@ -67,7 +71,7 @@ export class Transfers {
       // First pass on the cached state, without reading: the append at its revision catches a stale
       // one; a refusal is only given after a pass on the stored state (money may have come in).
       const trusted = attempt === 1;
-      const source = await this.accounts.loadAccount(fromAccountId, { trustCache: trusted });
+      const source = (trusted && this.accounts.cachedAccount(fromAccountId)) || (await this.accounts.loadAccount(fromAccountId, { trustCache: trusted }));
       let state = source.state;
       const outcomes: Array<{ view: TransactionView; position: string | undefined } | Error> = [];
       const sourceEvents: NewEvent[] = [];

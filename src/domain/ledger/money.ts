@@ -37,7 +37,7 @@ function parseDecimalString(value: unknown): Amount | null {
   if (typeof value !== 'string') return null;
   const text = value.trim();
   if (!PLAIN.test(text)) return null;
-  return new Money(text);
+  return money(text);
 }
 
 export type AmountProblem = 'not_a_number' | 'not_positive' | 'too_many_decimals' | 'too_large';
@@ -50,7 +50,24 @@ export function checkAmount(amount: Amount | null): AmountProblem | null {
   return null;
 }
 
-export const money = (value: string | number | Amount): Amount => new Money(value);
+/**
+ * Recently read amount texts. A command reads its amount several times over (the route, the
+ * decision, the events, the fold of the state); amounts are immutable, so one reading serves all.
+ * Bounded: forgotten all at once when full.
+ */
+const readAmounts = new Map<string, Amount>();
+const READ_AMOUNTS_MAX = 1_024;
+
+export const money = (value: string | number | Amount): Amount => {
+  if (typeof value !== 'string') return new Money(value);
+  let amount = readAmounts.get(value);
+  if (amount === undefined) {
+    amount = new Money(value);
+    if (readAmounts.size >= READ_AMOUNTS_MAX) readAmounts.clear();
+    readAmounts.set(value, amount);
+  }
+  return amount;
+};
 
 /** The canonical stored and shown form: 8 decimal places. */
 export const fixed = (amount: Amount): string => amount.toFixed(MONEY_DECIMALS);
