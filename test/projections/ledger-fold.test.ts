@@ -130,5 +130,15 @@ describe('ledger projection: the fold in SQL equals the fold in the process', ()
       expect(await differences(whole[table] as string, batched[table] as string), `${table}: SQL in one go vs in batches`).to.equal(0);
       expect(await differences(table, whole[table] as string), `${table}: live vs SQL`).to.equal(0);
     }
+
+    // Rebuild and verify fold in the database too: the rebuilt tables equal the fold in the process.
+    expect(await app.tally.engine.verify('ledger')).to.deep.equal([]);
+    const rebuilt = await app.tally.engine.rebuild('ledger');
+    expect(rebuilt.events).to.equal(events.length);
+    expect(comparePositions(rebuilt.position, head)).to.be.at.least(0);
+    for (const table of ledgerProjection.tables) {
+      expect(await differences(table, inProcess[table] as string), `${table}: rebuilt vs in process`).to.equal(0);
+    }
+    expect(await app.tally.engine.verify('ledger')).to.deep.equal([]);
   });
 });
