@@ -19,8 +19,11 @@ CREATE TABLE IF NOT EXISTS es_streams (
   last_hash  text NOT NULL
 );
 
+-- Readers go by (transaction_id, global_position), so that is the primary key (the position alone
+-- comes from a sequence). A log created before had the key on global_position and a separate
+-- es_events_visibility index on the pair: it keeps both, and works the same.
 CREATE TABLE IF NOT EXISTS es_events (
-  global_position  bigserial PRIMARY KEY,
+  global_position  bigserial NOT NULL,
   transaction_id   xid8 NOT NULL DEFAULT pg_current_xact_id(),
   stream_id        text NOT NULL,
   stream_revision  bigint NOT NULL,
@@ -30,11 +33,10 @@ CREATE TABLE IF NOT EXISTS es_events (
   metadata         json NOT NULL,
   recorded_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
   hash             text NOT NULL,
+  CONSTRAINT es_events_pkey PRIMARY KEY (transaction_id, global_position),
   CONSTRAINT es_events_stream_revision UNIQUE (stream_id, stream_revision),
   CONSTRAINT es_events_event_id UNIQUE (event_id)
 );
-
-CREATE INDEX IF NOT EXISTS es_events_visibility ON es_events (transaction_id, global_position);
 
 -- es_append_batch: several independent append requests in ONE transaction (the adapter's group
 -- commit, see postgres.ts). The requests come as typed arrays, in batch order:

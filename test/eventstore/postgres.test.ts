@@ -53,16 +53,26 @@ eventStoreConformance('postgres server', {
   },
 });
 
-// A log created before data and metadata became json (they were jsonb): the same schema run over it
-// keeps its columns, and everything still holds.
-eventStoreConformance('postgres server, a log with jsonb columns (created before json)', {
+// A log created by the schema before this one: data and metadata jsonb, the key on global_position
+// alone and the pair indexed apart. The schema run over it keeps all that, and everything still holds.
+eventStoreConformance('postgres server, a log created before (jsonb columns, key on global_position)', {
   async open() {
     const url = await (await sharedCluster()).freshDatabase();
     const sql = new PgSql(url);
     pools.push(sql);
-    const jsonbLog = EVENT_LOG_SCHEMA.replace(/(data|metadata)(\s+)json NOT NULL/g, '$1$2jsonb NOT NULL');
-    if (jsonbLog === EVENT_LOG_SCHEMA) throw new Error('the schema no longer declares json data and metadata');
-    await sql.exec(jsonbLog);
+    const earlier: Array<[string | RegExp, string]> = [
+      [/(data|metadata)(\s+)json NOT NULL/g, '$1$2jsonb NOT NULL'],
+      ['global_position  bigserial NOT NULL,', 'global_position  bigserial PRIMARY KEY,'],
+      ['  CONSTRAINT es_events_pkey PRIMARY KEY (transaction_id, global_position),\n', ''],
+    ];
+    let earlierLog = EVENT_LOG_SCHEMA;
+    for (const [from, to] of earlier) {
+      const next = earlierLog.replace(from, to);
+      if (next === earlierLog) throw new Error(`the schema changed: ${from} is not in it`);
+      earlierLog = next;
+    }
+    earlierLog += '\nCREATE INDEX IF NOT EXISTS es_events_visibility ON es_events (transaction_id, global_position);';
+    await sql.exec(earlierLog);
     const [column] = await sql.query<{ t: string }>(
       `SELECT data_type AS t FROM information_schema.columns WHERE table_name = 'es_events' AND column_name = 'data'`,
     );
