@@ -25,7 +25,7 @@ export interface Config {
   /** Derived operating limits after KYC approval at level basic (decisions.md). */
   kycLimits: { maxTransactionAmount: number; dailyTransactionLimit: number };
   /** Group commit of the Postgres event log (PostgresEventStoreOptions); undefined = the adapter's default. */
-  appendBatch: { maxInFlight?: number; minConcurrentBatch?: number };
+  appendBatch: { maxInFlight?: number; minConcurrentBatch?: number; minConcurrentEvents?: number };
   /** Under a steady stream of appends, the projection runner gathers this many ms of them per batch (0: off). */
   projectionsPaceMs: number;
 }
@@ -38,7 +38,7 @@ function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
   return value;
 }
 
-/** APPEND_MAX_IN_FLIGHT and APPEND_MIN_CONCURRENT_BATCH (positive integers), when set. */
+/** APPEND_MAX_IN_FLIGHT, APPEND_MIN_CONCURRENT_BATCH and APPEND_MIN_CONCURRENT_EVENTS (positive integers), when set. */
 export function appendBatchOptions(env: NodeJS.ProcessEnv = process.env): Config['appendBatch'] {
   const positive = (name: string) => {
     const raw = env[name];
@@ -47,7 +47,11 @@ export function appendBatchOptions(env: NodeJS.ProcessEnv = process.env): Config
     if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${raw}`);
     return value;
   };
-  return { maxInFlight: positive('APPEND_MAX_IN_FLIGHT'), minConcurrentBatch: positive('APPEND_MIN_CONCURRENT_BATCH') };
+  return {
+    maxInFlight: positive('APPEND_MAX_IN_FLIGHT'),
+    minConcurrentBatch: positive('APPEND_MIN_CONCURRENT_BATCH'),
+    minConcurrentEvents: positive('APPEND_MIN_CONCURRENT_EVENTS'),
+  };
 }
 
 function spreadBps(value: number): number {

@@ -102,6 +102,11 @@ export interface PostgresEventStoreOptions {
    * waiting one round trip. Default 8.
    */
   minConcurrentBatch?: number;
+  /**
+   * ... or once this many events have queued, however few the requests: a large request (a hot
+   * account's batch of transfers, say) is worth a transaction of its own at once. Default 24.
+   */
+  minConcurrentEvents?: number;
   /** Most requests (appendMany calls) in one batch. Default 100. */
   maxBatchRequests?: number;
   /** Most events in one batch; a single larger request still goes, alone. Default 1,000. */
@@ -243,6 +248,9 @@ export class PostgresEventStore implements EventStore {
   private readonly appended = new EventEmitter();
   private readonly maxInFlight: number;
   private readonly minConcurrentBatch: number;
+  private readonly minConcurrentEvents: number;
+  /** Events of the queued requests. */
+  private queuedEvents = 0;
   private readonly maxBatchRequests: number;
   private readonly maxBatchEvents: number;
   /** Requests not yet sent, in call order; a batch takes them from the front. */
@@ -257,6 +265,7 @@ export class PostgresEventStore implements EventStore {
     this.appended.setMaxListeners(0);
     this.maxInFlight = Math.max(1, options.maxInFlight ?? (sql.kind === 'pglite' ? 1 : 4));
     this.minConcurrentBatch = Math.max(1, options.minConcurrentBatch ?? 8);
+    this.minConcurrentEvents = Math.max(1, options.minConcurrentEvents ?? 24);
     this.maxBatchRequests = Math.max(1, options.maxBatchRequests ?? 100);
     this.maxBatchEvents = Math.max(1, options.maxBatchEvents ?? 1_000);
   }
@@ -308,13 +317,18 @@ export class PostgresEventStore implements EventStore {
     );
     return new Promise<AppendResult[]>((resolve, reject) => {
       this.queue.push({ appends, expected, prepared, events, resolve, reject });
+      this.queuedEvents += events;
       this.flush();
     });
   }
 
   /** Sends queued requests: at once when idle; alongside batches in flight only when enough have queued. */
   private flush(): void {
-    while (this.queue.length > 0 && (this.inFlight === 0 || (this.inFlight < this.maxInFlight && this.queue.length >= this.minConcurrentBatch))) {
+    while (
+      this.queue.length > 0 &&
+      (this.inFlight === 0 ||
+        (this.inFlight < this.maxInFlight && (this.queue.length >= this.minConcurrentBatch || this.queuedEvents >= this.minConcurrentEvents)))
+    ) {
       const batch = this.takeBatch();
       this.inFlight++;
       void this.sendBatch(batch).finally(() => {
@@ -333,6 +347,7 @@ export class PostgresEventStore implements EventStore {
       events += q.events;
       count++;
     }
+    this.queuedEvents -= events;
     return this.queue.splice(0, count);
   }
 

@@ -207,6 +207,43 @@ for (const target of targets) {
       }
     });
 
+    // A batch held in flight needs a second connection to hold its row lock.
+    if (target.name === 'postgres server')
+      it('sends a large request beside a batch in flight at once, and holds a small one until enough have queued', async () => {
+        const s = await target.open({ maxInFlight: 4, minConcurrentBatch: 8, minConcurrentEvents: 6 });
+        const holder = new pg.Client({ connectionString: s.url });
+        try {
+          const held = uniqueStream();
+          await s.store.append(held, [ev()], 'no_stream');
+          await holder.connect();
+          await holder.query('BEGIN');
+          await holder.query('SELECT 1 FROM es_streams WHERE stream_id = $1 FOR UPDATE', [held]);
+          // In flight, waiting for the row lock.
+          const blocked = s.store.append(held, [ev()], 0);
+          await new Promise((r) => setTimeout(r, 100));
+          // One request of six events: leaves beside it at once and finishes while it still waits.
+          const large = await s.store.appendMany([
+            { stream: uniqueStream(), events: [ev(), ev(), ev()], expectedRevision: 'no_stream' },
+            { stream: uniqueStream(), events: [ev(), ev(), ev()], expectedRevision: 'no_stream' },
+          ]);
+          expect(large.map((r) => r.nextRevision)).to.deep.equal([2, 2]);
+          // One small request: waits for the batch in flight (or for more to queue).
+          let smallDone = false;
+          const small = s.store.append(uniqueStream(), [ev()], 'no_stream').then((r) => {
+            smallDone = true;
+            return r;
+          });
+          await new Promise((r) => setTimeout(r, 200));
+          expect(smallDone).to.equal(false);
+          await holder.query('COMMIT');
+          expect((await blocked).nextRevision).to.equal(1);
+          expect((await small).nextRevision).to.equal(0);
+        } finally {
+          await holder.end().catch(() => {});
+          await s.close();
+        }
+      });
+
     // PGlite serves one connection: there is no second node to race with.
     if (target.name === 'postgres server')
       it('lets two nodes that create the same new streams at once end as if one came after the other', async () => {
