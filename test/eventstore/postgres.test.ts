@@ -2,26 +2,33 @@ import { expect } from 'chai';
 import { PostgresEventStore, textArrayLiteral } from '../../src/eventstore/postgres';
 import { eventDigest } from '../../src/eventstore/hash';
 import { EVENT_LOG_SCHEMA } from '../../src/eventstore/postgres-schema';
-import { PgliteSql, PgSql } from '../../src/eventstore/sql';
+import { PgliteSql, PgSql, type Sql } from '../../src/eventstore/sql';
 import pg from 'pg';
 import { sharedCluster } from '../support/postgres';
 import { eventStoreConformance } from './conformance';
 
 const pools: PgSql[] = [];
 
+/** A connection to a fresh database of the test cluster. */
+async function serverSql(): Promise<PgSql> {
+  const sql = new PgSql(await (await sharedCluster()).freshDatabase());
+  pools.push(sql);
+  return sql;
+}
+
+/** A store on `sql` whose close also closes `sql`. */
+async function storeOwning(sql: Sql): Promise<PostgresEventStore> {
+  const store = await PostgresEventStore.create(sql);
+  const close = store.close.bind(store);
+  store.close = async () => {
+    await close();
+    await sql.close();
+  };
+  return store;
+}
+
 eventStoreConformance('postgres server', {
-  async open() {
-    const url = await (await sharedCluster()).freshDatabase();
-    const sql = new PgSql(url);
-    pools.push(sql);
-    const store = await PostgresEventStore.create(sql);
-    const close = store.close.bind(store);
-    store.close = async () => {
-      await close();
-      await sql.close();
-    };
-    return store;
-  },
+  open: async () => storeOwning(await serverSql()),
   async openTransactionAppend(store, stream, event) {
     const sql = (store as PostgresEventStore).sql as PgSql;
     const client = new pg.Client({ connectionString: (sql.pool as unknown as { options: { connectionString: string } }).options.connectionString });
@@ -57,9 +64,7 @@ eventStoreConformance('postgres server', {
 // alone and the pair indexed apart. The schema run over it keeps all that, and everything still holds.
 eventStoreConformance('postgres server, a log created before (jsonb columns, key on global_position)', {
   async open() {
-    const url = await (await sharedCluster()).freshDatabase();
-    const sql = new PgSql(url);
-    pools.push(sql);
+    const sql = await serverSql();
     const earlier: Array<[string | RegExp, string]> = [
       [/(data|metadata)(\s+)json NOT NULL/g, '$1$2jsonb NOT NULL'],
       ['global_position  bigserial NOT NULL,', 'global_position  bigserial PRIMARY KEY,'],
@@ -77,27 +82,12 @@ eventStoreConformance('postgres server, a log created before (jsonb columns, key
       `SELECT data_type AS t FROM information_schema.columns WHERE table_name = 'es_events' AND column_name = 'data'`,
     );
     if (column?.t !== 'jsonb') throw new Error(`expected a jsonb column, found ${column?.t}`);
-    const store = await PostgresEventStore.create(sql);
-    const close = store.close.bind(store);
-    store.close = async () => {
-      await close();
-      await sql.close();
-    };
-    return store;
+    return storeOwning(sql);
   },
 });
 
 eventStoreConformance('pglite (embedded)', {
-  async open() {
-    const sql = await PgliteSql.open();
-    const store = await PostgresEventStore.create(sql);
-    const close = store.close.bind(store);
-    store.close = async () => {
-      await close();
-      await sql.close();
-    };
-    return store;
-  },
+  open: async () => storeOwning(await PgliteSql.open()),
 });
 
 describe('textArrayLiteral (the append batch writes its own array parameters)', () => {
