@@ -166,8 +166,8 @@ BEGIN
   -- With probe = false (the adapter's first try of a batch) there is no such probe: a request looks
   -- its own ids up only when one of its expected revisions fails (a retry of a stored request
   -- always does, as its events moved the stream on), and a stored id that gets past that (an append
-  -- at any revision) makes the INSERT fail with a unique violation, after which the adapter retries
-  -- each request alone, with the probe. New ids, the usual case, then cost no lookups at all.
+  -- at any revision) makes the INSERT fail with a unique violation, after which the adapter sends
+  -- the batch once more, with the probe. New ids, the usual case, then cost no lookups at all.
   IF probe THEN
     SELECT array_agg(x.event_id), array_agg(x.stream_id), array_agg(x.stream_revision),
            array_agg(lpad(x.transaction_id::text, 20, '0') || ':' || lpad(x.global_position::text, 20, '0'))

@@ -59,7 +59,12 @@ function toRecorded(row: EventRow): RecordedEvent {
   };
 }
 
-function parsePosition(position: string): [string, string] {
+/**
+ * A position's parts as SQL parameters (xid8, bigint); the start of the log ('') is (0, 0), before
+ * every event.
+ */
+export function positionParts(position: string): [string, string] {
+  if (position === '') return ['0', '0'];
   const [xid, gp] = position.split(':');
   if (!xid || !gp || !/^\d{20}$/.test(xid) || !/^\d{20}$/.test(gp)) throw new Error(`Invalid position ${position}`);
   return [xid.replace(/^0+(?=\d)/, ''), gp.replace(/^0+(?=\d)/, '')];
@@ -475,7 +480,7 @@ export class PostgresEventStore implements EventStore {
     const params: unknown[] = [];
     const conditions = [VISIBLE];
     if (options.fromPosition) {
-      const [xid, gp] = parsePosition(options.fromPosition);
+      const [xid, gp] = positionParts(options.fromPosition);
       params.push(xid, gp);
       conditions.push(`(transaction_id, global_position) > ($${params.length - 1}::xid8, $${params.length}::bigint)`);
     }

@@ -1,7 +1,8 @@
 import type { AccountEvent } from '../domain/accounts/account';
 import { fixed, money } from '../domain/ledger/money';
 import type { TransactionEvent } from '../domain/ledger/transaction';
-import { type Projection, positionParts, type Tables } from './projection';
+import { positionParts } from '../eventstore/postgres';
+import type { Projection, Tables } from './projection';
 import { type Row, rowProjection } from './rows';
 
 const add = (a: Row[string] | undefined, b: string) => fixed(money(String(a ?? 0)).plus(b));
@@ -44,13 +45,11 @@ accounts_new AS (
   INSERT INTO ${t.rm_accounts} (account_id, user_id, partner_id, asset, type, credits, debits, pending_debits, opened_at)
   SELECT o.account_id, o.user_id, o.partner_id, o.asset, o.account_type, coalesce(m.credits, 0), coalesce(m.debits, 0), coalesce(m.pending_debits, 0), o.at
     FROM opened o LEFT JOIN moves m ON m.account_id = o.account_id
-  ON CONFLICT (account_id) DO NOTHING
-  RETURNING 1),
+  ON CONFLICT (account_id) DO NOTHING),
 accounts_moved AS (
   UPDATE ${t.rm_accounts} a SET credits = a.credits + m.credits, debits = a.debits + m.debits, pending_debits = a.pending_debits + m.pending_debits
     FROM moves m
-   WHERE a.account_id = m.account_id AND NOT EXISTS (SELECT 1 FROM opened o WHERE o.account_id = m.account_id)
-  RETURNING 1),
+   WHERE a.account_id = m.account_id AND NOT EXISTS (SELECT 1 FROM opened o WHERE o.account_id = m.account_id)),
 created AS (
   SELECT ev.seq, c.*
     FROM ev, json_to_record(ev.data) AS c(uuid uuid, id bigint, kind text, description text, status text, amount numeric, "debitAccountId" bigint,
@@ -71,13 +70,12 @@ transactions_new AS (
   SELECT c.uuid, c.id, c.kind, c.description, coalesce(f.status, c.status), c.amount, c."debitAccountId", c."creditAccountId", c."userId", c."partnerId",
          coalesce(c.details, '{}'::jsonb) || coalesce(f.details, '{}'::jsonb), c.at, coalesce(f.at, c.at)
     FROM created c LEFT JOIN changed f ON f.uuid = c.uuid
-  ON CONFLICT (uuid) DO NOTHING
-  RETURNING 1),
+  ON CONFLICT (uuid) DO NOTHING),
 transactions_changed AS (
   UPDATE ${t.rm_transactions} x SET status = f.status, updated = f.at, details = x.details || f.details
     FROM changed f
-   WHERE x.uuid = f.uuid AND NOT EXISTS (SELECT 1 FROM created c WHERE c.uuid = f.uuid)
-  RETURNING 1)
+   WHERE x.uuid = f.uuid AND NOT EXISTS (SELECT 1 FROM created c WHERE c.uuid = f.uuid))
+-- The data-modifying CTEs above run whether or not this reads them.
 SELECT count(*)::int AS applied,
        max(lpad(transaction_id::text, 20, '0') || ':' || lpad(global_position::text, 20, '0')) AS reached
   FROM ev`;

@@ -63,14 +63,6 @@ export class BuildMemory {
   }
 }
 
-/** A position's parts as SQL parameters (xid8, bigint); the start of the log is (0, 0). */
-export function positionParts(position: string): [string, string] {
-  if (!position) return ['0', '0'];
-  const [xid, gp] = position.split(':');
-  if (!xid || !gp || !/^\d+$/.test(xid) || !/^\d+$/.test(gp)) throw new Error(`Invalid position ${position}`);
-  return [xid.replace(/^0+(?=\d)/, ''), gp.replace(/^0+(?=\d)/, '')];
-}
-
 export const liveTables = (p: Projection): Tables => Object.fromEntries(p.tables.map((name) => [name, name]));
 
 export const suffixedTables = (p: Projection, suffix: string): Tables => Object.fromEntries(p.tables.map((name) => [name, `${name}__${suffix}`]));

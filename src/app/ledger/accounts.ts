@@ -153,7 +153,6 @@ export class LedgerAccounts {
     return { stream: accountCreditStream(accountId), events: toNewEvents(ctx, accountCreditStream(accountId), events), expectedRevision: 'any' };
   }
 
-  /** The account's state from both its streams; `revision` is the account stream's, where debits are decided. */
   /**
    * The account's state from both its streams as the cache holds them, without reading or waiting:
    * for a caller that appends at the returned revision (a stale state then fails that append).
@@ -166,6 +165,7 @@ export class LedgerAccounts {
     return { state: { ...main.state, creditsPosted: main.state.creditsPosted.plus(credits.state.creditsPosted) }, revision: main.revision };
   }
 
+  /** The account's state from both its streams; `revision` is the account stream's, where debits are decided. */
   async loadAccount(accountId: number, options: { untilTime?: Date; trustCache?: boolean } = {}): Promise<{ state: AccountState; revision: number }> {
     const cache = options.untilTime ? undefined : this.cache;
     const [main, credits] = await Promise.all([
