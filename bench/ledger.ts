@@ -107,36 +107,7 @@ class Connection {
   parse() {
     const head = this.buffer.indexOf(CRLF2);
     if (head < 0 || !this.pending) return;
-    // The usual answer: a Content-Length header as Node writes it. Found without splitting the head.
-    const at = this.buffer.lastIndexOf(CONTENT_LENGTH, head);
-    if (at > 0) {
-      const status = (this.buffer[9] - 48) * 100 + (this.buffer[10] - 48) * 10 + (this.buffer[11] - 48);
-      let length = 0;
-      for (let i = at + CONTENT_LENGTH.length; i < head; i++) {
-        const c = this.buffer[i];
-        if (c === 13) break;
-        if (c >= 48 && c <= 57) length = length * 10 + (c - 48);
-      }
-      const total = head + 4 + length;
-      if (this.buffer.length < total) return;
-      const body = this.buffer.toString('utf8', head + 4, total);
-      this.buffer = this.buffer.length > total ? this.buffer.subarray(total) : EMPTY;
-      const pending = this.pending;
-      this.pending = null;
-      pending({ status, body });
-      return;
-    }
-    const lines = this.buffer.toString('latin1', 0, head).split('\\r\\n');
-    const status = Number(lines[0].split(' ')[1]);
-    let length = -1;
-    let chunked = false;
-    for (let i = 1; i < lines.length; i++) {
-      const colon = lines[i].indexOf(':');
-      const name = lines[i].slice(0, colon).trim().toLowerCase();
-      const value = lines[i].slice(colon + 1).trim();
-      if (name === 'content-length') length = Number(value);
-      else if (name === 'transfer-encoding' && value.toLowerCase().includes('chunked')) chunked = true;
-    }
+    const { status, length, chunked } = this.head(head);
     let body;
     let rest;
     if (chunked) {
@@ -150,10 +121,37 @@ class Connection {
       body = this.buffer.toString('utf8', head + 4, total);
       rest = this.buffer.subarray(total);
     }
-    this.buffer = rest.length ? rest : Buffer.alloc(0);
+    this.buffer = rest.length ? rest : EMPTY;
     const pending = this.pending;
     this.pending = null;
     pending({ status, body });
+  }
+
+  /** Status and framing of the answer whose head ends at \`head\`. */
+  head(head) {
+    const status = (this.buffer[9] - 48) * 100 + (this.buffer[10] - 48) * 10 + (this.buffer[11] - 48);
+    // The usual answer: a Content-Length header as Node writes it, read without splitting the head.
+    const at = this.buffer.lastIndexOf(CONTENT_LENGTH, head);
+    if (at > 0) {
+      let length = 0;
+      for (let i = at + CONTENT_LENGTH.length; i < head; i++) {
+        const c = this.buffer[i];
+        if (c === 13) break;
+        if (c >= 48 && c <= 57) length = length * 10 + (c - 48);
+      }
+      return { status, length, chunked: false };
+    }
+    let length = -1;
+    let chunked = false;
+    const lines = this.buffer.toString('latin1', 0, head).split('\\r\\n');
+    for (let i = 1; i < lines.length; i++) {
+      const colon = lines[i].indexOf(':');
+      const name = lines[i].slice(0, colon).trim().toLowerCase();
+      const value = lines[i].slice(colon + 1).trim();
+      if (name === 'content-length') length = Number(value);
+      else if (name === 'transfer-encoding' && value.toLowerCase().includes('chunked')) chunked = true;
+    }
+    return { status, length, chunked };
   }
 
   request(text) {
@@ -679,8 +677,10 @@ async function history(b: Bench, senders: Customer[], historyEvents: number, sam
   }
   const details = around ? await after(b, around, samples * 2) : [];
   for (const line of [...describeStatuses(statuses, samplesByStatus), ...details]) console.log(`      ${line}`);
-  if (TIMINGS) console.log('      server, mean per call and calls per request:');
-  for (const line of describeTimings(b.timings, samples * 2)) console.log(`        ${line}`);
+  if (TIMINGS) {
+    console.log('      server, mean per call and calls per request:');
+    for (const line of describeTimings(b.timings, samples * 2)) console.log(`        ${line}`);
+  }
   return { heavyEvents, lightEvents, p50Heavy, p50Light, ratio: p50Heavy / p50Light };
 }
 
