@@ -249,7 +249,7 @@ export class ProjectionEngine {
         const batchStarted = Date.now();
         const head = await this.store.headPosition();
         // Events of the projections folded here; those the database folds itself never come over.
-        const types = [...new Set(owned.filter((p) => !this.foldsInDatabase(p)).flatMap((p) => p.eventTypes))];
+        const types = [...new Set(owned.filter((p) => !this.databaseFold(p)).flatMap((p) => p.eventTypes))];
         const events =
           types.length > 0
             ? await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount: BATCH_SIZE, projectionOnly: true })
@@ -300,8 +300,9 @@ export class ProjectionEngine {
         if (rows.length !== projections.length) throw new CheckpointMoved();
         for (const [i, p] of projections.entries()) {
           const position = from[i] ?? '';
-          if (p.applyRange && this.foldsInDatabase(p)) {
-            const result = await p.applyRange(tx, { after: position, upTo: to, limit: BATCH_SIZE }, liveTables(p));
+          const applyRange = this.databaseFold(p);
+          if (applyRange) {
+            const result = await applyRange(tx, { after: position, upTo: to, limit: BATCH_SIZE }, liveTables(p));
             folded = Math.max(folded, result.applied);
             if (result.reached !== to) {
               await tx.query(`UPDATE projection_checkpoints SET position = $2 WHERE name = $1`, [p.name, result.reached]);
@@ -331,11 +332,11 @@ export class ProjectionEngine {
   }
 
   /**
-   * True when the projection folds its events inside the database (Projection.applyRange): it can
-   * when the log is the Postgres event store on this very connection pool, so in the same database.
+   * The projection's fold inside the database (Projection.applyRange), when it can run: when the log
+   * is the Postgres event store on this very connection pool, so in the same database.
    */
-  private foldsInDatabase(p: Projection): boolean {
-    return p.applyRange !== undefined && (this.store as { sql?: unknown }).sql === this.sql;
+  private databaseFold(p: Projection): Projection['applyRange'] {
+    return (this.store as { sql?: unknown }).sql === this.sql ? p.applyRange?.bind(p) : undefined;
   }
 
   /** Takes or renews, in one statement, the lease of every projection no one else holds. */
@@ -397,9 +398,9 @@ export class ProjectionEngine {
           await tx.query('SET LOCAL synchronous_commit = off');
           await fn(tx);
         });
-      if (p.applyRange && this.foldsInDatabase(p)) {
+      const applyRange = this.databaseFold(p);
+      if (applyRange) {
         // Folded by the database, a batch at a time, up to the head as it was when the rebuild began.
-        const applyRange = p.applyRange;
         const head = await this.store.headPosition();
         while (comparePositions(position, head) < 0) {
           let result = { applied: 0, reached: head };
@@ -476,8 +477,8 @@ export class ProjectionEngine {
         const [row] = await this.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = $1`, [p.name]);
         const target = row?.position ?? '';
         while (comparePositions(position, target) < 0) {
-          if (p.applyRange && this.foldsInDatabase(p)) {
-            const applyRange = p.applyRange;
+          const applyRange = this.databaseFold(p);
+          if (applyRange) {
             const from = position;
             const result = await this.sql.transaction((tx) => applyRange(tx, { after: from, upTo: target, limit: 5_000 }, tables));
             position = result.reached;
