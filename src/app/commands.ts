@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Decider, DomainEvent } from '../domain/decider';
 import type { SnapshotStore } from './snapshots';
 import { eventIdFor } from '../domain/ids';
@@ -15,6 +16,12 @@ export interface CommandContext {
   /** Unique per command; event ids derive from it, so a retry with the same id is a no-op. */
   commandId: string;
   metadata: EventMetadata;
+  /**
+   * The command id was made up for this one command (the caller gave no key), so no later request
+   * can send the same command again: its events take random ids, which cost a tenth of derived ones.
+   * (A retry inside the process re-sends the same events, ids included.)
+   */
+  unkeyed?: boolean;
 }
 
 export interface Loaded<State> {
@@ -146,7 +153,7 @@ function eventMetadata(ctx: CommandContext): EventMetadata {
 export function toNewEvents(ctx: CommandContext, stream: string, events: DomainEvent[], offset = 0) {
   const metadata = eventMetadata(ctx);
   return events.map((e, i) => ({
-    id: eventIdFor(ctx.commandId, stream, offset + i),
+    id: ctx.unkeyed ? randomUUID() : eventIdFor(ctx.commandId, stream, offset + i),
     type: e.type,
     data: e.data,
     metadata,

@@ -283,6 +283,7 @@ export function createApp(tally: Tally): express.Express {
       locals: app.locals,
       command: (commandId) => ({
         commandId: commandId ?? randomUUID(),
+        unkeyed: commandId === undefined,
         metadata: {
           correlationId: requestId,
           actor: ctx.userId

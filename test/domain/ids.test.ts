@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { toNewEvents } from '../../src/app/commands';
 import { eventIdFor, uuidV5 } from '../../src/domain/ids';
 
 /** Event ids must never drift: a command retried across a release must append the same ids. */
@@ -10,5 +11,29 @@ describe('name-based ids (golden values)', () => {
   it('derives event ids from the command, the stream and the index as it always did (UTF-8 names too)', () => {
     expect(eventIdFor('cmd-1', 'account-7', 2)).to.equal('c82dec94-eb2f-5cde-b575-7555367bb62f');
     expect(uuidV5('Zoë €')).to.equal('6474dad6-dd2f-5676-acd5-22af1ed5d95a');
+  });
+});
+
+describe("a command's event ids", () => {
+  const metadata = { actor: { kind: 'system' as const, id: 'test' } };
+  const events = [
+    { type: 'A', data: { n: 1 } },
+    { type: 'B', data: { n: 2 } },
+  ];
+
+  it('derive from a command id given by the caller, so the same command sent again appends the same ids', () => {
+    const ctx = { commandId: 'payout:42', metadata };
+    const ids = toNewEvents(ctx, 'account-7', events).map((e) => e.id);
+    expect(ids).to.deep.equal([eventIdFor('payout:42', 'account-7', 0), eventIdFor('payout:42', 'account-7', 1)]);
+    expect(toNewEvents({ ...ctx }, 'account-7', events).map((e) => e.id)).to.deep.equal(ids);
+  });
+
+  it('are random for a command without a caller key (no request can send it again), and distinct', () => {
+    const ctx = { commandId: 'made-up', metadata, unkeyed: true };
+    const first = toNewEvents(ctx, 'account-7', events).map((e) => e.id);
+    const second = toNewEvents(ctx, 'account-7', events).map((e) => e.id);
+    for (const id of [...first, ...second]) expect(id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set([...first, ...second]).size).to.equal(4);
+    expect(first).to.not.include(eventIdFor('made-up', 'account-7', 0));
   });
 });
