@@ -346,8 +346,10 @@ function pathPattern(path: string): RegExp {
 
 export function toErrorReply(error: unknown): { status: number; body: Record<string, unknown>; headers: Record<string, string> } {
   if (error instanceof HttpError) return { status: error.status, body: { success: false, error: error.message, ...error.extra }, headers: error.headers };
-  if (error instanceof ProviderFailure || error instanceof LedgerProviderFailure)
-    return { status: 502, body: { success: false, error: error.message }, headers: {} };
+  if (error instanceof ProviderFailure) return { status: 502, body: { success: false, error: error.message }, headers: {} };
+  // A payment or payout provider out of reach: nothing half-written (a held payout is handed over
+  // again on retry), so the decided 503.
+  if (error instanceof LedgerProviderFailure) return { status: 503, body: { success: false, error: MESSAGES.unavailable }, headers: { 'Retry-After': '1' } };
   if (error instanceof TooManySends) return { status: 429, body: { success: false, error: MESSAGES.tooManyRequests }, headers: { 'Retry-After': '3600' } };
   if (error instanceof WrongExpectedRevisionError)
     return { status: 409, body: { success: false, error: 'Concurrent update; retry the request' }, headers: { 'Retry-After': '1' } };

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
+import { type PayoutProvider, PayoutRefused } from '../../src/providers/payouts/port';
 
 describe('ledger over HTTP', () => {
   let app: Awaited<ReturnType<typeof startTestApp>>;
@@ -289,6 +290,30 @@ describe('ledger over HTTP', () => {
       expect(future.body).to.deep.equal([]);
       const past = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&to=2000-01-01`).set(who.bearer);
       expect(past.body).to.deep.equal([]);
+      // A date alone is the whole day (UTC): from=D&to=D lists what day D holds.
+      const created = all.body[0].created as string;
+      const day = created.slice(0, 10);
+      const today = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&from=${day}&to=${day}`).set(who.bearer);
+      expect(today.body.map((t: { description: string }) => t.description)).to.deep.equal(['t2', 't1', 't0', 'top up']);
+      // A date-time bound is that instant, with its offset (none is UTC), and includes it.
+      const upTo = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&to=${encodeURIComponent(created)}`).set(who.bearer);
+      expect(upTo.body[0].description).to.equal('t2');
+      const shifted = created.replace('Z', '+01:00');
+      const before = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&to=${encodeURIComponent(shifted)}`).set(who.bearer);
+      expect(before.body.map((t: { description: string }) => t.description)).to.not.include('t2');
+      // Dates that do not exist are a 400 with the schema's message, not a database error.
+      for (const [name, value] of [
+        ['from', '2024-02-30'],
+        ['to', '2024-01-01T99:99'],
+        ['from', '2023-02-29T10:00:00Z'],
+        ['to', '2024-01-01T10:00:00+25:00'],
+        ['from', '2024-13-01'],
+      ]) {
+        const bad = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&${name}=${encodeURIComponent(value as string)}`).set(who.bearer);
+        expect(bad.status, `${name}=${value}`).to.equal(400);
+        expect(bad.body.error).to.equal(`${name} must be an ISO 8601 date`);
+      }
+      expect((await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&from=2024-02-29T23:59:59.999999Z`).set(who.bearer)).status).to.equal(200);
       const other = await app.http.get(`/api/v1/transactions?accountId=${bob.accountId}`).set(who.bearer);
       expect(other.status).to.equal(403);
       expect(other.body.error).to.equal('Account does not belong to the authenticated user');
@@ -367,9 +392,14 @@ describe('ledger over HTTP', () => {
       const again = await Promise.all([payout(who, body), payout(who, body)]);
       for (const res of again) {
         expect(res.status).to.equal(200);
-        expect(res.body.paymentId).to.equal(first.body.paymentId);
+        expect(res.body).to.deep.equal(first.body);
       }
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
+      // Settled since: a retry still gets the first answer (GET and webhooks tell the status).
+      expect((await app.http.post(`/sandbox/v1/payouts/${first.body.paymentId}/settle`).set(acme.headers).send()).status).to.equal(202);
+      const later = await payout(who, body);
+      expect(later.status).to.equal(200);
+      expect(later.body).to.deep.equal({ success: true, paymentId: first.body.paymentId, status: 'PROCESSING', message: 'Payout accepted' });
       const upper = await payout(who, { transactionId: body.transactionId.toUpperCase() });
       expect(upper.status).to.equal(200);
       expect(upper.body.paymentId).to.equal(first.body.paymentId);
@@ -391,20 +421,60 @@ describe('ledger over HTTP', () => {
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '0.00000000' });
     });
 
-    it('answers 502 when the provider refuses, and returns the held funds', async () => {
+    it('keeps the funds held when the provider is out of reach (503), and hands the payout over on retry', async () => {
       const who = await customer(app.http, acme);
       await fund(app.http, acme, who, '100');
       const sandbox = app.tally.providers.sandbox;
       if (!sandbox) throw new Error('sandbox off');
+      const body = { transactionId: randomUUID() };
       sandbox.payouts.setAvailability(false);
       try {
-        const res = await payout(who);
-        expect(res.status).to.equal(502);
-        expect(res.body).to.deep.equal({ success: false, error: 'Payout provider unavailable' });
+        // Whether an unreachable provider took the payout is not known: returning the funds could
+        // pay twice, so they stay held and the payout stays PENDING.
+        const res = await payout(who, body);
+        expect(res.status).to.equal(503);
+        expect(res.body).to.deep.equal({ success: false, error: 'Service unavailable' });
+        expect(res.headers['retry-after']).to.equal('1');
+        expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
+        expect((await app.http.get(`/api/v1/transactions/${body.transactionId}`).set(who.bearer)).body.status).to.equal('PENDING');
+        expect((await payout(who, body)).status).to.equal(503);
       } finally {
         sandbox.payouts.setAvailability(true);
       }
-      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
+      const retry = await payout(who, body);
+      expect(retry.status).to.equal(200);
+      expect(retry.body).to.include({ success: true, status: 'PROCESSING', message: 'Payout accepted' });
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
+      expect((await payout(who, body)).body).to.deep.equal(retry.body);
+    });
+
+    it('returns the held funds when the provider refuses the payout (502), and keeps that answer', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '100');
+      const refusing: PayoutProvider = {
+        name: 'refusing',
+        submitPayout: async () => {
+          throw new PayoutRefused('destination account closed', 'refusing');
+        },
+        parseWebhook: () => {
+          throw new Error('no webhooks');
+        },
+      };
+      app.tally.providers.payouts.set('refusing', refusing);
+      try {
+        const body = { transactionId: randomUUID(), provider: 'refusing' };
+        const res = await payout(who, body);
+        expect(res.status).to.equal(502);
+        expect(res.body).to.deep.equal({ success: false, error: 'Payout refused by the provider; the funds were returned' });
+        expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
+        expect((await app.http.get(`/api/v1/transactions/${body.transactionId}`).set(who.bearer)).body.status).to.equal('FAILED');
+        const again = await payout(who, body);
+        expect(again.status).to.equal(502);
+        expect(again.body).to.deep.equal(res.body);
+        expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
+      } finally {
+        app.tally.providers.payouts.delete('refusing');
+      }
     });
 
     const invalid: Array<[string, Record<string, unknown>, string]> = [

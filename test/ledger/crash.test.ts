@@ -191,7 +191,7 @@ describe('ledger crash recovery (SIGKILL under load, seeded)', () => {
 
   /** Sandbox calls: 5xx (the webhook was not delivered) and 404 (a read model still catching up after a restart) are retried. */
   const sandboxRetryable = (a: Answer) => a.status >= 500 || a.status === 404 || a.status === 429;
-  /** A payout's 502 is its definite answer (refused by the provider, funds returned); other 5xx are retried. */
+  /** A payout's 502 is its definite answer (refused by the provider, funds returned); other 5xx (503: provider or store out of reach) are retried. */
   const payoutRetryable = (a: Answer) => (a.status >= 500 && a.status !== 502) || a.status === 429;
   const REFUSAL = /^(Insufficient balance in account \d+|Daily transaction limit exceeded|Amount exceeds maximum transaction amount of 10000)$/;
 
@@ -283,11 +283,10 @@ describe('ledger crash recovery (SIGKILL under load, seeded)', () => {
       op.decided = true;
     }
     if (rng() < 0.25) {
-      // The client retries the payout later: the first answer, with the current status, and no money moves.
+      // The client retries the payout later: the first answer, whatever happened since, and no money moves.
       const again = await post();
-      const status = op.decision === 'settle' ? 'COMPLETED' : op.decision === 'fail' ? 'FAILED' : 'PROCESSING';
-      if (again.status !== 200 || again.body.paymentId !== first.body.paymentId || again.body.status !== status) {
-        throw new Error(`payout ${transactionId} retried answered ${again.status} ${JSON.stringify(again.body)}, expected ${status}`);
+      if (again.status !== 200 || JSON.stringify(again.body) !== JSON.stringify(first.body)) {
+        throw new Error(`payout ${transactionId} retried answered ${again.status} ${JSON.stringify(again.body)}, expected ${JSON.stringify(first.body)}`);
       }
     }
   }

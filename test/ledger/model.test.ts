@@ -117,20 +117,14 @@ function amountProblem(amount: string): string | null {
 
 const LEDGER_STATUS: Record<MockPayoutState, TxnStatus> = { processing: 'PROCESSING', settled: 'COMPLETED', failed: 'FAILED' };
 
-/** The answer a payout key gives (first time after acceptance, or on any retry with the same body). */
+/**
+ * The answer a payout key gives: the first one, on every retry with the same body too, whatever
+ * happened to the payout since (the mock accepts as PROCESSING).
+ */
 function payoutAnswer(p: PayoutModel): { status: number; body: Record<string, unknown> } {
   if (p.rejection) return { status: 400, body: { success: false, error: p.rejection } };
   const accepted = p.accepted as NonNullable<PayoutModel['accepted']>;
-  const status = LEDGER_STATUS[accepted.mock];
-  return {
-    status: 200,
-    body: {
-      success: true,
-      paymentId: accepted.paymentId,
-      status,
-      message: status === 'FAILED' ? 'Payout failed; the funds were returned' : 'Payout accepted',
-    },
-  };
+  return { status: 200, body: { success: true, paymentId: accepted.paymentId, status: 'PROCESSING', message: 'Payout accepted' } };
 }
 
 /** How often each command got each answer (printed with MODEL_VERBOSE=1; a few are required below). */

@@ -2,15 +2,18 @@ import { createHash } from 'node:crypto';
 import { type AccountEvent, accountDecider, accountStream } from '../../domain/accounts/account';
 import { DomainError } from '../../domain/decider';
 import { uuidV5 } from '../../domain/ids';
-import { fixed, money, roundUp8 } from '../../domain/ledger/money';
+import { divideRoundUp8, fixed, money } from '../../domain/ledger/money';
 import { type TransactionCreatedData, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { canonicalJson } from '../../eventstore/hash';
 import { WrongExpectedRevisionError } from '../../eventstore/port';
-import type { PayoutRequest, PayoutWebhookEvent } from '../../providers/payouts/port';
+import { type AcceptedPayout, PayoutRefused, type PayoutRequest, type PayoutWebhookEvent } from '../../providers/payouts/port';
 import { type CommandContext, load, toNewEvents } from '../commands';
 import { KeyedQueue } from '../locks';
 import type { Tally } from '../tally';
-import { type LedgerAccounts, MAX_ATTEMPTS } from './accounts';
+import { type LedgerAccounts, LedgerProviderFailure, MAX_ATTEMPTS } from './accounts';
+
+/** The answer when the provider refused the payout (its funds went back). */
+const PAYOUT_REFUSED = 'Payout refused by the provider; the funds were returned';
 
 export interface PayoutInput {
   transactionId: string;
@@ -64,7 +67,7 @@ export class Payouts {
       if (!provider) throw new DomainError('invalid', `Unsupported payout provider: ${input.provider}`);
       const rate = await this.tally.providers.rates.midRate('USDC', input.asset);
       if (rate === null) throw new DomainError('invalid', `Unsupported asset: ${input.asset}`);
-      const debitUsdc = fixed(roundUp8(money(input.amount).div(rate)));
+      const debitUsdc = fixed(divideRoundUp8(money(input.amount), rate));
       const limits = await this.accounts.limitsOf(user.userId);
       const at = new Date().toISOString();
       const account = await this.accounts.loadAccount(accountId);
@@ -133,22 +136,28 @@ export class Payouts {
     if (!data) return null;
     if (data.kind !== 'PAYOUT' || data.requestHash !== requestHash || data.userId !== userId)
       throw new DomainError('conflict', 'transactionId already used with different parameters');
-    // Held but never handed to the provider (a crash, or a concurrent first try): hand it over now;
-    // the provider is idempotent by transactionId, so this never pays twice.
-    if (state.status === 'PENDING' && !state.paymentId) return 'resubmit';
+    // Held, its acceptance never recorded (a crash, the provider unreachable, a concurrent first
+    // try): hand it over now; the provider is idempotent by transactionId, so this never pays twice.
+    if (!state.paymentId && state.status !== 'FAILED') return 'resubmit';
     return this.acceptedAnswer(state);
   }
 
+  /** The first answer to the request, whatever happened to the payout since (GET and webhooks tell that). */
   private acceptedAnswer(state: ReturnType<typeof transactionDecider.initialState>): PayoutAnswer {
-    const status = state.status ?? 'PENDING';
     const paymentId = state.paymentId;
-    if (status === 'FAILED' && !paymentId) return { httpStatus: 502, body: { success: false, error: 'Payout provider unavailable' } };
-    return {
-      httpStatus: 200,
-      body: { success: true, paymentId, status, message: status === 'FAILED' ? 'Payout failed; the funds were returned' : 'Payout accepted' },
-    };
+    if (!paymentId) return { httpStatus: 502, body: { success: false, error: PAYOUT_REFUSED } };
+    return { httpStatus: 200, body: { success: true, paymentId, status: state.acceptedAs ?? 'PENDING', message: 'Payout accepted' } };
   }
 
+  /**
+   * Hands a held payout to its provider and records the acceptance. Only the provider's definite
+   * refusal returns the funds (FAILED and a REVERSED credit). When it cannot be known whether the
+   * provider took it (unreachable, timed out), or the acceptance could not be recorded, the payout
+   * stays PENDING with its funds held and the request answers 503: the same request again hands it
+   * over again (the provider is idempotent by transactionId), the provider's webhook settles or fails
+   * it, and Payouts.resubmitStale hands over those nobody asked about again. A refund there could pay
+   * twice: the bank transfer and the funds back.
+   */
   private async submitPayout(uuid: string, ctx: CommandContext): Promise<PayoutAnswer> {
     const stream = transactionStream(uuid);
     const txn = await load(this.tally.store, stream, transactionDecider);
@@ -156,9 +165,10 @@ export class Payouts {
     if (!data) throw new Error('a held payout has its transaction');
     const provider = this.tally.providers.payouts.get(String(data.details.provider));
     const request = data.details.request as unknown as Pick<PayoutRequest, 'source' | 'destination'> & { description: string | null };
+    let accepted: AcceptedPayout;
     try {
       if (!provider) throw new Error(`payout provider ${String(data.details.provider)} is not configured`);
-      const accepted = await provider.submitPayout({
+      accepted = await provider.submitPayout({
         transactionId: uuid,
         amount: String(data.details.assetAmount),
         asset: String(data.details.asset),
@@ -166,31 +176,30 @@ export class Payouts {
         source: request.source,
         destination: request.destination,
       });
-      for (let attempt = 1; ; attempt++) {
-        const current = attempt === 1 ? txn : await load(this.tally.store, stream, transactionDecider);
-        const events = transactionDecider.decide(
-          { type: 'RecordAcceptance', paymentId: accepted.paymentId, status: accepted.status, at: new Date().toISOString() },
-          current.state,
-        );
-        if (events.length === 0) return this.acceptedAnswer(current.state);
-        try {
-          const result = await this.tally.store.append(
-            stream,
-            toNewEvents({ ...ctx, commandId: `${ctx.commandId}:accepted` }, stream, events),
-            current.revision,
-          );
-          await this.tally.readYourWrites(result.position, ['ledger']);
-          return this.acceptedAnswer(events.reduce(transactionDecider.evolve, current.state));
-        } catch (error) {
-          // A concurrent retry recorded the acceptance first: answer with what it recorded.
-          if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
-        }
-      }
     } catch (error) {
-      if (error instanceof WrongExpectedRevisionError) throw error;
-      this.tally.log.warn({ err: error, transactionId: uuid }, 'payout provider refused or failed: returning the funds');
-      await this.failPayout(uuid, 'provider_unavailable', { commandId: `${ctx.commandId}:submit-failed`, metadata: ctx.metadata });
-      return { httpStatus: 502, body: { success: false, error: 'Payout provider unavailable' } };
+      if (error instanceof PayoutRefused) {
+        this.tally.log.warn({ err: error, transactionId: uuid }, 'payout provider refused the payout: returning the funds');
+        await this.failPayout(uuid, 'provider_refused', { commandId: `${ctx.commandId}:refused`, metadata: ctx.metadata }, { providerError: error.message });
+        return { httpStatus: 502, body: { success: false, error: PAYOUT_REFUSED } };
+      }
+      this.tally.log.warn({ err: error, transactionId: uuid }, 'payout provider unreachable: the payout stays held, to be handed over again');
+      throw new LedgerProviderFailure('Payout provider unavailable', { cause: error });
+    }
+    for (let attempt = 1; ; attempt++) {
+      const current = attempt === 1 ? txn : await load(this.tally.store, stream, transactionDecider);
+      const events = transactionDecider.decide(
+        { type: 'RecordAcceptance', paymentId: accepted.paymentId, status: accepted.status, at: new Date().toISOString() },
+        current.state,
+      );
+      if (events.length === 0) return this.acceptedAnswer(current.state);
+      try {
+        const result = await this.tally.store.append(stream, toNewEvents({ ...ctx, commandId: `${ctx.commandId}:accepted` }, stream, events), current.revision);
+        await this.tally.readYourWrites(result.position, ['ledger']);
+        return this.acceptedAnswer(events.reduce(transactionDecider.evolve, current.state));
+      } catch (error) {
+        // A concurrent retry recorded the acceptance first: answer with what it recorded.
+        if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
+      }
     }
   }
 

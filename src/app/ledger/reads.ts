@@ -50,7 +50,11 @@ export const ledgerScope = (partnerId: string) => `ledger:${partnerId}`;
 export class LedgerReads {
   constructor(private readonly tally: Tally) {}
 
-  async listTransactions(accountId: number, query: { limit: number; page: number; from?: string; to?: string }): Promise<TransactionView[]> {
+  /** `from`: the first instant listed; `to`: the last one, or (not inclusive) the first one left out. */
+  async listTransactions(
+    accountId: number,
+    query: { limit: number; page: number; from?: string; to?: { at: string; inclusive: boolean } },
+  ): Promise<TransactionView[]> {
     const params: unknown[] = [accountId];
     const where = ['(debit_account_id = $1 OR credit_account_id = $1)'];
     if (query.from) {
@@ -58,8 +62,8 @@ export class LedgerReads {
       where.push(`created >= $${params.length}::timestamptz`);
     }
     if (query.to) {
-      params.push(query.to);
-      where.push(`created <= $${params.length}::timestamptz`);
+      params.push(query.to.at);
+      where.push(`created ${query.to.inclusive ? '<=' : '<'} $${params.length}::timestamptz`);
     }
     params.push(query.limit, (query.page - 1) * query.limit);
     const rows = await this.tally.sql.query<TxnRow>(

@@ -72,6 +72,14 @@ export const money = (value: string | number | Amount): Amount => {
 /** The canonical stored and shown form: 8 decimal places. */
 export const fixed = (amount: Amount): string => amount.toFixed(MONEY_DECIMALS);
 
-/** Rounds up (away from zero) to 8 places: what a payout debits for a converted amount. */
-export const roundUp8 = (amount: Amount): Amount => amount.decimalPlaces(MONEY_DECIMALS, BigNumber.ROUND_UP);
+/** Division rounded once, up, to 8 places (bignumber.js rounds the exact quotient in its mode). */
+const Up8 = BigNumber.clone({ DECIMAL_PLACES: MONEY_DECIMALS, ROUNDING_MODE: BigNumber.ROUND_UP, EXPONENTIAL_AT: 1e9 });
+
+/**
+ * amount / divisor rounded up to 8 places: what a payout debits for a converted amount. Dividing at
+ * 20 places and then rounding up would lose the round-up when the quotient's places 9 to 20 are
+ * zeros and a later one is not.
+ */
+export const divideRoundUp8 = (amount: Amount, divisor: string | Amount): Amount => money(new Up8(amount).div(new Up8(divisor)).toFixed());
+
 export const roundDown8 = (amount: Amount): Amount => amount.decimalPlaces(MONEY_DECIMALS, BigNumber.ROUND_DOWN);

@@ -50,6 +50,8 @@ export interface TransactionState {
   rejection: { requestHash: string; status: number; error: string; userId: string } | null;
   /** The payout provider's id, once it accepted. */
   paymentId: string | null;
+  /** The status the payout was accepted with: what the first answer said, and every replay says. */
+  acceptedAs: TransactionStatus | null;
 }
 
 export const transactionStream = (uuid: string) => `txn-${uuid}`;
@@ -62,7 +64,7 @@ const NEXT: Record<TransactionKind, Partial<Record<TransactionStatus, Transactio
 };
 
 export const transactionDecider: Decider<TransactionState, TransactionCommand, TransactionEvent> = {
-  initialState: () => ({ created: null, status: null, rejection: null, paymentId: null }),
+  initialState: () => ({ created: null, status: null, rejection: null, paymentId: null, acceptedAs: null }),
 
   evolve(state, event) {
     switch (event.type) {
@@ -71,7 +73,7 @@ export const transactionDecider: Decider<TransactionState, TransactionCommand, T
       case 'TransactionStatusChanged':
         return { ...state, status: event.data.to };
       case 'PayoutAccepted':
-        return { ...state, status: event.data.to, paymentId: event.data.paymentId };
+        return { ...state, status: event.data.to, paymentId: event.data.paymentId, acceptedAs: event.data.to };
       case 'TransactionRejected':
         return { ...state, rejection: { requestHash: event.data.requestHash, status: event.data.status, error: event.data.error, userId: event.data.userId } };
     }

@@ -67,6 +67,41 @@ const DepositBody = Type.Object({
   ),
 });
 
+const DATE_BOUND = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2})(?::(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+/**
+ * A list bound as an instant. A date alone is that whole day (UTC): `from` takes its first instant,
+ * `to` everything before the next day, so from=D&to=D is day D. A date-time without an offset is UTC.
+ * A date that does not exist (2024-02-30, hour 25) is the 400 of the schema, not the database's error.
+ */
+export function dateBound(value: string, name: 'from' | 'to'): { at: string; inclusive: boolean } {
+  const m = DATE_BOUND.exec(value);
+  const bad = () => new HttpError(400, `${name} must be an ISO 8601 date`);
+  if (!m) throw bad();
+  const [y, mo, d, h, mi, sec, frac, zone] = m.slice(1) as Array<string | undefined>;
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  const hour = Number(h ?? 0);
+  const minute = Number(mi ?? 0);
+  const second = Number(sec ?? 0);
+  const millis = frac ? Number(frac.slice(0, 3).padEnd(3, '0')) : 0;
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second, millis));
+  date.setUTCFullYear(year);
+  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) throw bad();
+  let offsetMinutes = 0;
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const digits = zone.replace(':', '');
+    const oh = Number(digits.slice(1, 3));
+    const om = Number(digits.slice(3, 5));
+    if (oh > 23 || om > 59) throw bad();
+    offsetMinutes = (digits[0] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  const instant = date.getTime() - offsetMinutes * 60_000;
+  if (h === undefined && name === 'to') return { at: new Date(instant + 86_400_000).toISOString(), inclusive: false };
+  return { at: new Date(instant).toISOString(), inclusive: true };
+}
+
 const DateParam = (name: string) =>
   Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}([T ][0-9:.]+(Z|[+-]\\d{2}:?\\d{2})?)?$', 'x-error': `${name} must be an ISO 8601 date` });
 const TransactionsQuery = Type.Object({
@@ -204,9 +239,11 @@ export const ledgerRoutes = [
     responses: { 200: { description: 'A plain array of transactions', schema: Type.Array(Type.Omit(Transaction, ['updated'])) } },
     async handler(ctx) {
       const { tally, query } = ctx;
+      const from = query.from === undefined ? undefined : dateBound(query.from, 'from').at;
+      const to = query.to === undefined ? undefined : dateBound(query.to, 'to');
       const accountId = await tally.ledger.accounts.ownAccount(ctx.userId, ctx.partnerId, query.accountId);
       await tally.ledger.caughtUp(ctx.partnerId);
-      return { status: 200, body: await tally.ledger.reads.listTransactions(accountId, query) };
+      return { status: 200, body: await tally.ledger.reads.listTransactions(accountId, { limit: query.limit, page: query.page, from, to }) };
     },
   }),
   route<unknown, unknown, Static<typeof TransactionParams>>({

@@ -4,7 +4,7 @@ import { isObject, objectAt, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
 import { currentUnixSeconds } from '../identity/signature';
 import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, randomId, redeliverRecorded, verifiedEnvelope } from '../payments/mock-common';
-import type { AcceptedPayout, PayoutOutcome, PayoutProvider, PayoutRequest, PayoutWebhookEvent } from './port';
+import { type AcceptedPayout, type PayoutOutcome, type PayoutProvider, PayoutRefused, type PayoutRequest, type PayoutWebhookEvent } from './port';
 
 /**
  * The mock payout provider. It simulates an external party: its payouts live in its own table (not
@@ -151,7 +151,7 @@ function checkRequest(request: PayoutRequest): void {
               : d.accountType !== 'H' && d.accountType !== 'C'
                 ? 'destination.accountType must be H or C'
                 : null;
-  if (problem !== null) throw new ProviderError(`Mock payout refused: ${problem}`, PROVIDER);
+  if (problem !== null) throw new PayoutRefused(`Mock payout refused: ${problem}`, PROVIDER);
 }
 
 export class MockPayoutProvider implements PayoutProvider {
@@ -203,7 +203,7 @@ export class MockPayoutProvider implements PayoutProvider {
   /**
    * Accepts the payout (status PROCESSING), or answers the one already accepted for this
    * transactionId with the same paymentId. Reusing a transactionId with another amount or asset is
-   * refused (ProviderError).
+   * refused (PayoutRefused).
    */
   async submitPayout(request: PayoutRequest): Promise<AcceptedPayout> {
     if (!this.available) throw new ProviderError('provider unavailable', PROVIDER);
@@ -231,7 +231,7 @@ export class MockPayoutProvider implements PayoutProvider {
       const row = existing[0];
       if (row === undefined) throw new ProviderError(`Mock payout for ${request.transactionId} vanished`, PROVIDER);
       if (!row.same) {
-        throw new ProviderError(`Mock payout refused: transactionId ${request.transactionId} was already used with another amount or asset`, PROVIDER);
+        throw new PayoutRefused(`Mock payout refused: transactionId ${request.transactionId} was already used with another amount or asset`, PROVIDER);
       }
       return toPayout(row);
     });

@@ -1,3 +1,5 @@
+import { ProviderError } from '../identity/port';
+
 /** The payout provider port: sends funds to an external bank account, asynchronously. */
 export interface PayoutRequest {
   /** Our transaction uuid (the request's transactionId): the provider's idempotency key. */
@@ -36,7 +38,19 @@ export interface PayoutWebhookEvent {
 
 export interface PayoutProvider {
   readonly name: string;
-  /** Throws ProviderError on failure or timeout. Idempotent by transactionId. */
+  /**
+   * Idempotent by transactionId. Throws PayoutRefused when the provider answered that it will not
+   * make this payout (nothing will be paid); any other error (unreachable, timed out, an answer not
+   * understood) leaves it unknown whether the provider took it.
+   */
   submitPayout(request: PayoutRequest): Promise<AcceptedPayout>;
   parseWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>): PayoutWebhookEvent;
+}
+
+/** The provider's definite no: it will not make this payout, so the held funds can go back. */
+export class PayoutRefused extends ProviderError {
+  constructor(message: string, provider: string) {
+    super(message, provider);
+    this.name = 'PayoutRefused';
+  }
 }
