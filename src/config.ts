@@ -28,6 +28,8 @@ export interface Config {
   appendBatch: { maxInFlight?: number; minConcurrentBatch?: number; minConcurrentEvents?: number };
   /** Under a steady stream of appends, the projection runner gathers this many ms of them per batch (0: off). */
   projectionsPaceMs: number;
+  /** A payout held this long without its acceptance recorded is handed to its provider again (0: never). */
+  payoutResubmitSeconds: number;
 }
 
 function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -99,5 +101,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     appendBatch: appendBatchOptions(env),
     projectionsPaceMs: number(env, 'PROJECTIONS_PACE_MS', 40),
+    payoutResubmitSeconds: number(env, 'PAYOUT_RESUBMIT_SECONDS', 60),
   };
 }

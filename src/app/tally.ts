@@ -40,6 +40,8 @@ export class Tally {
   readonly stateCache = new StateCache();
   /** Per scope, the last position appended without waiting for the projections (noteWrite). */
   private readonly lastWrites = new Map<string, string>();
+  /** Hands stale held payouts to their provider again (Payouts.resubmitStale), while the server runs. */
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     readonly config: Config,
@@ -70,7 +72,16 @@ export class Tally {
     await this.sql.exec(SNAPSHOTS_SCHEMA);
     await this.providers.prepare();
     await this.engine.prepare();
-    if (options.runProjections) this.engine.start();
+    if (options.runProjections) {
+      this.engine.start();
+      const every = this.config.payoutResubmitSeconds;
+      if (every > 0) {
+        this.sweeper = setInterval(() => {
+          this.ledger.payouts.resubmitStale(every).catch((error) => this.log.warn({ err: error }, 'held payouts sweep failed'));
+        }, every * 1_000);
+        this.sweeper.unref();
+      }
+    }
   }
 
   /**
@@ -101,6 +112,7 @@ export class Tally {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.sweeper);
     await this.engine.stop();
     await this.store.close();
     await this.sql.close();

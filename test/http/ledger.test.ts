@@ -448,6 +448,34 @@ describe('ledger over HTTP', () => {
       expect((await payout(who, body)).body).to.deep.equal(retry.body);
     });
 
+    it('hands a held payout nobody asked about again to its provider once the provider is back (the sweep)', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '100');
+      const sandbox = app.tally.providers.sandbox;
+      if (!sandbox) throw new Error('sandbox off');
+      const body = { transactionId: randomUUID() };
+      sandbox.payouts.setAvailability(false);
+      try {
+        expect((await payout(who, body)).status).to.equal(503);
+        // Still out of reach: the sweep leaves it held for the next one.
+        await app.tally.ledger.payouts.resubmitStale(0);
+        expect((await app.http.get(`/api/v1/transactions/${body.transactionId}`).set(who.bearer)).body.status).to.equal('PENDING');
+      } finally {
+        sandbox.payouts.setAvailability(true);
+      }
+      // Not yet stale: left alone.
+      expect(await app.tally.ledger.payouts.resubmitStale(3_600)).to.equal(0);
+      expect(await app.tally.ledger.payouts.resubmitStale(0)).to.be.at.least(1);
+      expect((await app.http.get(`/api/v1/transactions/${body.transactionId}`).set(who.bearer)).body.status).to.equal('PROCESSING');
+      expect(await sandbox.payouts.findByTransaction(body.transactionId)).to.include({ status: 'processing' });
+      // The partner's retry then gets the acceptance the sweep recorded; no money moved twice.
+      const retry = await payout(who, body);
+      expect(retry.status).to.equal(200);
+      expect(retry.body).to.include({ success: true, status: 'PROCESSING', message: 'Payout accepted' });
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
+      expect(await app.tally.ledger.payouts.resubmitStale(0)).to.equal(0);
+    });
+
     it('returns the held funds when the provider refuses the payout (502), and keeps that answer', async () => {
       const who = await customer(app.http, acme);
       await fund(app.http, acme, who, '100');

@@ -203,6 +203,33 @@ export class Payouts {
     }
   }
 
+  /**
+   * Payouts held for at least `olderThanSeconds` whose acceptance was never recorded (the provider
+   * was out of reach, or the process stopped between the hold and the hand-over) and nobody asked
+   * about again: each is handed to its provider again, as a retry of its request would. The provider
+   * is idempotent by transactionId, so this never pays twice; one still out of reach waits for the
+   * next sweep. Returns how many were accepted (or settled, or refused) meanwhile.
+   */
+  async resubmitStale(olderThanSeconds: number): Promise<number> {
+    const rows = await this.tally.sql.query<{ uuid: string }>(
+      `SELECT uuid::text FROM rm_transactions
+        WHERE kind = 'PAYOUT' AND status = 'PENDING' AND NOT (details ? 'paymentId') AND updated <= now() - make_interval(secs => $1)
+        ORDER BY created LIMIT 100`,
+      [olderThanSeconds],
+    );
+    let handed = 0;
+    for (const { uuid } of rows) {
+      const ctx: CommandContext = { commandId: `payout-resubmit:${uuid}`, metadata: { actor: { kind: 'system', id: 'payout-resubmit' } } };
+      try {
+        await this.submitPayout(uuid, ctx);
+        handed++;
+      } catch (error) {
+        this.tally.log.warn({ err: error, transactionId: uuid }, 'held payout not handed over yet');
+      }
+    }
+    return handed;
+  }
+
   /** FAILED, and a REVERSED credit returns the held funds, exactly once. */
   private async failPayout(uuid: string, reason: string, ctx: CommandContext, details: Record<string, string> = {}): Promise<void> {
     for (let attempt = 1; ; attempt++) {
