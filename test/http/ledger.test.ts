@@ -421,13 +421,18 @@ describe('ledger over HTTP', () => {
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '0.00000000' });
     });
 
-    it('keeps the funds held when the provider is out of reach (503), and hands the payout over on retry', async () => {
+    /** A funded customer, a payout key, and the mock payout provider out of reach (the caller brings it back). */
+    const fundedWhileProviderDown = async () => {
       const who = await customer(app.http, acme);
       await fund(app.http, acme, who, '100');
       const sandbox = app.tally.providers.sandbox;
       if (!sandbox) throw new Error('sandbox off');
-      const body = { transactionId: randomUUID() };
       sandbox.payouts.setAvailability(false);
+      return { who, sandbox, body: { transactionId: randomUUID() } };
+    };
+
+    it('keeps the funds held when the provider is out of reach (503), and hands the payout over on retry', async () => {
+      const { who, sandbox, body } = await fundedWhileProviderDown();
       try {
         // Whether an unreachable provider took the payout is not known: returning the funds could
         // pay twice, so they stay held and the payout stays PENDING.
@@ -449,12 +454,7 @@ describe('ledger over HTTP', () => {
     });
 
     it('hands a held payout nobody asked about again to its provider once the provider is back (the sweep)', async () => {
-      const who = await customer(app.http, acme);
-      await fund(app.http, acme, who, '100');
-      const sandbox = app.tally.providers.sandbox;
-      if (!sandbox) throw new Error('sandbox off');
-      const body = { transactionId: randomUUID() };
-      sandbox.payouts.setAvailability(false);
+      const { who, sandbox, body } = await fundedWhileProviderDown();
       try {
         expect((await payout(who, body)).status).to.equal(503);
         // Still out of reach: the sweep leaves it held for the next one.
