@@ -19,7 +19,8 @@ export interface CommandContext {
   /**
    * The command id was made up for this one command (the caller gave no key), so no later request
    * can send the same command again: its events take random ids, which cost a tenth of derived ones.
-   * (A retry inside the process re-sends the same events, ids included.)
+   * (The store adapter's own retries re-send the same events, ids included; a command decided again
+   * after a conflict had nothing stored, so its new ids repeat nothing.)
    */
   unkeyed?: boolean;
 }
