@@ -81,5 +81,3 @@ const Up8 = BigNumber.clone({ DECIMAL_PLACES: MONEY_DECIMALS, ROUNDING_MODE: Big
  * zeros and a later one is not.
  */
 export const divideRoundUp8 = (amount: Amount, divisor: string | Amount): Amount => money(new Up8(amount).div(new Up8(divisor)).toFixed());
-
-export const roundDown8 = (amount: Amount): Amount => amount.decimalPlaces(MONEY_DECIMALS, BigNumber.ROUND_DOWN);
