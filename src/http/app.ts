@@ -1,6 +1,7 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
+import type { TSchema } from '@sinclair/typebox';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import client from 'prom-client';
 import { ProviderFailure } from '../app/kyc';
@@ -148,6 +149,7 @@ export function createApp(tally: Tally): express.Express {
     const ctx = await authenticate(spec, req, res, requestId);
     ctx.params = spec.params ? validate(spec.params, { ...(input.params as object) }, { coerce: true }) : input.params;
     ctx.query = spec.query ? validate(spec.query, { ...(input.query as object) }, { coerce: true }) : input.query;
+    if (spec.headers) ctx.headers = validate(spec.headers, declaredHeaders(spec.headers, req), { coerce: false });
     if (spec.body) ctx.body = validate(spec.body, input.body ?? {}, { coerce: false });
     const reply = await spec.handler(ctx);
     for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
@@ -275,6 +277,7 @@ export function createApp(tally: Tally): express.Express {
       body: undefined,
       query: undefined,
       params: undefined,
+      headers: {},
       requestId,
       partnerId: '',
       userId: '',
@@ -336,6 +339,16 @@ export function createApp(tally: Tally): express.Express {
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => fail(error, res, res.locals as RequestLocals));
 
   return app;
+}
+
+/** The request's values of the headers a route declares (those it does not carry left out). */
+function declaredHeaders(schema: TSchema, req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys((schema as { properties?: object }).properties ?? {})) {
+    const value = header(req, name);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
 }
 
 /** What express's router matches for a route path: each parameter is one non-empty segment (case-insensitive). */

@@ -19,7 +19,7 @@ function plain(schema: unknown): unknown {
   return JSON.parse(JSON.stringify(schema));
 }
 
-function parameters(schema: RouteSpec['query'], where: 'query' | 'path') {
+function parameters(schema: RouteSpec['query'], where: 'query' | 'path' | 'header') {
   const s = schema as { properties?: Record<string, unknown>; required?: string[] } | undefined;
   return Object.entries(s?.properties ?? {}).map(([name, sub]) => ({
     name,
@@ -46,7 +46,7 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
       tags: [r.tag],
       security: SECURITY[r.auth],
       'x-credentials': r.auth,
-      parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')],
+      parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query'), ...parameters(r.headers, 'header')],
       responses,
     };
     if (r.description) operation.description = r.description;

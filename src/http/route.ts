@@ -22,6 +22,8 @@ export interface RequestContext<Body = unknown, Query = unknown, Params = unknow
   body: Body;
   query: Query;
   params: Params;
+  /** The route's declared headers (RouteSpec.headers), validated; {} when it declares none. */
+  headers: Record<string, string | undefined>;
   requestId: string;
   /** Set on partner-credential routes. */
   partnerId: string;
@@ -49,6 +51,8 @@ export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
   body?: TSchema;
   query?: TSchema;
   params?: TSchema;
+  /** Request headers the route reads, by lower-case name (validated like the body; documented as header parameters). */
+  headers?: TSchema;
   responses: Record<number, { description: string; schema?: TSchema }>;
   handler(ctx: RequestContext<Body, Query, Params>): Promise<Reply>;
 }

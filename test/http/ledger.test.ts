@@ -140,6 +140,55 @@ describe('ledger over HTTP', () => {
       await fund(app.http, acme, alice, '1000');
     });
 
+    it('with x-idempotency-key: the same request again answers the first transfer and moves no money again', async () => {
+      const sender = await customer(app.http, acme);
+      const receiver = await customer(app.http, acme);
+      await fund(app.http, acme, sender, '10');
+      const key: string = randomUUID();
+      const body = { toAccountId: receiver.accountId, amount: '1.5', description: 'rent' };
+      const send = (who: Customer, b: Record<string, unknown>, k: string = key) => transfer(who, b).set('x-idempotency-key', k);
+      const first = await send(sender, body);
+      expect(first.status).to.equal(201);
+      // Sent again (one after the other, the key in capitals, the amount written another way): the first answer.
+      for (const again of [await send(sender, body), await send(sender, body, key.toUpperCase()), await send(sender, { ...body, amount: 1.5 })]) {
+        expect(again.status).to.equal(201);
+        expect(again.body).to.deep.equal(first.body);
+      }
+      expect(await balanceOf(app.http, receiver)).to.deep.equal({ credits: '1.50000000', debits: '0.00000000' });
+      expect(await balanceOf(app.http, sender)).to.deep.equal({ credits: '10.00000000', debits: '1.50000000' });
+      // The key with another request (another amount, or another user of the partner): 422, nothing moves.
+      const other = await customer(app.http, acme);
+      await fund(app.http, acme, other, '10');
+      for (const [who, b] of [
+        [sender, { ...body, amount: '2' }],
+        [other, body],
+      ] as Array<[Customer, Record<string, unknown>]>) {
+        const reused = await send(who, b);
+        expect(reused.status).to.equal(422);
+        expect(reused.body.error).to.equal('Idempotency key reused with different parameters');
+      }
+      expect(await balanceOf(app.http, receiver)).to.deep.equal({ credits: '1.50000000', debits: '0.00000000' });
+      // Keys are per partner: another partner's user with the same key is not a reuse (its own rules answer).
+      expect((await send(mallory, { toAccountId: mallory.accountId, amount: '1', description: 'x' })).body.error).to.equal(
+        'Cannot transfer to the same account',
+      );
+      // Not a UUID: the decided 400, nothing moves.
+      const bad = await send(sender, body, 'abc');
+      expect(bad.status).to.equal(400);
+      expect(bad.body.error).to.equal('x-idempotency-key must be a UUID');
+      // Copies sent at once: one transfer; each copy answers it, or is told the first is still running.
+      const raced = randomUUID();
+      const copies = await Promise.all(Array.from({ length: 6 }, () => send(sender, { ...body, amount: '0.25' }, raced)));
+      const made = copies.filter((r) => r.status === 201);
+      expect(made.length).to.be.at.least(1);
+      for (const r of made) expect(r.body).to.deep.equal((made[0] as (typeof made)[number]).body);
+      for (const r of copies.filter((c) => c.status !== 201)) expect([r.status, r.body.error]).to.deep.equal([400, 'Duplicate request in progress']);
+      expect(await balanceOf(app.http, receiver)).to.deep.equal({ credits: '1.75000000', debits: '0.00000000' });
+      // The transfer is an ordinary ledger transaction under its uuid.
+      const txn = await app.http.get(`/api/v1/transactions/${first.body.uuid}`).set(sender.bearer);
+      expect(txn.body).to.include({ id: first.body.id, uuid: first.body.uuid, status: 'COMPLETED', amount: '1.50000000' });
+    });
+
     it('moves money at once, COMPLETED, exactly to the cent (0.1 + 0.2 = 0.3)', async () => {
       const sender = await customer(app.http, acme);
       const receiver = await customer(app.http, acme);

@@ -191,6 +191,8 @@ describe('ledger crash recovery (SIGKILL under load, seeded)', () => {
 
   /** Sandbox calls: 5xx (the webhook was not delivered) and 404 (a read model still catching up after a restart) are retried. */
   const sandboxRetryable = (a: Answer) => a.status >= 500 || a.status === 404 || a.status === 429;
+  /** A keyed transfer: 5xx, 429 and "still running" (a copy cut by the crash may be) are retried. */
+  const transferRetryable = (a: Answer) => a.status >= 500 || a.status === 429 || (a.status === 400 && a.body.error === 'Duplicate request in progress');
   /** A payout's 502 is its definite answer (refused by the provider, funds returned); other 5xx (503: provider or store out of reach) are retried. */
   const payoutRetryable = (a: Answer) => (a.status >= 500 && a.status !== 502) || a.status === 429;
   const REFUSAL = /^(Insufficient balance in account \d+|Daily transaction limit exceeded|Amount exceeds maximum transaction amount of 10000)$/;
@@ -236,15 +238,29 @@ describe('ledger crash recovery (SIGKILL under load, seeded)', () => {
     const to = peers[Math.floor(rng() * peers.length)] as number;
     const op: TransferOp = { description: `crash transfer ${SEED}.${sequence++}`, from, to, amount: randomAmount(rng, 0.01, 40, 8), outcome: 'unknown' };
     book.transfers.push(op);
-    const a = await send('POST', '/api/v1/transactions/transfer', bearer(from), {
-      toAccountId: (customers[to] as Customer).accountId,
-      amount: op.amount,
-      description: op.description,
-    });
+    const body = { toAccountId: (customers[to] as Customer).accountId, amount: op.amount, description: op.description };
+    const settle = (a: Answer) => {
+      if (a.status === 201 && a.body.status === 'COMPLETED') op.outcome = 'done';
+      else if (a.status === 400 && REFUSAL.test(String(a.body.error))) op.outcome = 'refused';
+      else throw new Error(`transfer ${op.description} answered ${a.status} ${JSON.stringify(a.body)}`);
+    };
+    if (rng() < 0.5) {
+      // With an idempotency key: retried until definite, so its fate is always known, and exactly once.
+      const headers = { ...bearer(from), 'x-idempotency-key': randomUUID() };
+      const post = () => untilDefinite(`transfer ${op.description}`, () => send('POST', '/api/v1/transactions/transfer', headers, body), transferRetryable);
+      const first = await post();
+      settle(first);
+      if (op.outcome === 'done' && rng() < 0.25) {
+        const again = await post();
+        if (again.status !== 201 || JSON.stringify(again.body) !== JSON.stringify(first.body))
+          throw new Error(`transfer ${op.description} retried answered ${again.status} ${JSON.stringify(again.body)}, expected ${JSON.stringify(first.body)}`);
+      }
+      return;
+    }
+    // Without a key: a cut request is left 'unknown' and looked up by its description after recovery.
+    const a = await send('POST', '/api/v1/transactions/transfer', bearer(from), body);
     if (!a || a.status >= 500) return;
-    if (a.status === 201 && a.body.status === 'COMPLETED') op.outcome = 'done';
-    else if (a.status === 400 && REFUSAL.test(String(a.body.error))) op.outcome = 'refused';
-    else throw new Error(`transfer answered ${a.status} ${JSON.stringify(a.body)}`);
+    settle(a);
   }
 
   async function payoutFlow(rng: () => number, who: number): Promise<void> {

@@ -3,9 +3,11 @@ import { accountCreditStream, accountDecider, accountStream, type Limits } from 
 import { DomainError } from '../../domain/decider';
 import { fixed, money } from '../../domain/ledger/money';
 import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
+import { uuidV5 } from '../../domain/ids';
+import { canonicalJson, sha256Hex } from '../../eventstore/hash';
 import { type NewEvent, type StreamAppend, WrongExpectedRevisionError } from '../../eventstore/port';
 import { KeyedBatcher } from '../batcher';
-import { type CommandContext, toNewEvents } from '../commands';
+import { type CommandContext, load, toNewEvents } from '../commands';
 import type { Tally } from '../tally';
 import { type LedgerAccounts, MAX_ATTEMPTS } from './accounts';
 import { ledgerScope, type TransactionView } from './reads';
@@ -13,7 +15,7 @@ import { ledgerScope, type TransactionView } from './reads';
 interface TransferRequest {
   user: { userId: string; partnerId: string };
   input: { fromAccountId: number; toAccountId: number; amount: string; description: string };
-  ids: { uuid: string; id: number; limits: Limits };
+  ids: { uuid: string; requestHash: string | null; id: number; limits: Limits };
   ctx: CommandContext;
 }
 
@@ -29,10 +31,67 @@ export class Transfers {
     private readonly accounts: LedgerAccounts,
   ) {}
 
+  /** Keys (partner:key) of keyed transfers running in this process. */
+  private readonly keysInFlight = new Set<string>();
+
+  /**
+   * A transfer. With an idempotency key (per partner), the same request again answers the first
+   * transfer and moves no money again: the transfer's uuid derives from the key, its events' ids from
+   * the command, and its TransactionCreated keeps the request's hash. The same key with another
+   * request is 422; a second copy while the first runs in this process is 400. Only transfers made
+   * are kept under a key: one refused (say for the balance) may be sent again and go through later.
+   */
   async transfer(
     user: { userId: string; partnerId: string },
     input: { fromAccountId?: number; toAccountId: number; amount: string; description: string },
     ctx: CommandContext,
+    idempotencyKey?: string,
+  ): Promise<TransactionView> {
+    if (idempotencyKey === undefined) return this.transferOnce(user, input, ctx, { uuid: randomUUID(), requestHash: null });
+    const key = `${user.partnerId}:${idempotencyKey.toLowerCase()}`;
+    if (this.keysInFlight.has(key)) throw new DomainError('invalid', 'Duplicate request in progress');
+    this.keysInFlight.add(key);
+    try {
+      const uuid = uuidV5(`transfer:${key}`);
+      const requestHash = sha256Hex(
+        canonicalJson({ ...input, fromAccountId: input.fromAccountId ?? null, amount: fixed(money(input.amount)), userId: user.userId }),
+      );
+      const stored = await this.storedTransfer(uuid, requestHash);
+      if (stored) return stored;
+      await this.transferOnce(user, input, { ...ctx, commandId: `transfer:${key}`, unkeyed: false }, { uuid, requestHash });
+      // What is stored answers: another node may have made it first, with its own id and time.
+      const made = await this.storedTransfer(uuid, requestHash);
+      if (!made) throw new Error(`transfer ${uuid} was appended but is not in its stream`);
+      return made;
+    } finally {
+      this.keysInFlight.delete(key);
+    }
+  }
+
+  /** The transfer stored under a key, null when there is none; 422 when the key went to another request. */
+  private async storedTransfer(uuid: string, requestHash: string): Promise<TransactionView | null> {
+    const { state } = await load(this.tally.store, transactionStream(uuid), transactionDecider);
+    const created = state.created;
+    if (!created) return null;
+    if (created.kind !== 'TRANSFER' || created.requestHash !== requestHash)
+      throw new DomainError('unprocessable', 'Idempotency key reused with different parameters');
+    return {
+      id: created.id,
+      uuid: created.uuid,
+      description: created.description,
+      status: 'COMPLETED',
+      amount: created.amount,
+      debitAccountId: created.debitAccountId,
+      creditAccountId: created.creditAccountId,
+      created: created.at,
+    };
+  }
+
+  private async transferOnce(
+    user: { userId: string; partnerId: string },
+    input: { fromAccountId?: number; toAccountId: number; amount: string; description: string },
+    ctx: CommandContext,
+    keyed: { uuid: string; requestHash: string | null },
   ): Promise<TransactionView> {
     const fromAccountId = input.fromAccountId ?? (await this.accounts.primaryAccount(user.userId));
     if (fromAccountId === input.toAccountId) throw new DomainError('invalid', 'Cannot transfer to the same account');
@@ -45,12 +104,11 @@ export class Transfers {
       throw new DomainError('invalid', 'One or both accounts do not exist');
     if (from.userId !== user.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
     const limits = accounts.knownLimits(user.userId) ?? (await accounts.limitsOf(user.userId));
-    const uuid = randomUUID();
     const id = accounts.takeTransactionId() ?? (await accounts.nextTransactionId());
     const { view, position } = await this.batches.submit(accountStream(fromAccountId), {
       user,
       input: { ...input, fromAccountId },
-      ids: { uuid, id, limits },
+      ids: { uuid: keyed.uuid, requestHash: keyed.requestHash, id, limits },
       ctx,
     });
     // The answer comes from the events, so nothing waits for the read model here: the partner's next
@@ -103,7 +161,7 @@ export class Transfers {
                 description: input.description,
                 userId: user.userId,
                 partnerId: user.partnerId,
-                requestHash: null,
+                requestHash: ids.requestHash,
                 details: {},
                 at,
               },

@@ -113,6 +113,11 @@ const TransactionsQuery = Type.Object({
 });
 const TransactionParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
+/** Optional on the routes that take it; the card routes' header, as decisions.md words its messages. */
+const IdempotencyHeader = Type.Object({
+  'x-idempotency-key': Type.Optional(Type.String({ format: 'uuid', 'x-error': 'x-idempotency-key must be a UUID' })),
+});
+
 const TransferBody = Type.Object({
   fromAccountId: Type.Optional(AccountId('fromAccountId')),
   toAccountId: AccountId('toAccountId'),
@@ -266,6 +271,10 @@ export const ledgerRoutes = [
     auth: 'bearer',
     tag: 'Transactions',
     summary: 'Move funds to another account of the same partner; COMPLETED at once.',
+    description:
+      'With `x-idempotency-key` (a UUID, per partner), the same request sent again answers the first transfer and moves no money again: ' +
+      'what to send when an answer was lost or was a 503. The same key with another body is 422; while the first is still running, 400.',
+    headers: IdempotencyHeader,
     body: TransferBody,
     responses: {
       201: {
@@ -280,6 +289,7 @@ export const ledgerRoutes = [
         me(ctx),
         { fromAccountId: body.fromAccountId, toAccountId: body.toAccountId, amount, description: body.description },
         ctx.command(),
+        ctx.headers['x-idempotency-key'],
       );
       return { status: 201, body: { id: done.id, uuid: done.uuid, status: done.status, amount: asNumber(done.amount), description: done.description } };
     },
