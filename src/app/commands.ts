@@ -74,7 +74,9 @@ export class StateCache {
 
   /**
    * Write-through after a successful append: when the cached state is the one the append was
-   * decided on (its revision is just before the new events), fold them in; otherwise forget it.
+   * decided on (its revision is just before the new events), fold them in; otherwise leave it: a
+   * state behind the stream is still a stored one, and a load that does not trust the cache reads
+   * the events after it (a caller that trusts it appends at its revision, which then fails).
    */
   advance<State, Event extends DomainEvent>(
     decider: Pick<Decider<State, unknown, Event>, 'evolve' | 'snapshot'>,
@@ -86,7 +88,10 @@ export class StateCache {
     const entry = this.entries.get(key) as Loaded<State> | undefined;
     if (!entry) return;
     if (entry.revision !== nextRevision - events.length) {
-      if (entry.revision < nextRevision) this.entries.delete(key);
+      // Behind (another append, settled after this one, moved the stream in between) or ahead: the
+      // entry stays as it is. A load reads only the events after it; forgetting it made the next
+      // load read the stream from its snapshot, hundreds of events (appends at any revision, like
+      // credits, settle out of order all the time: -4 to -5% transfers/s at 50 accounts).
       return;
     }
     const state = events.reduce((s, e) => decider.evolve(s, e as Event), entry.state);
