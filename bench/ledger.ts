@@ -40,7 +40,9 @@ import {
  * `npm run bench -- ledger`: HTTP transfers through the real server (in this process) against a
  * throwaway cluster with durable commits (or DATABASE_URL). Measures, prints, asserts nothing.
  *   BENCH_SECONDS   seconds per closed-loop measurement (default 10)
- *   BENCH_CLIENTS   concurrent HTTP clients of the closed loop (default 32; at least 20 is meaningful)
+ *   BENCH_CLIENTS   concurrent HTTP clients of the closed loops (default 64; the targets are stated for 20 or more)
+ *   BENCH_REFERENCE_CLIENTS  clients of one more 50-account loop, printed for reference beside the target
+ *                   figure, never compared with a target (default 32; 0 skips it)
  *   BENCH_ACCOUNTS  comma-separated account counts of the closed loops (default 50,10,2)
  *   BENCH_HISTORY   events of the long account in part 2 (default 100,000; 0 skips part 2)
  *   BENCH_TIMINGS   1: time the server's transfer path per call (wraps its methods, which costs the server a little)
@@ -378,6 +380,9 @@ interface Bench {
 
 interface LoopResult {
   accounts: number;
+  clients: number;
+  /** A loop at another client count, shown beside the target figures, not compared with them. */
+  reference: boolean;
   ok: number;
   rate: number;
   p50: number;
@@ -451,17 +456,17 @@ async function profiled<T>(name: string, body: (started: () => Promise<void>) =>
   }
 }
 
-async function closedLoop(b: Bench, accounts: Customer[]): Promise<LoopResult> {
-  return profiled(`loop-${accounts.length}-accounts`, (started) => measureLoop(b, accounts, started));
+async function closedLoop(b: Bench, accounts: Customer[], clients = b.clients): Promise<LoopResult> {
+  return profiled(`loop-${accounts.length}-accounts-${clients}-clients`, (started) => measureLoop(b, accounts, clients, started));
 }
 
-async function measureLoop(b: Bench, accounts: Customer[], started: () => Promise<void>): Promise<LoopResult> {
+async function measureLoop(b: Bench, accounts: Customer[], clients: number, started: () => Promise<void>): Promise<LoopResult> {
   let around: Around | undefined;
   const out = await b.client.run<Outcome & { seconds: number }>(
     {
       type: 'loop',
       accounts: accounts.map((c): ClientAccount => ({ accountId: c.accountId, token: c.token })),
-      clients: b.clients,
+      clients,
       warmUpSeconds: Math.min(1, b.seconds * 0.2),
       seconds: b.seconds,
     },
@@ -472,10 +477,19 @@ async function measureLoop(b: Bench, accounts: Customer[], started: () => Promis
   );
   const ok = out.statuses['201'] ?? 0;
   const sorted = sortedOf(out.latencies);
-  const result = { accounts: accounts.length, ok, rate: ok / out.seconds, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), statuses: out.statuses };
+  const result = {
+    accounts: accounts.length,
+    clients,
+    reference: clients !== b.clients,
+    ok,
+    rate: ok / out.seconds,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    statuses: out.statuses,
+  };
   const details = around ? await after(b, around, out.latencies.length) : [];
   console.log(
-    `  ${`${accounts.length} accounts, ${b.clients} clients`.padEnd(26)}${fmtInt(result.rate).padStart(7)} transfers/s  p50 ${fmtMs(result.p50).padStart(7)} ms  p99 ${fmtMs(result.p99).padStart(7)} ms  (${fmtInt(ok)} x 201 in ${out.seconds.toFixed(1)} s)`,
+    `  ${`${accounts.length} accounts, ${clients} clients`.padEnd(26)}${fmtInt(result.rate).padStart(7)} transfers/s  p50 ${fmtMs(result.p50).padStart(7)} ms  p99 ${fmtMs(result.p99).padStart(7)} ms  (${fmtInt(ok)} x 201 in ${out.seconds.toFixed(1)} s)`,
   );
   for (const line of [...describeStatuses(out.statuses, out.samples), ...details]) console.log(`      ${line}`);
   if (TIMINGS) {
@@ -689,9 +703,10 @@ async function history(b: Bench, senders: Customer[], historyEvents: number, sam
 function printSummary(loops: LoopResult[], hist: HistoryResult | undefined): void {
   console.log('\nAll closed-loop measurements');
   printTable(
-    ['accounts', 'transfers', 'transfers/s', 'p50 ms', 'p99 ms', 'non-201'],
+    ['accounts', 'clients', 'transfers', 'transfers/s', 'p50 ms', 'p99 ms', 'non-201'],
     loops.map((r) => [
       String(r.accounts),
+      `${r.clients}${r.reference ? ' (reference)' : ''}`,
       fmtInt(r.ok),
       fmtInt(r.rate),
       fmtMs(r.p50),
@@ -702,7 +717,7 @@ function printSummary(loops: LoopResult[], hist: HistoryResult | undefined): voi
         .join(', ') || '0',
     ]),
   );
-  const rate = (n: number) => loops.find((r) => r.accounts === n)?.rate ?? Number.NaN;
+  const rate = (n: number) => loops.find((r) => r.accounts === n && !r.reference)?.rate ?? Number.NaN;
   console.log('\nSummary against targets (durable commits, HTTP, in-process server)');
   const rows: string[][] = [
     [
@@ -728,7 +743,8 @@ function printSummary(loops: LoopResult[], hist: HistoryResult | undefined): voi
 
 export async function runLedgerBench(): Promise<void> {
   const seconds = envNumber('BENCH_SECONDS', 10);
-  const clients = envNumber('BENCH_CLIENTS', 32, { integer: true });
+  const clients = envNumber('BENCH_CLIENTS', 64, { integer: true });
+  const referenceClients = envNumber('BENCH_REFERENCE_CLIENTS', 32, { integer: true, zero: true });
   const historyEvents = envNumber('BENCH_HISTORY', 100_000, { integer: true, zero: true });
   const samples = envNumber('BENCH_SAMPLES', 500, { integer: true });
   const load0 = loadavg();
@@ -818,6 +834,12 @@ export async function runLedgerBench(): Promise<void> {
     console.log(`\n1. HTTP POST /api/v1/transactions/transfer, closed loop, random source -> other random destination, amount 0.01`);
     const loops: LoopResult[] = [];
     for (const n of ACCOUNT_COUNTS) loops.push(await closedLoop(b, funded.slice(0, n)));
+    if (referenceClients > 0 && referenceClients !== clients && ACCOUNT_COUNTS.includes(50)) {
+      console.log(
+        `  reference, not a target figure: the 50-account loop at ${referenceClients} clients (fewer requests in flight: smaller batches, lower latency)`,
+      );
+      loops.push(await closedLoop(b, funded.slice(0, 50), referenceClients));
+    }
 
     const hist = historyEvents > 0 ? await history(b, funded, historyEvents, samples) : undefined;
     printSummary(loops, hist);
