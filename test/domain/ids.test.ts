@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { toNewEvents } from '../../src/app/commands';
-import { eventIdFor, uuidV5 } from '../../src/domain/ids';
+import { eventIdFor, uuidV5, uuidV7 } from '../../src/domain/ids';
 
 /** Event ids must never drift: a command retried across a release must append the same ids. */
 describe('name-based ids (golden values)', () => {
@@ -11,6 +11,23 @@ describe('name-based ids (golden values)', () => {
   it('derives event ids from the command, the stream and the index as it always did (UTF-8 names too)', () => {
     expect(eventIdFor('cmd-1', 'account-7', 2)).to.equal('c82dec94-eb2f-5cde-b575-7555367bb62f');
     expect(uuidV5('Zoë €')).to.equal('6474dad6-dd2f-5676-acd5-22af1ed5d95a');
+  });
+});
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe('time-ordered ids (version 7)', () => {
+  it('carry the Unix milliseconds in their first 48 bits, then random bits with the version and variant set', () => {
+    const at = Date.UTC(2026, 10, 25, 12, 0, 0, 123);
+    const id = uuidV7(at);
+    expect(id).to.match(UUID_V7);
+    expect(Number.parseInt(id.replace(/-/g, '').slice(0, 12), 16)).to.equal(at);
+    expect(uuidV7(at)).to.not.equal(id);
+  });
+
+  it('sort by the millisecond they were made in (as text, as Postgres compares uuids)', () => {
+    const ids = [5, 1, 4, 2, 3].map((ms) => uuidV7(1_700_000_000_000 + ms));
+    expect([...ids].sort()).to.deep.equal([1, 2, 3, 4, 5].map((ms) => ids[[5, 1, 4, 2, 3].indexOf(ms)]));
   });
 });
 
@@ -28,11 +45,11 @@ describe("a command's event ids", () => {
     expect(toNewEvents({ ...ctx }, 'account-7', events).map((e) => e.id)).to.deep.equal(ids);
   });
 
-  it('are random for a command without a caller key (no request can send it again), and distinct', () => {
+  it('are random for a command without a caller key (no request can send it again), time-ordered, and distinct', () => {
     const ctx = { commandId: 'made-up', metadata, unkeyed: true };
     const first = toNewEvents(ctx, 'account-7', events).map((e) => e.id);
     const second = toNewEvents(ctx, 'account-7', events).map((e) => e.id);
-    for (const id of [...first, ...second]) expect(id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    for (const id of [...first, ...second]) expect(id).to.match(UUID_V7);
     expect(new Set([...first, ...second]).size).to.equal(4);
     expect(first).to.not.include(eventIdFor('made-up', 'account-7', 0));
   });

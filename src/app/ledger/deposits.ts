@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { uuidV7 } from '../../domain/ids';
 import { accountDecider, accountStream } from '../../domain/accounts/account';
 import { DomainError } from '../../domain/decider';
 import { fixed, money } from '../../domain/ledger/money';
@@ -31,7 +31,7 @@ export class Deposits {
     await this.accounts.ownAccount(user.userId, user.partnerId, input.toAccountId);
     const provider = this.tally.providers.payments.get(input.provider);
     if (!provider) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
-    const uuid = randomUUID();
+    const uuid = uuidV7();
     const amount = fixed(money(input.amount));
     let payment: Awaited<ReturnType<typeof provider.createPayment>>;
     try {

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { accountCreditStream, accountDecider, accountStream, type Limits } from '../../domain/accounts/account';
 import { DomainError } from '../../domain/decider';
 import { fixed, money } from '../../domain/ledger/money';
 import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
-import { uuidV5 } from '../../domain/ids';
+import { uuidV5, uuidV7 } from '../../domain/ids';
 import { canonicalJson, sha256Hex } from '../../eventstore/hash';
 import { type NewEvent, type StreamAppend, WrongExpectedRevisionError } from '../../eventstore/port';
 import { KeyedBatcher } from '../batcher';
@@ -47,7 +46,7 @@ export class Transfers {
     ctx: CommandContext,
     idempotencyKey?: string,
   ): Promise<TransactionView> {
-    if (idempotencyKey === undefined) return this.transferOnce(user, input, ctx, { uuid: randomUUID(), requestHash: null });
+    if (idempotencyKey === undefined) return this.transferOnce(user, input, ctx, { uuid: uuidV7(), requestHash: null });
     const key = `${user.partnerId}:${idempotencyKey.toLowerCase()}`;
     if (this.keysInFlight.has(key)) throw new DomainError('invalid', 'Duplicate request in progress');
     this.keysInFlight.add(key);
