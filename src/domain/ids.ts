@@ -22,13 +22,18 @@ export function eventIdFor(commandId: string, stream: string, index: number): st
   return uuidV5(`${commandId}|${stream}|${index}`);
 }
 
+/** The first 15 characters of a version 7 UUID, for the millisecond they were made for. */
+let v7Prefix = { ms: -1, text: '' };
+
 /**
  * RFC 9562 version 7 UUID: 48 bits of Unix milliseconds, then random bits (a v4's). Ids made in the
  * same millisecond sort near each other, so an index over them grows at its right edge instead of
  * at random pages (fewer pages touched and split per insert).
  */
 export function uuidV7(now = Date.now()): string {
-  const random = crypto.randomUUID();
-  const time = now.toString(16).padStart(12, '0');
-  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${random.slice(15)}`;
+  if (now !== v7Prefix.ms) {
+    const time = now.toString(16).padStart(12, '0');
+    v7Prefix = { ms: now, text: `${time.slice(0, 8)}-${time.slice(8, 12)}-7` };
+  }
+  return v7Prefix.text + crypto.randomUUID().slice(15);
 }
