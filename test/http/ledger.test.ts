@@ -433,6 +433,24 @@ describe('ledger over HTTP', () => {
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
     });
 
+    it('no longer counts a failed payout to the daily limit once its funds are returned', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '60000');
+      for (let i = 0; i < 4; i++) expect((await transfer(who, { toAccountId: bob.accountId, amount: 10000, description: `d${i}` })).status).to.equal(201);
+      // 40,000,000 COP at 4,000 COP per USDC = 10,000 USDC: the day's outgoing total reaches the 50,000 limit.
+      const res = await payout(who, { amount: 40_000_000 });
+      expect(res.status).to.equal(200);
+      const over = await transfer(who, { toAccountId: bob.accountId, amount: '0.00000001', description: 'over' });
+      expect(over.body.error).to.equal('Daily transaction limit exceeded');
+      expect((await app.http.post(`/sandbox/v1/payouts/${res.body.paymentId}/fail`).set(acme.headers).send({ reason: 'account_closed' })).status).to.equal(202);
+      // The 10,000 came back, so 10,000 may go out again today, and not a unit more.
+      expect((await transfer(who, { toAccountId: bob.accountId, amount: 10000, description: 'again' })).status).to.equal(201);
+      const still = await transfer(who, { toAccountId: bob.accountId, amount: '0.00000001', description: 'over again' });
+      expect(still.status).to.equal(400);
+      expect(still.body.error).to.equal('Daily transaction limit exceeded');
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '70000.00000000', debits: '60000.00000000' });
+    });
+
     it('answers a retry with the same transactionId and body with the first answer, moving no money again', async () => {
       const who = await customer(app.http, acme);
       await fund(app.http, acme, who, '100');

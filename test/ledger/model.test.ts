@@ -59,7 +59,8 @@ interface PayoutModel {
   body: Record<string, unknown>;
   /** Set when refused by a rule: the refusal is kept under the key. */
   rejection?: string;
-  accepted?: { paymentId: string; debit: Dec; mock: MockPayoutState };
+  /** `day`: the UTC day of its debit (a failure returns the money, and that day's total drops it). */
+  accepted?: { paymentId: string; debit: Dec; mock: MockPayoutState; day: string };
 }
 
 class Model {
@@ -467,7 +468,7 @@ class Payout extends LedgerCommand {
     } else {
       expectAnswer(this.label(), res, 200, { success: true, status: 'PROCESSING', message: 'Payout accepted' });
       expect(res.body.paymentId, `${this.label()}: paymentId`).to.be.a('string').and.not.equal('');
-      p.accepted = { paymentId: res.body.paymentId, debit, mock: 'processing' };
+      p.accepted = { paymentId: res.body.paymentId, debit, mock: 'processing', day: utcDay() };
       applyDebit(a, debit, true);
       m.txns.set(transactionId, { status: 'PROCESSING', amount: fixed8(debit), debitAccountId: c.accountId, creditAccountId: null });
     }
@@ -558,6 +559,8 @@ class DecidePayout extends LedgerCommand {
       txn.status = LEDGER_STATUS[wanted];
       if (wanted === 'failed') {
         a.credits = a.credits.plus(held.debit);
+        // The money came back: no longer outgoing on its debit's day, while that is the day counted.
+        if (held.day === a.day) a.dayOutgoing = a.dayOutgoing.minus(held.debit);
         m.txns.set(`reversal-of:${p.transactionId}`, {
           status: 'REVERSED',
           amount: fixed8(held.debit),

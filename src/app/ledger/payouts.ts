@@ -242,7 +242,8 @@ export class Payouts {
       if (failed.length === 0) return;
       const account = await this.accounts.loadAccount(data.debitAccountId);
       const reversalUuid = uuidV5(`reversal:${uuid}`);
-      const posted = accountDecider.decide({ type: 'PostHold', transactionId: uuid, at }, account.state);
+      // The money comes back: the payout no longer counts to its day's outgoing total (daily limit).
+      const posted = accountDecider.decide({ type: 'PostHold', transactionId: uuid, at, returnedDay: data.at.slice(0, 10) }, account.state);
       const credit = accountDecider.decide(
         { type: 'Credit', transactionId: reversalUuid, amount: data.amount, reason: 'payout_reversal', at },
         posted.reduce(accountDecider.evolve, account.state),

@@ -17,7 +17,14 @@ export type AccountEvent =
   | { type: 'AccountOpened'; data: { accountId: number; userId: string; partnerId: string; asset: string; type: string; at: string } }
   | { type: 'FundsCredited'; data: { accountId: number; transactionId: string; amount: string; reason: CreditReason; at: string } }
   | { type: 'FundsDebited'; data: { accountId: number; transactionId: string; amount: string; reason: DebitReason; pending: boolean; at: string } }
-  | { type: 'HoldPosted'; data: { accountId: number; transactionId: string; amount: string; at: string } };
+  | {
+      type: 'HoldPosted';
+      /**
+       * `returnedDay`: the hold's money came back (a failed payout, returned by a REVERSED credit), and
+       * this is the UTC day of its debit: that day's outgoing total no longer counts it.
+       */
+      data: { accountId: number; transactionId: string; amount: string; at: string; returnedDay?: string };
+    };
 
 /** One per user, appended with "no stream": two concurrent first logins cannot open two accounts. */
 export type AccountReservationEvent = { type: 'UserAccountReserved'; data: { userId: string; accountId: number } };
@@ -31,7 +38,8 @@ export type AccountCommand =
   | { type: 'OpenAccount'; accountId: number; userId: string; partnerId: string; at: string }
   | { type: 'Credit'; transactionId: string; amount: string; reason: CreditReason; at: string }
   | { type: 'Debit'; transactionId: string; amount: string; reason: DebitReason; pending: boolean; at: string; limits: Limits | null }
-  | { type: 'PostHold'; transactionId: string; at: string };
+  /** `returnedDay`: the money comes back (see HoldPosted), debited on that UTC day. */
+  | { type: 'PostHold'; transactionId: string; at: string; returnedDay?: string };
 
 export interface AccountState {
   opened: boolean;
@@ -152,11 +160,15 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
       }
       case 'HoldPosted': {
         const { [event.data.transactionId]: _posted, ...holds } = state.holds;
+        const amount = money(event.data.amount);
+        // Money that came back is not outgoing: its debit's day (when still the day counted) drops it.
+        const returnedToday = event.data.returnedDay !== undefined && event.data.returnedDay === state.day;
         return {
           ...state,
-          debitsPending: state.debitsPending.minus(money(event.data.amount)),
-          debitsPosted: state.debitsPosted.plus(money(event.data.amount)),
+          debitsPending: state.debitsPending.minus(amount),
+          debitsPosted: state.debitsPosted.plus(amount),
           holds,
+          ...(returnedToday ? { dayOutgoing: state.dayOutgoing.lt(amount) ? ZERO : state.dayOutgoing.minus(amount) } : {}),
         };
       }
     }
@@ -212,7 +224,8 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
       case 'PostHold': {
         const held = state.holds[command.transactionId];
         if (held === undefined) return [];
-        return [{ type: 'HoldPosted', data: { accountId, transactionId: command.transactionId, amount: held, at: command.at } }];
+        const returned = command.returnedDay === undefined ? {} : { returnedDay: command.returnedDay };
+        return [{ type: 'HoldPosted', data: { accountId, transactionId: command.transactionId, amount: held, at: command.at, ...returned } }];
       }
     }
   },
