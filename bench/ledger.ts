@@ -717,17 +717,25 @@ function printSummary(loops: LoopResult[], hist: HistoryResult | undefined): voi
         .join(', ') || '0',
     ]),
   );
-  const rate = (n: number) => loops.find((r) => r.accounts === n && !r.reference)?.rate ?? Number.NaN;
+  const loopOf = (n: number) => loops.find((r) => r.accounts === n && !r.reference);
+  const rate = (n: number) => loopOf(n)?.rate ?? Number.NaN;
+  const clientsOf = (n: number) => `${loopOf(n)?.clients ?? '?'} clients`;
   console.log('\nSummary against targets (durable commits, HTTP, in-process server)');
   const rows: string[][] = [
     [
-      'HTTP transfers/s, 50 accounts',
+      `HTTP transfers/s, 50 accounts, ${clientsOf(50)}`,
       fmtInt(rate(50)),
       `>= ${fmtInt(TARGETS.at50)}`,
       rate(50) >= TARGETS.at50 ? 'yes' : 'NO',
       (rate(50) / TARGETS.at50).toFixed(2),
     ],
-    ['HTTP transfers/s, 2 accounts', fmtInt(rate(2)), `>= ${fmtInt(TARGETS.at2)}`, rate(2) >= TARGETS.at2 ? 'yes' : 'NO', (rate(2) / TARGETS.at2).toFixed(2)],
+    [
+      `HTTP transfers/s, 2 accounts, ${clientsOf(2)}`,
+      fmtInt(rate(2)),
+      `>= ${fmtInt(TARGETS.at2)}`,
+      rate(2) >= TARGETS.at2 ? 'yes' : 'NO',
+      (rate(2) / TARGETS.at2).toFixed(2),
+    ],
   ];
   if (hist) {
     rows.push([

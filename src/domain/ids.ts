@@ -30,7 +30,8 @@ let v7Prefix = { ms: -1, text: '' };
  * same millisecond sort near each other, so an index over them grows at its right edge instead of
  * at random pages (fewer pages touched and split per insert).
  */
-export function uuidV7(now = Date.now()): string {
+export function uuidV7(at = Date.now()): string {
+  const now = Math.min(Math.max(0, Math.trunc(at)), 2 ** 48 - 1);
   if (now !== v7Prefix.ms) {
     const time = now.toString(16).padStart(12, '0');
     v7Prefix = { ms: now, text: `${time.slice(0, 8)}-${time.slice(8, 12)}-7` };
