@@ -87,6 +87,46 @@ describe('ledger over HTTP', () => {
       expect(done.body.updated).to.be.a('string');
     });
 
+    it('with x-idempotency-key: the same request again answers the first deposit and its link, and makes no second one', async () => {
+      const who = await customer(app.http, acme);
+      const key: string = randomUUID();
+      const send = (body: Record<string, unknown>, k: string = key, as: Customer = who) => deposit(as, body).set('x-idempotency-key', k);
+      const first = await send({ amount: 25 });
+      expect(first.status).to.equal(201);
+      // Sent again (the key in capitals, the amount written another way): the first answer.
+      for (const again of [await send({ amount: 25 }), await send({ amount: '25.00' }, key.toUpperCase())]) {
+        expect(again.status).to.equal(201);
+        expect(again.body).to.deep.equal(first.body);
+      }
+      // Copies sent at once: each answers the first deposit, or is told a copy is still running.
+      const copies = await Promise.all(Array.from({ length: 4 }, () => send({ amount: 25 })));
+      for (const r of copies) {
+        if (r.status === 201) expect(r.body).to.deep.equal(first.body);
+        else expect([r.status, r.body.error]).to.deep.equal([400, 'Duplicate request in progress']);
+      }
+      const list = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}`).set(who.bearer);
+      expect(list.body.map((t: { uuid: string }) => t.uuid)).to.deep.equal([first.body.transactionId]);
+      // The key with another request (another amount, another user of the partner, or a transfer): 422.
+      const other = await customer(app.http, acme);
+      for (const reused of [await send({ amount: 26 }), await send({ amount: 25, toAccountId: other.accountId }, key, other)]) {
+        expect(reused.status).to.equal(422);
+        expect(reused.body.error).to.equal('Idempotency key reused with different parameters');
+      }
+      await fund(app.http, acme, who, '5');
+      const transferKey = randomUUID();
+      expect((await transfer(who, { toAccountId: other.accountId, amount: '1', description: 't' }).set('x-idempotency-key', transferKey)).status).to.equal(201);
+      const crossed = await send({ amount: 1 }, transferKey);
+      expect([crossed.status, crossed.body.error]).to.deep.equal([422, 'Idempotency key reused with different parameters']);
+      // Not a UUID: the decided 400.
+      const bad = await send({ amount: 25 }, 'abc');
+      expect([bad.status, bad.body.error]).to.deep.equal([400, 'x-idempotency-key must be a UUID']);
+      // Paid once: credited once.
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '5.00000000', debits: '1.00000000' });
+      expect((await app.http.post(`/sandbox/v1/deposits/${first.body.transactionId}/confirm`).set(acme.headers).send()).status).to.equal(202);
+      expect((await send({ amount: 25 })).body).to.deep.equal(first.body);
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '30.00000000', debits: '1.00000000' });
+    });
+
     it('marks a failed payment FAILED and credits nothing', async () => {
       const res = await deposit(alice, { amount: 5 });
       const before = await balanceOf(app.http, alice);

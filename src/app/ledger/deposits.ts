@@ -8,38 +8,87 @@ import type { PaymentWebhookEvent } from '../../providers/payments/port';
 import { type CommandContext, load, toNewEvents } from '../commands';
 import type { Tally } from '../tally';
 import { type LedgerAccounts, LedgerProviderFailure, MAX_ATTEMPTS } from './accounts';
+import { type IdempotencyKeys, requestHashOf, sameRequest } from './idempotency';
+
+interface DepositInput {
+  toAccountId: number;
+  amount: string;
+  currency: string;
+  provider: string;
+  description: string;
+  payer: { documentType: string; documentNumber: string };
+}
 
 /** Deposits: a hosted payment link; the account is credited once, when the provider confirms. */
 export class Deposits {
   constructor(
     private readonly tally: Tally,
     private readonly accounts: LedgerAccounts,
+    private readonly keys: IdempotencyKeys,
   ) {}
 
+  /**
+   * A PENDING deposit and its payment link. With an idempotency key (per partner, see
+   * IdempotencyKeys), the same request again answers the first deposit's transactionId and link
+   * (the provider is asked again for the payment of that transactionId, which it keeps): a retry
+   * after a lost answer never makes a second link to pay.
+   */
   async deposit(
     user: { userId: string; partnerId: string },
-    input: {
-      toAccountId: number;
-      amount: string;
-      currency: string;
-      provider: string;
-      description: string;
-      payer: { documentType: string; documentNumber: string };
-    },
+    input: DepositInput,
     ctx: CommandContext,
+    idempotencyKey?: string,
   ): Promise<{ transactionId: string; paymentLink: string }> {
     await this.accounts.ownAccount(user.userId, user.partnerId, input.toAccountId);
+    if (!this.tally.providers.payments.get(input.provider)) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
+    if (idempotencyKey === undefined) return this.depositOnce(user, input, ctx, { uuid: uuidV7(), requestHash: null });
+    return this.keys.run(user.partnerId, idempotencyKey, async ({ uuid, commandId }) => {
+      const requestHash = requestHashOf({ ...input, amount: fixed(money(input.amount)), userId: user.userId });
+      const stored = async () => {
+        const { state } = await load(this.tally.store, transactionStream(uuid), transactionDecider);
+        if (state.created) sameRequest(state.created, 'DEPOSIT', requestHash);
+        return state.created !== null;
+      };
+      // Stored (by an earlier copy, or by another node meanwhile): the same payment, asked for again.
+      const again = async () => ({ transactionId: uuid, paymentLink: (await this.payment(uuid, input)).paymentLink });
+      if (await stored()) return again();
+      try {
+        return await this.depositOnce(user, input, { ...ctx, commandId, unkeyed: false }, { uuid, requestHash });
+      } catch (error) {
+        if (error instanceof WrongExpectedRevisionError && (await stored())) return again();
+        throw error;
+      }
+    });
+  }
+
+  /** The provider's payment for the deposit `uuid` (made now, or the one made before: it is idempotent by transactionId). */
+  private async payment(uuid: string, input: DepositInput): Promise<{ paymentLink: string; paymentId: string; provider: string }> {
     const provider = this.tally.providers.payments.get(input.provider);
     if (!provider) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
-    const uuid = uuidV7();
-    const amount = fixed(money(input.amount));
-    let payment: Awaited<ReturnType<typeof provider.createPayment>>;
     try {
-      payment = await provider.createPayment({ transactionId: uuid, amount, currency: input.currency, description: input.description, payer: input.payer });
+      const payment = await provider.createPayment({
+        transactionId: uuid,
+        amount: fixed(money(input.amount)),
+        currency: input.currency,
+        description: input.description,
+        payer: input.payer,
+      });
+      return { paymentLink: payment.paymentLink, paymentId: payment.paymentId, provider: provider.name };
     } catch (error) {
       this.tally.log.warn({ err: error, provider: provider.name }, 'payment provider could not create a payment');
       throw new LedgerProviderFailure('Payment provider unavailable');
     }
+  }
+
+  private async depositOnce(
+    user: { userId: string; partnerId: string },
+    input: DepositInput,
+    ctx: CommandContext,
+    keyed: { uuid: string; requestHash: string | null },
+  ): Promise<{ transactionId: string; paymentLink: string }> {
+    const { uuid, requestHash } = keyed;
+    const amount = fixed(money(input.amount));
+    const payment = await this.payment(uuid, input);
     const id = await this.accounts.nextTransactionId();
     const at = new Date().toISOString();
     const created = transactionDecider.decide(
@@ -56,8 +105,8 @@ export class Deposits {
           description: input.description,
           userId: user.userId,
           partnerId: user.partnerId,
-          requestHash: null,
-          details: { provider: provider.name, paymentId: payment.paymentId, currency: input.currency, payerDocumentType: input.payer.documentType },
+          requestHash,
+          details: { provider: payment.provider, paymentId: payment.paymentId, currency: input.currency, payerDocumentType: input.payer.documentType },
           at,
         },
       },
@@ -101,9 +150,4 @@ export class Deposits {
       }
     }
   }
-
-  /**
-   * A payout: idempotent by the request's transactionId, recorded in the same append as what it
-   * caused. Funds are held (a pending debit) at acceptance; the provider settles or fails later.
-   */
 }

@@ -1,6 +1,7 @@
 import type { Tally } from '../tally';
 import { LedgerAccounts } from './accounts';
 import { Deposits } from './deposits';
+import { IdempotencyKeys } from './idempotency';
 import { Payouts } from './payouts';
 import { LedgerReads, ledgerScope } from './reads';
 import { Transfers } from './transfers';
@@ -19,8 +20,9 @@ export class LedgerService {
 
   constructor(private readonly tally: Tally) {
     this.accounts = new LedgerAccounts(tally);
-    this.transfers = new Transfers(tally, this.accounts);
-    this.deposits = new Deposits(tally, this.accounts);
+    const keys = new IdempotencyKeys();
+    this.transfers = new Transfers(tally, this.accounts, keys);
+    this.deposits = new Deposits(tally, this.accounts, keys);
     this.payouts = new Payouts(tally, this.accounts);
     this.reads = new LedgerReads(tally);
   }

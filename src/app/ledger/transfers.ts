@@ -2,13 +2,13 @@ import { accountCreditStream, accountDecider, accountStream, type Limits } from 
 import { DomainError } from '../../domain/decider';
 import { fixed, money } from '../../domain/ledger/money';
 import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
-import { uuidV5, uuidV7 } from '../../domain/ids';
-import { canonicalJson, sha256Hex } from '../../eventstore/hash';
+import { uuidV7 } from '../../domain/ids';
 import { type NewEvent, type StreamAppend, WrongExpectedRevisionError } from '../../eventstore/port';
 import { KeyedBatcher } from '../batcher';
 import { type CommandContext, load, toNewEvents } from '../commands';
 import type { Tally } from '../tally';
 import { type LedgerAccounts, MAX_ATTEMPTS } from './accounts';
+import { type IdempotencyKeys, requestHashOf, sameRequest } from './idempotency';
 import { ledgerScope, type TransactionView } from './reads';
 
 interface TransferRequest {
@@ -28,17 +28,14 @@ export class Transfers {
   constructor(
     private readonly tally: Tally,
     private readonly accounts: LedgerAccounts,
+    private readonly keys: IdempotencyKeys,
   ) {}
 
-  /** Keys (partner:key) of keyed transfers running in this process. */
-  private readonly keysInFlight = new Set<string>();
-
   /**
-   * A transfer. With an idempotency key (per partner), the same request again answers the first
-   * transfer and moves no money again: the transfer's uuid derives from the key, its events' ids from
-   * the command, and its TransactionCreated keeps the request's hash. The same key with another
-   * request is 422; a second copy while the first runs in this process is 400. Only transfers made
-   * are kept under a key: one refused (say for the balance) may be sent again and go through later.
+   * A transfer. With an idempotency key (per partner, see IdempotencyKeys), the same request again
+   * answers the first transfer and moves no money again (its events' ids derive from the key too).
+   * Only transfers made are kept under a key: one refused (say for the balance) may be sent again
+   * and go through later.
    */
   async transfer(
     user: { userId: string; partnerId: string },
@@ -47,24 +44,16 @@ export class Transfers {
     idempotencyKey?: string,
   ): Promise<TransactionView> {
     if (idempotencyKey === undefined) return this.transferOnce(user, input, ctx, { uuid: uuidV7(), requestHash: null });
-    const key = `${user.partnerId}:${idempotencyKey.toLowerCase()}`;
-    if (this.keysInFlight.has(key)) throw new DomainError('invalid', 'Duplicate request in progress');
-    this.keysInFlight.add(key);
-    try {
-      const uuid = uuidV5(`transfer:${key}`);
-      const requestHash = sha256Hex(
-        canonicalJson({ ...input, fromAccountId: input.fromAccountId ?? null, amount: fixed(money(input.amount)), userId: user.userId }),
-      );
+    return this.keys.run(user.partnerId, idempotencyKey, async ({ uuid, commandId }) => {
+      const requestHash = requestHashOf({ ...input, fromAccountId: input.fromAccountId ?? null, amount: fixed(money(input.amount)), userId: user.userId });
       const stored = await this.storedTransfer(uuid, requestHash);
       if (stored) return stored;
-      await this.transferOnce(user, input, { ...ctx, commandId: `transfer:${key}`, unkeyed: false }, { uuid, requestHash });
+      await this.transferOnce(user, input, { ...ctx, commandId, unkeyed: false }, { uuid, requestHash });
       // What is stored answers: another node may have made it first, with its own id and time.
       const made = await this.storedTransfer(uuid, requestHash);
       if (!made) throw new Error(`transfer ${uuid} was appended but is not in its stream`);
       return made;
-    } finally {
-      this.keysInFlight.delete(key);
-    }
+    });
   }
 
   /** The transfer stored under a key, null when there is none; 422 when the key went to another request. */
@@ -72,8 +61,7 @@ export class Transfers {
     const { state } = await load(this.tally.store, transactionStream(uuid), transactionDecider);
     const created = state.created;
     if (!created) return null;
-    if (created.kind !== 'TRANSFER' || created.requestHash !== requestHash)
-      throw new DomainError('unprocessable', 'Idempotency key reused with different parameters');
+    sameRequest(created, 'TRANSFER', requestHash);
     return {
       id: created.id,
       uuid: created.uuid,

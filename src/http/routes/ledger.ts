@@ -201,6 +201,10 @@ export const ledgerRoutes = [
     auth: 'bearer',
     tag: 'Transactions',
     summary: 'Create a hosted payment link; the balance is credited only when the provider confirms.',
+    description:
+      'With `x-idempotency-key` (a UUID, per partner), the same request sent again answers the first deposit and its payment link: ' +
+      'what to send when an answer was lost or was a 503. The same key with another body (or used by a transfer) is 422; while the first is still running, 400.',
+    headers: IdempotencyHeader,
     body: DepositBody,
     responses: {
       201: {
@@ -222,6 +226,7 @@ export const ledgerRoutes = [
         me(ctx),
         { toAccountId: body.toAccountId, amount, currency: body.currency, provider: body.provider, description: body.description, payer: body.metadata.payer },
         ctx.command(),
+        ctx.headers['x-idempotency-key'],
       );
       return {
         status: 201,
@@ -273,7 +278,7 @@ export const ledgerRoutes = [
     summary: 'Move funds to another account of the same partner; COMPLETED at once.',
     description:
       'With `x-idempotency-key` (a UUID, per partner), the same request sent again answers the first transfer and moves no money again: ' +
-      'what to send when an answer was lost or was a 503. The same key with another body is 422; while the first is still running, 400.',
+      'what to send when an answer was lost or was a 503. The same key with another body (or used by a deposit) is 422; while the first is still running, 400.',
     headers: IdempotencyHeader,
     body: TransferBody,
     responses: {
