@@ -191,8 +191,8 @@ describe('ledger crash recovery (SIGKILL under load, seeded)', () => {
 
   /** Sandbox calls: 5xx (the webhook was not delivered) and 404 (a read model still catching up after a restart) are retried. */
   const sandboxRetryable = (a: Answer) => a.status >= 500 || a.status === 404 || a.status === 429;
-  /** A keyed transfer: 5xx, 429 and "still running" (a copy cut by the crash may be) are retried. */
-  const transferRetryable = (a: Answer) => a.status >= 500 || a.status === 429 || (a.status === 400 && a.body.error === 'Duplicate request in progress');
+  /** A keyed transfer or deposit: 5xx, 429 and "still running" (a copy cut by the crash may be) are retried. */
+  const keyedRetryable = (a: Answer) => a.status >= 500 || a.status === 429 || (a.status === 400 && a.body.error === 'Duplicate request in progress');
   /** A payout's 502 is its definite answer (refused by the provider, funds returned); other 5xx (503: provider or store out of reach) are retried. */
   const payoutRetryable = (a: Answer) => (a.status >= 500 && a.status !== 502) || a.status === 429;
   const REFUSAL = /^(Insufficient balance in account \d+|Daily transaction limit exceeded|Amount exceeds maximum transaction amount of 10000)$/;
@@ -217,15 +217,32 @@ describe('ledger crash recovery (SIGKILL under load, seeded)', () => {
       decided: false,
     };
     book.deposits.push(op);
-    const a = await send('POST', '/api/v1/transactions/deposit', bearer(who), {
+    const body = {
       toAccountId: (customers[who] as Customer).accountId,
       amount: op.amount,
       currency: 'USDC',
       provider: 'mock',
       description: op.description,
       metadata: PAYER,
-    });
-    // Not idempotent: a cut request is left 'unknown' and looked up by its description after recovery.
+    };
+    if (rng() < 0.5) {
+      // With an idempotency key: retried until definite, so it is always known, and made once (checked after each cycle).
+      const headers = { ...bearer(who), 'x-idempotency-key': randomUUID() };
+      const post = () => untilDefinite(`deposit ${op.description}`, () => send('POST', '/api/v1/transactions/deposit', headers, body), keyedRetryable);
+      const first = await post();
+      if (first.status !== 201) throw new Error(`deposit ${op.description} answered ${first.status} ${JSON.stringify(first.body)}`);
+      if (rng() < 0.25) {
+        const again = await post();
+        if (again.status !== 201 || JSON.stringify(again.body) !== JSON.stringify(first.body))
+          throw new Error(`deposit ${op.description} retried answered ${again.status} ${JSON.stringify(again.body)}, expected ${JSON.stringify(first.body)}`);
+      }
+      op.uuid = String(first.body.transactionId);
+      op.created = 'yes';
+      await decideDeposit(rng, op);
+      return;
+    }
+    const a = await send('POST', '/api/v1/transactions/deposit', bearer(who), body);
+    // Without a key: a cut request is left 'unknown' and looked up by its description after recovery.
     if (!a || a.status >= 500) return;
     if (a.status !== 201) throw new Error(`deposit answered ${a.status} ${JSON.stringify(a.body)}`);
     op.uuid = String(a.body.transactionId);
@@ -247,7 +264,7 @@ describe('ledger crash recovery (SIGKILL under load, seeded)', () => {
     if (rng() < 0.5) {
       // With an idempotency key: retried until definite, so its fate is always known, and exactly once.
       const headers = { ...bearer(from), 'x-idempotency-key': randomUUID() };
-      const post = () => untilDefinite(`transfer ${op.description}`, () => send('POST', '/api/v1/transactions/transfer', headers, body), transferRetryable);
+      const post = () => untilDefinite(`transfer ${op.description}`, () => send('POST', '/api/v1/transactions/transfer', headers, body), keyedRetryable);
       const first = await post();
       settle(first);
       if (op.outcome === 'done' && rng() < 0.25) {
@@ -545,6 +562,11 @@ describe('ledger crash recovery (SIGKILL under load, seeded)', () => {
     const actual = new Map<string, string | null>([...statuses.keys()].map((k) => [k, null]));
     for (const r of rows) actual.set(r.uuid, r.status);
     expect(Object.fromEntries(actual), `${what}: statuses of the clients' deposits and payouts`).to.deep.equal(Object.fromEntries(statuses));
+    // ... and each deposit or transfer a client asked for (its description is unique) was made at most once, retries and all.
+    const twice = await sql<{ description: string; n: number }>(
+      `SELECT description, count(*)::int AS n FROM rm_transactions WHERE kind IN ('DEPOSIT', 'TRANSFER') AND description LIKE 'crash %' GROUP BY description HAVING count(*) > 1`,
+    );
+    expect(twice, `${what}: deposits and transfers made more than once`).to.deep.equal([]);
 
     // (a) Conservation over the read models: what is in the accounts is what came in minus what went out.
     const [accounts] = await sql<{ net: string; pending: string }>(
