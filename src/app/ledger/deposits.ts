@@ -4,7 +4,7 @@ import { DomainError } from '../../domain/decider';
 import { fixed, money } from '../../domain/ledger/money';
 import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { type StreamAppend, WrongExpectedRevisionError } from '../../eventstore/port';
-import type { PaymentWebhookEvent } from '../../providers/payments/port';
+import type { PaymentProvider, PaymentWebhookEvent } from '../../providers/payments/port';
 import { type CommandContext, load, toNewEvents } from '../commands';
 import type { Tally } from '../tally';
 import { type LedgerAccounts, LedgerProviderFailure, MAX_ATTEMPTS } from './accounts';
@@ -40,8 +40,9 @@ export class Deposits {
     idempotencyKey?: string,
   ): Promise<{ transactionId: string; paymentLink: string }> {
     await this.accounts.ownAccount(user.userId, user.partnerId, input.toAccountId);
-    if (!this.tally.providers.payments.get(input.provider)) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
-    if (idempotencyKey === undefined) return this.depositOnce(user, input, ctx, { uuid: uuidV7(), requestHash: null });
+    const provider = this.tally.providers.payments.get(input.provider);
+    if (!provider) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
+    if (idempotencyKey === undefined) return this.depositOnce(user, input, provider, ctx, { uuid: uuidV7(), requestHash: null });
     return this.keys.run(user.partnerId, idempotencyKey, async ({ uuid, commandId }) => {
       const requestHash = requestHashOf({ ...input, amount: fixed(money(input.amount)), userId: user.userId });
       const stored = async () => {
@@ -50,10 +51,10 @@ export class Deposits {
         return state.created !== null;
       };
       // Stored (by an earlier copy, or by another node meanwhile): the same payment, asked for again.
-      const again = async () => ({ transactionId: uuid, paymentLink: (await this.payment(uuid, input)).paymentLink });
+      const again = async () => ({ transactionId: uuid, paymentLink: (await this.payment(uuid, input, provider)).paymentLink });
       if (await stored()) return again();
       try {
-        return await this.depositOnce(user, input, { ...ctx, commandId, unkeyed: false }, { uuid, requestHash });
+        return await this.depositOnce(user, input, provider, { ...ctx, commandId, unkeyed: false }, { uuid, requestHash });
       } catch (error) {
         if (error instanceof WrongExpectedRevisionError && (await stored())) return again();
         throw error;
@@ -62,9 +63,7 @@ export class Deposits {
   }
 
   /** The provider's payment for the deposit `uuid` (made now, or the one made before: it is idempotent by transactionId). */
-  private async payment(uuid: string, input: DepositInput): Promise<{ paymentLink: string; paymentId: string; provider: string }> {
-    const provider = this.tally.providers.payments.get(input.provider);
-    if (!provider) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
+  private async payment(uuid: string, input: DepositInput, provider: PaymentProvider): Promise<{ paymentLink: string; paymentId: string }> {
     try {
       const payment = await provider.createPayment({
         transactionId: uuid,
@@ -73,7 +72,7 @@ export class Deposits {
         description: input.description,
         payer: input.payer,
       });
-      return { paymentLink: payment.paymentLink, paymentId: payment.paymentId, provider: provider.name };
+      return { paymentLink: payment.paymentLink, paymentId: payment.paymentId };
     } catch (error) {
       this.tally.log.warn({ err: error, provider: provider.name }, 'payment provider could not create a payment');
       throw new LedgerProviderFailure('Payment provider unavailable');
@@ -83,12 +82,13 @@ export class Deposits {
   private async depositOnce(
     user: { userId: string; partnerId: string },
     input: DepositInput,
+    provider: PaymentProvider,
     ctx: CommandContext,
     keyed: { uuid: string; requestHash: string | null },
   ): Promise<{ transactionId: string; paymentLink: string }> {
     const { uuid, requestHash } = keyed;
     const amount = fixed(money(input.amount));
-    const payment = await this.payment(uuid, input);
+    const payment = await this.payment(uuid, input, provider);
     const id = await this.accounts.nextTransactionId();
     const at = new Date().toISOString();
     const created = transactionDecider.decide(
@@ -106,7 +106,7 @@ export class Deposits {
           userId: user.userId,
           partnerId: user.partnerId,
           requestHash,
-          details: { provider: payment.provider, paymentId: payment.paymentId, currency: input.currency, payerDocumentType: input.payer.documentType },
+          details: { provider: provider.name, paymentId: payment.paymentId, currency: input.currency, payerDocumentType: input.payer.documentType },
           at,
         },
       },
