@@ -23,7 +23,11 @@ export interface LoginResult {
   user: { id: string; email: string; status: 'active' };
 }
 
-const emailKey = (email: string) => createHash('sha256').update(normalizeEmail(email)).digest('hex');
+/** The send counter's key: per partner and email, so one partner's sends never use up another's. */
+const sendKey = (partnerId: string, email: string) =>
+  createHash('sha256')
+    .update(`${partnerId}\0${normalizeEmail(email)}`)
+    .digest('hex');
 
 /** Emailed-code login, sessions with rotating refresh tokens, and the account opened at first login. */
 export class LoginService {
@@ -38,11 +42,11 @@ export class LoginService {
   }
 
   /**
-   * Always the same answer (no account enumeration). Sends are counted per email, registered or
-   * not, so the 429 gives nothing away either.
+   * Always the same answer (no account enumeration). Sends are counted per partner and email,
+   * registered or not, so the 429 gives nothing away either.
    */
   async send(partnerId: string, email: string, ctx: CommandContext): Promise<void> {
-    const key = emailKey(email);
+    const key = sendKey(partnerId, email);
     const allowed = await this.tally.sql.transaction(async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
       await tx.query(`DELETE FROM login_send_log WHERE email_hash = $1 AND sent_at < now() - interval '1 hour'`, [key]);

@@ -24,7 +24,7 @@ export const loginRoutes = [
     path: '/api/v1/partner/auth/send',
     auth: 'partner',
     tag: 'Login',
-    summary: 'Email a 6-digit login code. Same answer whether or not the email is registered; 5 sends per email per hour.',
+    summary: 'Email a 6-digit login code. Same answer whether or not the email is registered; 5 sends per partner and email per hour.',
     body: EmailBody,
     responses: { 200: { description: 'Accepted', schema: Type.Object({ success: Type.Boolean(), message: Type.String() }) } },
     async handler({ tally, body, partnerId, command }) {
