@@ -1,8 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { type PartnerCommand, partnerDecider, partnerStream } from '../domain/partners/partner';
 import { DomainError } from '../domain/decider';
 import { type CommandContext, handle } from './commands';
-import { hashSecret, newApiKeyPair, verifySecret } from './secrets';
+import { SecretChecks } from './secret-checks';
+import { hashSecret, newApiKeyPair } from './secrets';
 import type { Tally } from './tally';
 
 export interface PartnerRecord {
@@ -12,12 +13,9 @@ export interface PartnerRecord {
   createdAt: string;
 }
 
-/** Verified (key, secret) pairs, so a partner call costs one scrypt per key per TTL, not per request. */
-const VERIFIED_TTL_MS = 5 * 60_000;
-const VERIFIED_MAX_ENTRIES = 10_000;
-
 export class PartnerService {
-  private readonly verified = new Map<string, { partnerId: string; expiresAt: number }>();
+  /** Remembered right and wrong pairs, and each key's budget of scrypt checks. */
+  readonly secretChecks = new SecretChecks();
 
   constructor(private readonly tally: Tally) {}
 
@@ -43,7 +41,7 @@ export class PartnerService {
 
   async revokeKey(partnerId: string, apiKey: string, ctx: CommandContext): Promise<void> {
     const result = await handle(this.tally.store, partnerStream(partnerId), partnerDecider, { type: 'RevokeApiKey', apiKey }, ctx);
-    for (const [k, v] of this.verified) if (v.partnerId === partnerId) this.verified.delete(k);
+    this.secretChecks.forgetPartner(partnerId);
     await this.tally.readYourWrites(result.appended?.position, ['partners']);
   }
 
@@ -68,12 +66,7 @@ export class PartnerService {
       [apiKey],
     );
     if (!row) return null;
-    const cacheKey = createHash('sha256').update(`${apiKey}\0${apiSecret}`).digest('hex');
-    const cached = this.verified.get(cacheKey);
-    if (cached && cached.expiresAt > Date.now() && cached.partnerId === row.partner_id) return row.partner_id;
-    if (!(await verifySecret(apiSecret, row.secret_hash))) return null;
-    if (this.verified.size >= VERIFIED_MAX_ENTRIES) this.verified.clear();
-    this.verified.set(cacheKey, { partnerId: row.partner_id, expiresAt: Date.now() + VERIFIED_TTL_MS });
-    return row.partner_id;
+    const ok = await this.secretChecks.check({ apiKey, partnerId: row.partner_id, secretHash: row.secret_hash }, apiSecret);
+    return ok ? row.partner_id : null;
   }
 }
