@@ -1,9 +1,9 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config';
 import type { EventStore } from '../eventstore/port';
 import { PostgresEventStore } from '../eventstore/postgres';
 import { PgliteSql, PgSql, type Sql } from '../eventstore/sql';
+import { openDataDir } from './data-dir';
 
 export interface Backend {
   store: EventStore;
@@ -23,7 +23,7 @@ export async function openBackend(config: Config): Promise<Backend> {
     sql = new PgSql(config.databaseUrl);
     where = `Postgres ${redact(config.databaseUrl)}`;
   } else {
-    mkdirSync(config.dataDir, { recursive: true });
+    openDataDir(config.dataDir);
     const dir = join(config.dataDir, 'pglite');
     sql = await PgliteSql.open(dir);
     where = `embedded PGlite in ${dir}`;

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openDataDir } from './data-dir';
 
 /**
  * The service's own secrets: JWT signing keys (rotating, each with a `kid`), the pepper that keys
@@ -57,13 +58,13 @@ function withDefaults(keys: ServiceKeys): ServiceKeys {
 export function loadKeys(options: { dataDir: string; env?: NodeJS.ProcessEnv }): ServiceKeys {
   const fromEnv = (options.env ?? process.env).TALLY_KEYS;
   if (fromEnv) return withDefaults(JSON.parse(fromEnv) as ServiceKeys);
+  openDataDir(options.dataDir);
   const file = join(options.dataDir, 'keys.json');
   let keys: ServiceKeys;
   if (existsSync(file)) keys = withDefaults(JSON.parse(readFileSync(file, 'utf8')) as ServiceKeys);
   else keys = generateKeys();
   const rotated = rotate(keys);
   if (rotated.changed || !existsSync(file)) {
-    mkdirSync(options.dataDir, { recursive: true });
     writeFileSync(file, JSON.stringify(rotated.keys, null, 2), { mode: 0o600 });
     chmodSync(file, 0o600);
   }
