@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import * as kdb from '@kurrent/kurrentdb-client';
 import { chainHash, eventDigest, GENESIS_HASH } from './hash';
+import { assertStorable } from './storable';
 import {
   type AppendResult,
   EventIdConflictError,
@@ -162,6 +163,7 @@ export class KurrentDbEventStore implements EventStore {
       if (names.has(a.stream)) throw new Error(`Stream ${a.stream} appears twice in one append`);
       names.add(a.stream);
     }
+    assertStorable(appends);
     if (appends.length > 1 && !this.server.multiStreamAppend) throw new Error(multiStreamAppendUnsupported(this.server.version));
     let conflict: kdb.WrongExpectedVersionError | undefined;
     for (let attempt = 0; attempt < MAX_APPEND_ATTEMPTS; attempt++) {

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { assertStorable } from './storable';
 import { canonicalJson, eventDigestOfTexts } from './hash';
 import { EVENT_LOG_SCHEMA } from './postgres-schema';
 import {
@@ -302,6 +303,7 @@ export class PostgresEventStore implements EventStore {
       names.add(a.stream);
       events += a.events.length;
     }
+    assertStorable(appends);
     const expected = appends.map((a) => String(normalizeExpected(a.expectedRevision)));
     // Events of one command share their metadata object (commands.ts): written out once per call.
     const metadataTexts = new Map<object, string>();

@@ -25,7 +25,7 @@ import { profileRoutes } from './routes/profile';
 import { sandboxIdentityRoutes } from './routes/sandbox';
 import { sandboxLedgerRoutes } from './routes/sandbox-ledger';
 import { webhookRoutes } from './routes/webhooks';
-import { validate } from './validation';
+import { checkJsonNumbers, validate } from './validation';
 
 const BODY_LIMIT = '100kb';
 const BODY_LIMIT_BYTES = 100 * 1024;
@@ -33,6 +33,9 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 /** JSON bodies the front reads itself (what express.json accepts, in UTF-8 or without a charset). */
 const JSON_BODY = /^application\/(?:json|[^\s;/]+\+json)\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+
+const JSON_TYPE = /^application\/(?:[^\s;/]+\+)?json\s*(?:;|$)/i;
+const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(?:;|$)/i;
 
 /** What a request carries between its steps, on either path (express keeps it in res.locals). */
 interface RequestLocals {
@@ -130,6 +133,9 @@ export function createApp(tally: Tally): express.Express {
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     locals.requestId = requestId;
     res.setHeader('X-Request-Id', requestId);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    // Answers carry tokens, codes, secrets and account data: no cache (browser, proxy) keeps any.
+    res.setHeader('Cache-Control', 'no-store');
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const routePath = locals.routePath ?? 'unmatched';
@@ -147,6 +153,12 @@ export function createApp(tally: Tally): express.Express {
   /** A route's work once its input is read: credentials, schemas, the handler, the answer. */
   async function serve(spec: RouteSpec, req: HttpRequest, res: ServerResponse, requestId: string, input: RouteInput): Promise<void> {
     const ctx = await authenticate(spec, req, res, requestId);
+    if (spec.body && carriesBody(req)) {
+      // JSON routes read JSON only; the hosted pages' buttons post forms (RouteSpec.forms).
+      const type = header(req, 'content-type') ?? '';
+      if (!JSON_TYPE.test(type) && !(spec.forms && FORM_TYPE.test(type))) throw new HttpError(415, MESSAGES.jsonOnly);
+      if (req.rawBody && JSON_TYPE.test(type)) checkJsonNumbers(req.rawBody.toString('utf8'));
+    }
     ctx.params = spec.params ? validate(spec.params, { ...(input.params as object) }, { coerce: true }) : input.params;
     ctx.query = spec.query ? validate(spec.query, { ...(input.query as object) }, { coerce: true }) : input.query;
     if (spec.headers) ctx.headers = validate(spec.headers, declaredHeaders(spec.headers, req), { coerce: false });
@@ -156,6 +168,8 @@ export function createApp(tally: Tally): express.Express {
     res.statusCode = reply.status;
     if (reply.contentType) {
       res.setHeader('Content-Type', reply.contentType);
+      // Hosted pages (payment, identity) are never framed by another site (clickjacking).
+      if (reply.contentType.startsWith('text/html')) res.setHeader('Content-Security-Policy', "frame-ancestors 'none'");
       res.end(reply.body as string);
     } else if (reply.body === undefined) res.end();
     else {
@@ -339,6 +353,12 @@ export function createApp(tally: Tally): express.Express {
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => fail(error, res, res.locals as RequestLocals));
 
   return app;
+}
+
+/** True when the request says a body follows (whatever it parsed to). */
+function carriesBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** The request's values of the headers a route declares (those it does not carry left out). */

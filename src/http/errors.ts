@@ -27,6 +27,7 @@ export const MESSAGES = {
   notFound: 'Not found',
   invalidJson: 'Invalid JSON body',
   tooLarge: 'Request body too large',
+  jsonOnly: 'Content-Type must be application/json',
   invalidPartner: 'Invalid partner credentials',
   invalidToken: 'Invalid or expired token',
   tooManyRequests: 'Too many requests',

@@ -49,6 +49,8 @@ export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
   /** The 401 message of a bearer route when the token is missing or bad (one route's is its own). */
   bearerError?: string;
   body?: TSchema;
+  /** The body may also come as an HTML form (the hosted pages' buttons); otherwise JSON only (415). */
+  forms?: boolean;
   query?: TSchema;
   params?: TSchema;
   /** Request headers the route reads, by lower-case name (validated like the body; documented as header parameters). */

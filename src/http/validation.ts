@@ -1,6 +1,8 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { TSchema } from '@sinclair/typebox';
+import BigNumber from 'bignumber.js';
+import { findUnstorable } from '../eventstore/storable';
 import { HttpError } from './errors';
 
 /**
@@ -86,8 +88,28 @@ function describe(error: ErrorObject, rootSchema: TSchema): string {
   }
 }
 
-/** Validates (and, for queries, coerces and defaults) in place; throws 400 with a message naming the field. */
+/** Input nested deeper than this is refused: no field of the interface nests half as deep. */
+const MAX_INPUT_DEPTH = 16;
+
+/**
+ * Validates (and, for queries, coerces and defaults) in place; throws 400 with a message naming the
+ * field. First, for every route alike, the text policy: no string (key or value) the store could not
+ * hold (see eventstore/storable.ts), nothing nested deeper than MAX_INPUT_DEPTH. Then the schema.
+ * Then the properties the schema does not declare are dropped (never stored, never echoed), except
+ * inside objects it declares open (`additionalProperties: true`, such as a payout's source.metadata).
+ */
 export function validate<T>(schema: TSchema, value: unknown, options: { coerce: boolean }): T {
+  const unstorable = findUnstorable(value, '', MAX_INPUT_DEPTH);
+  if (unstorable) {
+    const field = unstorable.path || 'body';
+    throw new HttpError(
+      400,
+      unstorable.reason === 'characters'
+        ? `${field} contains characters that are not allowed`
+        : `${field.split('.')[0]} is nested too deeply (at most ${MAX_INPUT_DEPTH} levels)`,
+      { code: 'validation_error', details: [{ field, rule: unstorable.reason === 'characters' ? 'text' : 'depth' }] },
+    );
+  }
   const fn = compiled(schema, options.coerce);
   if (!fn(value)) {
     // For a property that may take one of several forms, its own message beats a branch's.
@@ -97,5 +119,92 @@ export function validate<T>(schema: TSchema, value: unknown, options: { coerce: 
       details: (fn.errors ?? []).map((e) => ({ field: fieldName(e) || null, rule: e.keyword })),
     });
   }
+  dropUndeclared(schema as SchemaNode, value);
   return value as T;
+}
+
+interface SchemaNode {
+  type?: unknown;
+  properties?: Record<string, SchemaNode>;
+  additionalProperties?: unknown;
+  items?: SchemaNode;
+}
+
+function dropUndeclared(schema: SchemaNode, value: unknown): void {
+  if (Array.isArray(value)) {
+    if (schema.items) for (const item of value) dropUndeclared(schema.items, item);
+    return;
+  }
+  if (value === null || typeof value !== 'object' || !schema.properties) return;
+  const open = schema.additionalProperties !== undefined && schema.additionalProperties !== false;
+  const object = value as Record<string, unknown>;
+  for (const key of Object.keys(object)) {
+    const declared = Object.hasOwn(schema.properties, key) ? schema.properties[key] : undefined;
+    if (declared) dropUndeclared(declared, object[key]);
+    else if (!open) delete object[key];
+  }
+}
+
+/**
+ * JSON numbers are judged on their own text: one whose text says more than the double it parses to
+ * (`1.0000000000000001`, `1e400`) is refused, naming its field, instead of silently becoming
+ * another amount. `raw` is the body's JSON text.
+ */
+export function checkJsonNumbers(raw: string): void {
+  const token = firstInexactNumber(raw);
+  if (!token) return;
+  // Only on the way to a 400: find which field the token is by parsing again with a marker in its place.
+  const marker = `\\u0000inexact-${token.start}`;
+  const marked = JSON.parse(`${raw.slice(0, token.start)}"${marker}"${raw.slice(token.end)}`) as unknown;
+  const field = pathOf(marked, JSON.parse(`"${marker}"`) as string, '') ?? 'body';
+  throw new HttpError(400, `${field} has more precision than a JSON number can carry; send it as a decimal string`, {
+    code: 'validation_error',
+    details: [{ field, rule: 'precision' }],
+  });
+}
+
+function pathOf(value: unknown, marker: string, path: string): string | null {
+  if (value === marker) return path || null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, member] of Object.entries(value)) {
+    const found = pathOf(member, marker, path ? `${path}.${key}` : key);
+    if (found) return found;
+  }
+  return null;
+}
+
+/** The first number token outside strings whose value its double does not carry exactly. */
+function firstInexactNumber(text: string): { start: number; end: number } | null {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      i++;
+      while (i < n) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i += 2;
+        else {
+          i++;
+          if (d === 0x22) break;
+        }
+      }
+      continue;
+    }
+    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      const start = i++;
+      while (i < n && /[0-9.eE+-]/.test(text[i] as string)) i++;
+      if (!exactDouble(text.slice(start, i))) return { start, end: i };
+      continue;
+    }
+    i++;
+  }
+  return null;
+}
+
+/** Up to 15 digits without an exponent always survive the trip through a double. */
+function exactDouble(token: string): boolean {
+  if (token.length <= 15 && !/[eE]/.test(token)) return true;
+  const parsed = Number(token);
+  return Number.isFinite(parsed) && new BigNumber(token).isEqualTo(new BigNumber(String(parsed)));
 }

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { verifyChain } from '../../src/eventstore/hash';
+import { UnstorableEventError } from '../../src/eventstore/storable';
 import {
   comparePositions,
   EventIdConflictError,
   type EventStore,
+  type JsonObject,
   type NewEvent,
   type RecordedEvent,
   WrongExpectedRevisionError,
@@ -47,6 +49,24 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
     });
     after(async () => {
       await store.close();
+    });
+
+    describe('what no store can hold', () => {
+      it('refuses, before writing anything, an append whose text has U+0000, a lone surrogate or a control character', async () => {
+        const stream = uniqueStream();
+        const head = await store.headPosition();
+        for (const data of [{ note: 'a\u0000b' }, { note: 'x\ud800' }, { ['key\u0001']: 'v' }] as JsonObject[]) {
+          const error = await rejection(
+            store.appendMany([
+              { stream: uniqueStream(), events: [ev('Fine')], expectedRevision: 'any' },
+              { stream, events: [{ ...ev('Bad'), data }], expectedRevision: 'any' },
+            ]),
+          );
+          expect(error).to.be.instanceOf(UnstorableEventError);
+        }
+        expect(await store.headPosition()).to.equal(head);
+        expect(await store.readStream(stream)).to.have.length(0);
+      });
     });
 
     describe('append with an expected revision', () => {

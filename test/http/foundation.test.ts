@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
+import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { sharedCluster } from '../support/postgres';
 import { CuttableProxy } from '../support/proxy';
 
@@ -90,7 +90,10 @@ describe('HTTP foundation', () => {
     expect(ready.status).to.equal(200);
     expect(ready.body.status).to.equal('ready');
     expect(ready.body.projections.map((p: { name: string }) => p.name)).to.include.members(['partners', 'users']);
-    const metrics = await app.http.get('/metrics');
+    // ADMIN_TOKEN is set here: /metrics is the operator's.
+    expect((await app.http.get('/metrics')).status).to.equal(401);
+    expect((await app.http.get('/metrics').set('Authorization', 'Bearer wrong')).status).to.equal(401);
+    const metrics = await app.http.get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`);
     expect(metrics.status).to.equal(200);
     expect(metrics.text).to.match(/tally_http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
   });

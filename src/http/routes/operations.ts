@@ -1,4 +1,13 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { HttpError } from '../errors';
 import { route } from '../route';
+
+/** Compares digests, so neither the length nor the content of the token leaks through timing. */
+function isBearer(authorization: string | undefined, token: string): boolean {
+  const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return given !== undefined && timingSafeEqual(digest(given), digest(token));
+}
 
 export const operationsRoutes = [
   route({
@@ -34,9 +43,11 @@ export const operationsRoutes = [
     path: '/metrics',
     auth: 'public',
     tag: 'Operations',
-    summary: 'Prometheus metrics.',
-    responses: { 200: { description: 'Prometheus text format' } },
-    async handler({ locals }) {
+    summary: 'Prometheus metrics (with the operator token as a bearer token when ADMIN_TOKEN is set).',
+    responses: { 200: { description: 'Prometheus text format' }, 401: { description: 'ADMIN_TOKEN is set and the request does not carry it' } },
+    async handler({ tally, locals, req }) {
+      const token = tally.config.adminToken;
+      if (token && !isBearer(req.headers.authorization, token)) throw new HttpError(401, 'Invalid admin token');
       const { registry } = locals.metrics as { registry: import('prom-client').Registry };
       return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
     },

@@ -103,6 +103,7 @@ export const sandboxLedgerRoutes = [
     summary: 'The payment page’s Pay and Cancel buttons.',
     params: PaymentParams,
     body: DecisionBody,
+    forms: true,
     responses: { 200: { description: 'HTML page' } },
     async handler({ tally, params, body }) {
       const sandbox = sandboxOf(tally);

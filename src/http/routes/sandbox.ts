@@ -92,6 +92,7 @@ export const sandboxIdentityRoutes = [
     summary: 'The hosted page’s buttons: approve, decline or send to review.',
     params: InquiryParams,
     body: DecisionBody,
+    forms: true,
     responses: { 200: { description: 'HTML page' } },
     async handler({ tally, params, body }) {
       const sandbox = sandboxOf(tally);
