@@ -106,7 +106,7 @@ export class LoginService {
         if (account.status !== 'active') throw new DomainError('unauthenticated', `User account is ${account.status}`);
         const refresh = newRefreshToken(sessionId);
         const sessionEvents = sessionDecider.decide(
-          { type: 'StartSession', sessionId, userId: user.id, partnerId, refreshHash: refresh.hash, at },
+          { type: 'StartSession', sessionId, userId: user.id, partnerId, refreshHash: refresh.hash, userGeneration: account.sessionGeneration, at },
           sessionDecider.initialState(),
         );
         const appends: StreamAppend[] = [
@@ -150,7 +150,7 @@ export class LoginService {
 
   private async userState(userId: string) {
     const { state } = await load(this.tally.store, userStream(userId), userDecider);
-    return { status: state.status ?? 'pending' };
+    return { status: state.status ?? 'pending', sessionGeneration: state.sessionGeneration };
   }
 
   async refresh(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<LoginResult> {
@@ -159,16 +159,25 @@ export class LoginService {
     const session = await load(this.tally.store, sessionStream(parsed.sessionId), sessionDecider);
     if (session.state.partnerId !== partnerId || !session.state.userId) throw new DomainError('unauthenticated', INVALID_TOKEN);
     const userId = session.state.userId;
+    const user = await this.userState(userId);
     const next = newRefreshToken(parsed.sessionId);
-    const events = sessionDecider.decide({ type: 'Refresh', presentedHash: parsed.hash, newHash: next.hash, at: new Date().toISOString() }, session.state);
+    const events = sessionDecider.decide(
+      {
+        type: 'Refresh',
+        presentedHash: parsed.hash,
+        newHash: next.hash,
+        userStatus: user.status,
+        userGeneration: user.sessionGeneration,
+        at: new Date().toISOString(),
+      },
+      session.state,
+    );
     const result = await this.tally.store.append(sessionStream(parsed.sessionId), toNewEvents(ctx, sessionStream(parsed.sessionId), events), session.revision);
     if (events.some((e) => e.type === 'SessionRevoked')) {
       await this.tally.readYourWrites(result.position, ['sessions']);
       throw new DomainError('unauthenticated', INVALID_TOKEN);
     }
-    const { status } = await this.userState(userId);
-    if (status !== 'active') throw new DomainError('unauthenticated', `User account is ${status}`);
-    const [user] = await this.tally.sql.query<{ email: string }>('SELECT email FROM rm_users WHERE user_id = $1', [userId]);
+    const [row] = await this.tally.sql.query<{ email: string }>('SELECT email FROM rm_users WHERE user_id = $1', [userId]);
     await this.tally.readYourWrites(result.position, ['sessions']);
     return {
       success: true,
@@ -176,7 +185,7 @@ export class LoginService {
       refreshToken: next.token,
       tokenType: 'Bearer',
       expiresIn: 900,
-      user: { id: userId, email: user?.email ?? '', status: 'active' },
+      user: { id: userId, email: row?.email ?? '', status: 'active' },
     };
   }
 

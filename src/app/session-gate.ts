@@ -52,7 +52,9 @@ export class SessionGate {
     const generation = this.generation;
     this.stats.queries++;
     const [row] = await this.sql.query<{ status: string; revoked: boolean }>(
-      `SELECT u.status, (s.revoked_at IS NOT NULL) AS revoked FROM rm_sessions s JOIN rm_users u ON u.user_id = s.user_id
+      // A session started before its user's last suspension or ban is over, whatever the status now.
+      `SELECT u.status, (s.revoked_at IS NOT NULL OR s.user_generation < u.session_generation) AS revoked
+         FROM rm_sessions s JOIN rm_users u ON u.user_id = s.user_id
         WHERE s.session_id = $1 AND s.user_id = $2 AND s.partner_id = $3`,
       [claims.sessionId, claims.userId, claims.partnerId],
     );

@@ -127,7 +127,7 @@ export const kycProjection = rowProjection({
 /** Sessions, for checking a bearer token's session on every request. */
 export const sessionsProjection = rowProjection({
   name: 'sessions',
-  version: 2,
+  version: 3,
   eventTypes: ['SessionStarted', 'SessionRefreshed', 'SessionRevoked'],
   tables: {
     rm_sessions: {
@@ -140,6 +140,8 @@ export const sessionsProjection = rowProjection({
         revoked_at: { type: 'timestamptz' },
         revoked_reason: { type: 'text' },
         started_at: { type: 'timestamptz', notNull: true },
+        /** The user's sessionGeneration at the start: a later suspension or ban ends the session. */
+        user_generation: { type: 'integer', notNull: true, default: '0' },
       },
       indexes: [['user_id']],
     },
@@ -160,6 +162,7 @@ export const sessionsProjection = rowProjection({
             revoked_at: null,
             revoked_reason: null,
             started_at: e.data.at,
+            user_generation: e.data.userGeneration ?? 0,
           });
         }
         break;

@@ -5,7 +5,7 @@ import { rowProjection } from './rows';
 /** The partner-facing user list and record. */
 export const usersProjection = rowProjection({
   name: 'users',
-  version: 3,
+  version: 4,
   eventTypes: ['UserRegistered', 'UserStatusChanged', 'KycVerificationStarted', 'KycStatusChanged'],
   tables: {
     rm_users: {
@@ -19,6 +19,8 @@ export const usersProjection = rowProjection({
         phone_number: { type: 'text' },
         language: { type: 'text', notNull: true },
         kyc_status: { type: 'text' },
+        /** The user's sessionGeneration (domain/users): sessions started below it are dead. */
+        session_generation: { type: 'integer', notNull: true, default: '0' },
         created_at: { type: 'timestamptz', notNull: true },
         updated_at: { type: 'timestamptz', notNull: true },
       },
@@ -44,13 +46,18 @@ export const usersProjection = rowProjection({
             phone_number: d.phoneNumber,
             language: d.language,
             kyc_status: null,
+            session_generation: 0,
             created_at: at,
             updated_at: at,
           });
         }
         break;
       case 'UserStatusChanged':
-        if (current) rows.put('rm_users', { ...current, status: e.data.to, updated_at: at });
+        if (current) {
+          const endsSessions = e.data.to === 'suspended' || e.data.to === 'banned';
+          const generation = Number(current.session_generation) + (endsSessions ? 1 : 0);
+          rows.put('rm_users', { ...current, status: e.data.to, session_generation: generation, updated_at: at });
+        }
         break;
       case 'KycVerificationStarted':
         if (current) rows.put('rm_users', { ...current, kyc_status: 'created', updated_at: at });

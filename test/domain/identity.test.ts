@@ -47,9 +47,32 @@ describe('user status transitions', () => {
       .when({ type: 'ActivateAfterKyc' })
       .thenNothingHappens();
   });
-  it('a suspended user is not activated by a late approval', () => {
+  it('a suspended user is not activated by a late approval, but reinstatement lands where the approval would have moved it', () => {
+    const onReinstatement = (from: UserStatus, to: UserStatus, reason: string): UserEvent => ({
+      type: 'UserStatusOnReinstatementChanged',
+      data: { userId, from, to, reason },
+    });
+    const suspendedWhileKycRequired = [registered, moved('pending', 'kyc_required'), moved('kyc_required', 'suspended')];
     spec
-      .given([registered, moved('pending', 'kyc_required'), moved('kyc_required', 'suspended')])
+      .given(suspendedWhileKycRequired)
+      .when({ type: 'ActivateAfterKyc' })
+      .then([onReinstatement('kyc_required', 'active', 'kyc_approved')]);
+    spec
+      .given([...suspendedWhileKycRequired, onReinstatement('kyc_required', 'active', 'kyc_approved')])
+      .when({ type: 'Reinstate', reason: 'r' })
+      .then([moved('suspended', 'active', 'r')]);
+    // Suspended while pending: KYC started and approved meanwhile.
+    const suspendedWhilePending = [registered, moved('pending', 'suspended')];
+    spec
+      .given(suspendedWhilePending)
+      .when({ type: 'RequireKyc' })
+      .then([onReinstatement('pending', 'kyc_required', 'kyc_started')]);
+    spec
+      .given([...suspendedWhilePending, onReinstatement('pending', 'kyc_required', 'kyc_started')])
+      .when({ type: 'Reinstate', reason: 'r' })
+      .then([moved('suspended', 'kyc_required', 'r')]);
+    spec
+      .given([registered, moved('pending', 'kyc_required'), moved('kyc_required', 'active'), moved('active', 'suspended')])
       .when({ type: 'ActivateAfterKyc' })
       .thenNothingHappens();
   });
@@ -97,7 +120,14 @@ describe('sessions', () => {
   it('refuses a refresh token after its 30 days', () => {
     spec
       .given([started])
-      .when({ type: 'Refresh', presentedHash: 'aa'.repeat(32), newHash: 'bb'.repeat(32), at: '2026-01-31T00:00:00.000Z' })
+      .when({
+        type: 'Refresh',
+        presentedHash: 'aa'.repeat(32),
+        newHash: 'bb'.repeat(32),
+        userStatus: 'active',
+        userGeneration: 0,
+        at: '2026-01-31T00:00:00.000Z',
+      })
       .thenThrows('unauthenticated', 'Invalid or expired token');
   });
   it('revokes the session when a spent token comes back', () => {
@@ -107,8 +137,26 @@ describe('sessions', () => {
     };
     spec
       .given([started, refreshed])
-      .when({ type: 'Refresh', presentedHash: 'aa'.repeat(32), newHash: 'cc'.repeat(32), at })
+      .when({ type: 'Refresh', presentedHash: 'aa'.repeat(32), newHash: 'cc'.repeat(32), userStatus: 'active', userGeneration: 0, at })
       .then([{ type: 'SessionRevoked', data: { sessionId: 's', reason: 'refresh_token_reuse', at } }]);
+  });
+  it('changes nothing on a refresh while the user is not active', () => {
+    for (const userStatus of ['suspended', 'banned', 'pending'] as const) {
+      spec
+        .given([started])
+        .when({ type: 'Refresh', presentedHash: 'aa'.repeat(32), newHash: 'bb'.repeat(32), userStatus, userGeneration: 1, at })
+        .thenThrows('unauthenticated', `User account is ${userStatus}`);
+    }
+  });
+  it('stays ended after its user was suspended, even once the user is active again', () => {
+    spec
+      .given([started])
+      .when({ type: 'Refresh', presentedHash: 'aa'.repeat(32), newHash: 'bb'.repeat(32), userStatus: 'active', userGeneration: 1, at })
+      .thenThrows('unauthenticated', 'Invalid or expired token');
+    spec
+      .given([{ ...started, data: { ...started.data, userGeneration: 1 } } as SessionEvent])
+      .when({ type: 'Refresh', presentedHash: 'aa'.repeat(32), newHash: 'bb'.repeat(32), userStatus: 'active', userGeneration: 1, at })
+      .then([{ type: 'SessionRefreshed', data: { sessionId: 's', refreshHash: 'bb'.repeat(32), expiresAt: '2026-01-31T00:00:00.000Z', at } }]);
   });
 });
 

@@ -1,7 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
-import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
-import { latestCode, registerUser } from '../support/identity';
+import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { activeUser, COMPLETE_PROFILE, latestCode, login, registerUser } from '../support/identity';
+
+const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 
 describe('hardening: logins, partner secrets and user status over HTTP', () => {
   let app: Awaited<ReturnType<typeof startTestApp>>;
@@ -17,6 +19,14 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
   });
 
   const send = (partner: PartnerCredentials, email: string) => app.http.post('/api/v1/partner/auth/send').set(partner.headers).send({ email });
+
+  const refresh = (partner: PartnerCredentials, refreshToken: string) =>
+    app.http.post('/api/v1/partner/auth/refresh').set(partner.headers).send({ refreshToken });
+  const profile = (accessToken: string) => app.http.get('/api/v1/auth/profile').set('Authorization', `Bearer ${accessToken}`);
+  const operator = (userId: string, action: 'suspend' | 'ban' | 'reinstate') => app.http.post(`/admin/v1/users/${userId}/${action}`).set(admin).send({});
+  const sessionEvents = async (sessionId: string) =>
+    (await app.tally.sql.query('SELECT 1 FROM es_events WHERE stream_id = $1', [`session-${sessionId}`])).length;
+  const sessionOf = (accessToken: string): string => JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString()).sid;
 
   describe('auth/send limit', () => {
     it('counts sends per partner and email: one partner’s sends never use up another partner’s', async () => {
@@ -71,6 +81,94 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
       expect(victimDuring.status).to.equal(200);
       expect(victimDuring.ms, `the victim's known pair took ${Math.round(victimDuring.ms)} ms`).to.be.below(1_000);
       expect(new Set(statuses)).to.deep.equal(new Set([401]));
+    });
+  });
+
+  describe('sessions of a suspended user', () => {
+    it('answers a refresh while suspended with 401 "User account is suspended" and does not spend the token', async () => {
+      const user = await activeUser(app.http, acme);
+      const tokens = await login(app.http, acme, user.email);
+      const sessionId = sessionOf(tokens.accessToken);
+      const before = await sessionEvents(sessionId);
+      expect((await operator(user.id, 'suspend')).status).to.equal(200);
+      const res = await refresh(acme, tokens.refreshToken);
+      expect(res.status).to.equal(401);
+      expect(res.body).to.deep.equal({ success: false, error: 'User account is suspended' });
+      expect(await sessionEvents(sessionId)).to.equal(before);
+      expect((await operator(user.id, 'ban')).status).to.equal(200);
+      const banned = await refresh(acme, tokens.refreshToken);
+      expect(banned.status).to.equal(401);
+      expect(banned.body).to.deep.equal({ success: false, error: 'User account is banned' });
+      expect(await sessionEvents(sessionId)).to.equal(before);
+    });
+
+    it('ends every session on suspension: after reinstatement old access and refresh tokens stay dead, a new login works', async () => {
+      const user = await activeUser(app.http, acme);
+      const first = await login(app.http, acme, user.email);
+      const second = await login(app.http, acme, user.email);
+      // Used twice: the node remembers the sessions as active.
+      for (const tokens of [first, second, first, second]) expect((await profile(tokens.accessToken)).status).to.equal(200);
+      expect((await operator(user.id, 'suspend')).status).to.equal(200);
+      expect((await operator(user.id, 'reinstate')).status).to.equal(200);
+      for (const tokens of [first, second]) {
+        const use = await profile(tokens.accessToken);
+        expect(use.status).to.equal(401);
+        expect(use.body).to.deep.equal({ success: false, error: 'Invalid or expired token' });
+        const renewed = await refresh(acme, tokens.refreshToken);
+        expect(renewed.status).to.equal(401);
+        expect(renewed.body).to.deep.equal({ success: false, error: 'Invalid or expired token' });
+      }
+      const fresh = await login(app.http, acme, user.email);
+      expect((await profile(fresh.accessToken)).status).to.equal(200);
+      const renewed = await refresh(acme, fresh.refreshToken);
+      expect(renewed.status).to.equal(200);
+      expect((await profile(renewed.body.accessToken)).status).to.equal(200);
+    });
+  });
+
+  describe('reinstatement', () => {
+    it('lands where the user would be without the suspension: KYC approved while suspended makes them active', async () => {
+      const user = await registerUser(app.http, acme);
+      expect(
+        (
+          await app.http
+            .post('/api/v1/user/profile')
+            .set(acme.headers)
+            .send({ userId: user.id, ...COMPLETE_PROFILE })
+        ).status,
+      ).to.equal(201);
+      const kyc = await app.http.post('/api/v1/partner/kyc').set(acme.headers).send({ userId: user.id });
+      expect(kyc.status).to.equal(200);
+      const status = async () => (await app.http.get(`/api/v1/partner/users/${user.id}`).set(acme.headers)).body.data.user;
+      expect((await status()).status).to.equal('kyc_required');
+      expect((await operator(user.id, 'suspend')).status).to.equal(200);
+      const approved = await app.http.post(`/sandbox/v1/kyc/${kyc.body.inquiryId}/complete`).set(acme.headers).send({ outcome: 'approved' });
+      expect(approved.status).to.equal(202);
+      expect(await status()).to.include({ status: 'suspended', kycStatus: 'approved' });
+      const reinstated = await operator(user.id, 'reinstate');
+      expect(reinstated.status).to.equal(200);
+      expect(await status()).to.include({ status: 'active', kycStatus: 'approved' });
+      await login(app.http, acme, user.email);
+    });
+
+    it('still returns a user whose KYC was not approved meanwhile to kyc_required', async () => {
+      const user = await registerUser(app.http, acme);
+      expect(
+        (
+          await app.http
+            .post('/api/v1/user/profile')
+            .set(acme.headers)
+            .send({ userId: user.id, ...COMPLETE_PROFILE })
+        ).status,
+      ).to.equal(201);
+      const kyc = await app.http.post('/api/v1/partner/kyc').set(acme.headers).send({ userId: user.id });
+      expect(kyc.status).to.equal(200);
+      expect((await operator(user.id, 'suspend')).status).to.equal(200);
+      const declined = await app.http.post(`/sandbox/v1/kyc/${kyc.body.inquiryId}/complete`).set(acme.headers).send({ outcome: 'declined' });
+      expect(declined.status).to.equal(202);
+      expect((await operator(user.id, 'reinstate')).status).to.equal(200);
+      const res = await app.http.get(`/api/v1/partner/users/${user.id}`).set(acme.headers);
+      expect(res.body.data.user).to.include({ status: 'kyc_required', kycStatus: 'declined' });
     });
   });
 });

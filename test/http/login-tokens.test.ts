@@ -181,7 +181,7 @@ describe('identity: login codes and tokens over HTTP', () => {
       await expect401(`Bearer ${forged}`);
     });
 
-    it('stops a token at once when its user is suspended, and lets it work again on reinstatement', async () => {
+    it('stops a token at once when its user is suspended, and for good: it stays dead after reinstatement', async () => {
       const other = await activeUser(app.http, acme);
       const session = await login(app.http, acme, other.email);
       expect((await profile(`Bearer ${session.accessToken}`)).status).to.equal(200);
@@ -193,9 +193,11 @@ describe('identity: login codes and tokens over HTTP', () => {
       await app.http.post(`/admin/v1/users/${other.id}/suspend`).set(admin).send({});
       await expect401(`Bearer ${session.accessToken}`);
       await app.http.post(`/admin/v1/users/${other.id}/reinstate`).set(admin).send({});
-      expect((await profile(`Bearer ${session.accessToken}`)).status).to.equal(200);
-      await app.http.post(`/admin/v1/users/${other.id}/ban`).set(admin).send({});
       await expect401(`Bearer ${session.accessToken}`);
+      const again = await login(app.http, acme, other.email);
+      expect((await profile(`Bearer ${again.accessToken}`)).status).to.equal(200);
+      await app.http.post(`/admin/v1/users/${other.id}/ban`).set(admin).send({});
+      await expect401(`Bearer ${again.accessToken}`);
     });
   });
 
@@ -255,7 +257,7 @@ describe('identity: login codes and tokens over HTTP', () => {
     });
   });
   describe('two nodes on one database', () => {
-    it('stops a token at once on both nodes, whichever node suspends or logs out; only the projections’ owner answers from memory', async () => {
+    it('stops a token at once on both nodes, whichever node suspends or logs out, and for good; only the projections’ owner answers from memory', async () => {
       const second = await startTestApp({ databaseUrl: app.config.databaseUrl });
       try {
         const use = (node: typeof app, token: string) => node.http.get('/api/v1/auth/profile').set('Authorization', `Bearer ${token}`);
@@ -268,10 +270,12 @@ describe('identity: login codes and tokens over HTTP', () => {
         await second.http.post(`/admin/v1/users/${user.id}/suspend`).set(admin).send({});
         for (const node of [app, second]) expect((await use(node, session.accessToken)).status).to.equal(401);
         await app.http.post(`/admin/v1/users/${user.id}/reinstate`).set(admin).send({});
-        for (const node of [app, second, app]) expect((await use(node, session.accessToken)).status).to.equal(200);
-        const out = await second.http.post('/api/v1/partner/auth/logout').set(acme.headers).send({ refreshToken: session.refreshToken });
+        for (const node of [app, second, app]) expect((await use(node, session.accessToken)).status).to.equal(401);
+        const again = await login(app.http, acme, user.email);
+        for (const node of [app, second, app, second]) expect((await use(node, again.accessToken)).status).to.equal(200);
+        const out = await second.http.post('/api/v1/partner/auth/logout').set(acme.headers).send({ refreshToken: again.refreshToken });
         expect(out.status).to.equal(200);
-        for (const node of [app, second]) expect((await use(node, session.accessToken)).status).to.equal(401);
+        for (const node of [app, second]) expect((await use(node, again.accessToken)).status).to.equal(401);
       } finally {
         await second.close();
       }

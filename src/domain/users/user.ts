@@ -15,7 +15,12 @@ export interface UserRegisteredData {
 
 export type UserEvent =
   | { type: 'UserRegistered'; data: UserRegisteredData }
-  | { type: 'UserStatusChanged'; data: { userId: string; from: UserStatus; to: UserStatus; reason: string } };
+  | { type: 'UserStatusChanged'; data: { userId: string; from: UserStatus; to: UserStatus; reason: string } }
+  /**
+   * A move the user would have made but for a suspension (KYC started or approved meanwhile): the
+   * status stays `suspended`, and reinstatement lands in `to`.
+   */
+  | { type: 'UserStatusOnReinstatementChanged'; data: { userId: string; from: UserStatus; to: UserStatus; reason: string } };
 
 /** Written with expected revision "no stream": the log itself keeps an email unique service-wide. */
 export type EmailReservationEvent = { type: 'UserEmailReserved'; data: { userId: string } };
@@ -33,9 +38,16 @@ export interface UserState {
   userId: string | null;
   partnerId: string | null;
   status: UserStatus | null;
-  /** Where a reinstated user returns to. */
+  /** Where a reinstated user returns to: the status it had, moved on as it would have been meanwhile. */
   statusBeforeSuspension: UserStatus | null;
+  /**
+   * How many times the user was suspended or banned. Each time ends every session of the user: a
+   * session started at a lower count is dead, also after reinstatement (decisions.md).
+   */
+  sessionGeneration: number;
 }
+
+const ENDS_SESSIONS: readonly UserStatus[] = ['suspended', 'banned'];
 
 export const userStream = (userId: string) => `user-${userId}`;
 
@@ -48,8 +60,14 @@ const change = (state: UserState, to: UserStatus, reason: string): UserEvent[] =
   return [{ type: 'UserStatusChanged', data: { userId: state.userId, from: state.status, to, reason } }];
 };
 
+/** While suspended, a move the user would have made changes where reinstatement lands instead. */
+const changeOnReinstatement = (state: UserState, to: UserStatus, reason: string): UserEvent[] => {
+  invariant(state.userId && state.status === 'suspended' && state.statusBeforeSuspension, 'a suspended user has a status to return to');
+  return [{ type: 'UserStatusOnReinstatementChanged', data: { userId: state.userId, from: state.statusBeforeSuspension, to, reason } }];
+};
+
 export const userDecider: Decider<UserState, UserCommand, UserEvent> = {
-  initialState: () => ({ exists: false, userId: null, partnerId: null, status: null, statusBeforeSuspension: null }),
+  initialState: () => ({ exists: false, userId: null, partnerId: null, status: null, statusBeforeSuspension: null, sessionGeneration: 0 }),
 
   evolve(state, event) {
     switch (event.type) {
@@ -60,7 +78,10 @@ export const userDecider: Decider<UserState, UserCommand, UserEvent> = {
           ...state,
           status: event.data.to,
           statusBeforeSuspension: event.data.to === 'suspended' ? event.data.from : state.statusBeforeSuspension,
+          sessionGeneration: ENDS_SESSIONS.includes(event.data.to) ? state.sessionGeneration + 1 : state.sessionGeneration,
         };
+      case 'UserStatusOnReinstatementChanged':
+        return { ...state, statusBeforeSuspension: event.data.to };
     }
   },
 
@@ -73,9 +94,13 @@ export const userDecider: Decider<UserState, UserCommand, UserEvent> = {
     switch (command.type) {
       case 'RequireKyc':
         // Start KYC moves a pending user on; calling it again in later states changes nothing here.
+        if (state.status === 'suspended' && state.statusBeforeSuspension === 'pending') return changeOnReinstatement(state, 'kyc_required', 'kyc_started');
         return state.status === 'pending' ? change(state, 'kyc_required', 'kyc_started') : [];
-      case 'ActivateAfterKyc':
-        return state.status === 'kyc_required' || state.status === 'pending' ? change(state, 'active', 'kyc_approved') : [];
+      case 'ActivateAfterKyc': {
+        const waiting = (s: UserStatus | null) => s === 'kyc_required' || s === 'pending';
+        if (state.status === 'suspended' && waiting(state.statusBeforeSuspension)) return changeOnReinstatement(state, 'active', 'kyc_approved');
+        return waiting(state.status) ? change(state, 'active', 'kyc_approved') : [];
+      }
       case 'Suspend':
         if (state.status === 'banned') throw new DomainError('conflict', 'User is banned');
         if (state.status === 'suspended') return [];
