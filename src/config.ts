@@ -66,7 +66,36 @@ function flag(raw: string | undefined, fallback: boolean): boolean {
   return !['0', 'false', 'off', 'no'].includes(raw.toLowerCase());
 }
 
+/**
+ * What production cannot do without. Outside sandbox mode there is no sandbox outbox to read login
+ * codes from and no sandbox identity provider: without these, codes would never be delivered and
+ * KYC could never start. The service refuses to start instead, naming each missing setting.
+ */
+function missingOutsideSandbox(config: Config): string[] {
+  if (config.sandbox) return [];
+  const missing: string[] = [];
+  if (!config.smtpUrl) missing.push('SMTP_URL (login codes are emailed; without it they would go to the sandbox outbox and never be delivered)');
+  if (config.identityProvider !== 'persona') {
+    missing.push(`IDENTITY_PROVIDER (is ${config.identityProvider}; outside sandbox mode the identity provider is persona)`);
+  } else {
+    if (!config.persona?.apiKey) missing.push('PERSONA_API_KEY');
+    if (!config.persona?.templateId) missing.push('PERSONA_TEMPLATE_ID');
+    if (!config.persona?.webhookSecret) missing.push('PERSONA_WEBHOOK_SECRET');
+  }
+  return missing;
+}
+
+/** Reads the configuration; throws naming every setting production cannot do without when one is missing. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const config = readConfig(env);
+  const missing = missingOutsideSandbox(config);
+  if (missing.length > 0) {
+    throw new Error(`Outside sandbox mode (SANDBOX off) the service needs these settings:\n${missing.map((m) => `  - ${m}`).join('\n')}`);
+  }
+  return config;
+}
+
+function readConfig(env: NodeJS.ProcessEnv): Config {
   const port = number(env, 'PORT', 3000);
   return {
     port,
