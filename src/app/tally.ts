@@ -10,6 +10,7 @@ import { StateCache } from './commands';
 import { KycService } from './kyc';
 import { LedgerService } from './ledger';
 import { LoginService } from './login';
+import { Outage } from './outage';
 import { PartnerService } from './partners';
 import { ProfileService } from './profiles';
 import { SessionGate } from './session-gate';
@@ -36,6 +37,8 @@ export class Tally {
   readonly tokens: TokenService;
   readonly ledger: LedgerService;
   readonly sessionGate: SessionGate;
+  /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
+  readonly outage: Outage;
   /** Folded aggregate states, checked against the stored revision on every load. */
   readonly stateCache = new StateCache();
   /** Per scope, the last position appended without waiting for the projections (noteWrite). */
@@ -53,6 +56,11 @@ export class Tally {
     /** Mutable: the server fills in the port it got. */
     readonly urls: BaseUrls,
   ) {
+    // First: anything built below that meets the store out of reach may report to it.
+    this.outage = new Outage(log, async () => {
+      await store.ping();
+      await sql.query('SELECT 1');
+    });
     this.stateCache.snapshots = new SnapshotStore(sql, log);
     this.engine = new ProjectionEngine(store, sql, allProjections, log);
     this.engine.paceMs = config.projectionsPaceMs;
@@ -113,6 +121,7 @@ export class Tally {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    this.outage.close();
     await this.engine.stop();
     await this.store.close();
     await this.sql.close();

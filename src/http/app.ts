@@ -7,6 +7,7 @@ import client from 'prom-client';
 import { ProviderFailure } from '../app/kyc';
 import { LedgerProviderFailure } from '../app/ledger';
 import { TooManySends } from '../app/login';
+import { isOutage } from '../app/outage';
 import type { Tally } from '../app/tally';
 import { DomainError } from '../domain/decider';
 import { StoreUnavailableError, WrongExpectedRevisionError } from '../eventstore/port';
@@ -183,7 +184,9 @@ export function createApp(tally: Tally): express.Express {
   /** The error envelope of section 7 for anything a request ran into. */
   function fail(error: unknown, res: ServerResponse, locals: RequestLocals): void {
     const { status, body, headers } = toErrorReply(error);
-    if (status >= 500) tally.log.error({ err: error, requestId: locals.requestId, route: locals.routePath }, 'request failed');
+    // A store out of reach is logged once per outage (tally.outage); each request only by its request line.
+    if (status === 503 && isUnavailable(error)) tally.outage.unavailable(error);
+    else if (status >= 500) tally.log.error({ err: error, requestId: locals.requestId, route: locals.routePath }, 'request failed');
     if (res.headersSent) {
       res.destroy();
       return;
@@ -402,7 +405,5 @@ export function toErrorReply(error: unknown): { status: number; body: Record<str
 }
 
 function isUnavailable(error: unknown): boolean {
-  const e = error as { code?: string; message?: string };
-  if (typeof e?.code === 'string' && (e.code.startsWith('08') || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03'].includes(e.code))) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|PGlite is closed/i.test(e?.message ?? '');
+  return isOutage(error);
 }

@@ -64,9 +64,38 @@ function clusterOnUrl(adminUrl: string): TestCluster {
   };
 }
 
+/**
+ * A cluster of its own whose server can be stopped and started again (same port, same data): for
+ * tests of a database outage, which must never touch the shared cluster other files use.
+ */
+export interface ControlledCluster extends TestCluster {
+  /** `pg_ctl stop`: 'fast' ends every session (57P01), 'immediate' drops them all at once, as a crash. */
+  stopServer(mode: 'fast' | 'immediate'): void;
+  /** `pg_ctl start`, waiting until it accepts connections. */
+  startServer(): void;
+}
+
+/**
+ * A throwaway cluster started from the machine's initdb/pg_ctl; `null` when there are none and
+ * DATABASE_URL is set (the caller then skips, saying so).
+ */
+export async function startControlledCluster(options: { durable?: boolean; settings?: string[] } = {}): Promise<ControlledCluster | null> {
+  let bin: string;
+  try {
+    bin = findPgBin();
+  } catch (error) {
+    if (process.env.DATABASE_URL) return null;
+    throw error;
+  }
+  return startLocalCluster(bin, options);
+}
+
 export async function startTestCluster(options: { durable?: boolean; settings?: string[]; unixSocket?: boolean } = {}): Promise<TestCluster> {
   if (process.env.DATABASE_URL) return clusterOnUrl(process.env.DATABASE_URL);
-  const bin = findPgBin();
+  return startLocalCluster(findPgBin(), options);
+}
+
+async function startLocalCluster(bin: string, options: { durable?: boolean; settings?: string[]; unixSocket?: boolean }): Promise<ControlledCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'tally-pg-'));
   chmodSync(dir, 0o777);
   const dataDir = join(dir, 'data');
@@ -88,7 +117,8 @@ export async function startTestCluster(options: { durable?: boolean; settings?: 
     ...(options.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
     ...(options.settings ?? []).map((s) => `-c ${s}`),
   ].join(' ');
-  run('pg_ctl', ['-D', dataDir, '-o', settings, '-l', join(dir, 'log'), '-w', 'start']);
+  const startServer = () => run('pg_ctl', ['-D', dataDir, '-o', settings, '-l', join(dir, 'log'), '-w', 'start']);
+  startServer();
   const base = clusterOnUrl(`postgres://postgres@127.0.0.1:${port}/postgres`);
   return {
     async freshDatabase() {
@@ -96,9 +126,16 @@ export async function startTestCluster(options: { durable?: boolean; settings?: 
       // The same server through its Unix socket (in `dir`): no TCP stack on either side.
       return options.unixSocket ? `postgres://postgres@${url.pathname}?host=${encodeURIComponent(dir)}&port=${port}` : url.toString();
     },
+    stopServer(mode) {
+      run('pg_ctl', ['-D', dataDir, '-m', mode, '-w', 'stop']);
+    },
+    startServer,
     stop() {
       try {
+        // Already stopped (an outage test that failed half-way) is fine.
         run('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop']);
+      } catch {
+        // not running
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -37,6 +37,8 @@ export class ServerProcess {
   constructor(
     readonly port: number,
     private readonly env: Record<string, string>,
+    /** Called with every line the server prints (stdout and stderr), e.g. to count its log lines. */
+    private readonly onLine?: (line: string) => void,
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
@@ -70,6 +72,17 @@ export class ServerProcess {
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
+    if (this.onLine) {
+      const onLine = this.onLine;
+      for (const stream of [child.stdout, child.stderr]) {
+        let partial = '';
+        stream?.on('data', (chunk: Buffer) => {
+          const lines = (partial + chunk.toString('utf8')).split('\n');
+          partial = lines.pop() ?? '';
+          for (const line of lines) onLine(line);
+        });
+      }
+    }
     this.exited = new Promise((resolve) =>
       child.once('exit', (code, signal) => {
         live.delete(child);
