@@ -97,8 +97,23 @@ export class UserService {
       throw error;
     }
     const user = await this.get(partnerId, userId);
-    if (!user) throw new Error('a registered user is readable after read-your-writes');
-    return user;
+    if (user) return user;
+    // The users read model is behind (stopped on an event, or slow): the answer comes from the log.
+    const [registered] = await this.tally.store.readStream(userStream(userId), { maxCount: 1 });
+    if (registered?.type !== 'UserRegistered') throw new Error(`user ${userId} was registered but its stream does not start with it`);
+    const at = registered.recordedAt;
+    const d = command.data;
+    return {
+      id: userId,
+      email,
+      status: 'pending',
+      createdAt: at,
+      updatedAt: at,
+      countryCode: d.countryCode,
+      phoneNumber: d.phoneNumber,
+      language: d.language,
+      kycStatus: null,
+    };
   }
 
   /** The user, if it exists and belongs to the partner (otherwise null: callers answer 404). */

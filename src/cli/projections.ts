@@ -9,10 +9,19 @@ const COUNT_PAGE = 5_000;
 export async function listProjections(config: Config, io: CliIo): Promise<ProjectionStatus[]> {
   return withTally(config, io, async (tally) => {
     const status = await tally.engine.status();
-    const rows = [['NAME', 'POSITION', 'LAG'], ...status.map((s) => [s.name, s.position || '(start)', String(s.lag)])];
-    const widths = [0, 1].map((i) => Math.max(...rows.map((r) => r[i]?.length ?? 0)));
-    for (const r of rows) io.out(`${r[0]?.padEnd(widths[0] ?? 0)}  ${r[1]?.padEnd(widths[1] ?? 0)}  ${r[2]}`);
+    const rows = [
+      ['NAME', 'POSITION', 'LAG', 'STATE'],
+      ...status.map((s) => [s.name, s.position || '(start)', String(s.lag), s.failure ? `STOPPED since ${s.failure.since}` : 'live']),
+    ];
+    const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]?.length ?? 0)));
+    for (const r of rows) io.out(`${r[0]?.padEnd(widths[0] ?? 0)}  ${r[1]?.padEnd(widths[1] ?? 0)}  ${r[2]?.padEnd(widths[2] ?? 0)}  ${r[3]}`);
     io.out(`Head of the log: ${status[0]?.headPosition || '(empty)'}`);
+    for (const s of status) {
+      if (!s.failure) continue;
+      const { event, error, attempts, nextRetryAt } = s.failure;
+      io.out(`${s.name} cannot apply event ${event.id} (${event.type} in ${event.stream}, position ${event.position}): ${error}`);
+      io.out(`  ${attempts} attempt(s); next at ${nextRetryAt}. Fix the cause, or rebuild: tally projections rebuild ${s.name}`);
+    }
     return status;
   });
 }

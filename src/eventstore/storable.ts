@@ -69,3 +69,8 @@ export function assertStorable(appends: ReadonlyArray<{ stream: string; events: 
     }
   }
 }
+
+/** `text` with whatever no store can hold replaced by U+FFFD (for messages that quote input). */
+export function storableText(text: string): string {
+  return text.replace(new RegExp(UNSTORABLE.source, 'g'), '\uFFFD');
+}

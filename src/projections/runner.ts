@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { comparePositions, type EventStore, type RecordedEvent } from '../eventstore/port';
 import type { Sql, SqlQueryable } from '../eventstore/sql';
+import { storableText } from '../eventstore/storable';
 import { BuildMemory, liveTables, type Projection, suffixedTables } from './projection';
 
 const BATCH_SIZE = 500;
@@ -17,6 +18,9 @@ const LEASE_SECONDS = 6;
 /** Leases are renewed well before they lapse, not on every batch. */
 const LEASE_RENEW_EVERY_MS = 2_000;
 const ERROR_BACKOFF_MS = 1_000;
+/** A projection that cannot apply an event retries it after 1 s, 2 s, 4 s ... and then every minute. */
+const FAILURE_BACKOFF_MS = 1_000;
+const FAILURE_BACKOFF_MAX_MS = 60_000;
 /**
  * A batch costs about ten round trips whatever its size, so under a steady stream of appends the
  * runner gathers them: after a batch of at least PACE_MIN_EVENTS events it waits until `paceMs`
@@ -36,7 +40,24 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
   lease_until  timestamptz,
   updated_at   timestamptz NOT NULL DEFAULT now()
 );
-ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS version integer NOT NULL DEFAULT 1;`;
+ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS version integer NOT NULL DEFAULT 1;
+ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS failure jsonb;`;
+
+/**
+ * A projection stopped on an event it cannot apply. Only it stops: the others go on, and it retries
+ * the event with backoff until the cause is fixed (or it is rebuilt). Kept in its checkpoint row,
+ * so every node, the operator API and the CLI see it.
+ */
+export interface ProjectionFailure {
+  /** When it first failed on this event (ISO 8601). */
+  since: string;
+  /** Its checkpoint: every event of its types before `event` is applied. */
+  position: string;
+  event: { position: string; id: string; stream: string; type: string };
+  error: string;
+  attempts: number;
+  nextRetryAt: string;
+}
 
 export interface ProjectionStatus {
   name: string;
@@ -48,6 +69,8 @@ export interface ProjectionStatus {
   lagAtLeast: boolean;
   owner: string | null;
   ownedHere: boolean;
+  /** Set while the projection is stopped on an event it cannot apply. */
+  failure: ProjectionFailure | null;
 }
 
 /**
@@ -72,6 +95,8 @@ export class ProjectionEngine {
   private readonly observers: ProjectionObserver[] = [];
   private readonly positions = new Map<string, string>();
   private readonly owned = new Set<string>();
+  /** Projections of this node stopped on an event, with when to try it again (epoch ms). */
+  private readonly failures = new Map<string, ProjectionFailure & { retryAtMs: number }>();
   private running = false;
   /** waitFor calls still waiting: the runner does not pause while there are any. */
   private waiting = 0;
@@ -79,6 +104,8 @@ export class ProjectionEngine {
   readonly nodeId = `node-${randomUUID()}`;
   /** Rows a rebuild or verification remembers instead of reading them back (BuildMemory). */
   buildMemoryRows = 1_000_000;
+  /** /readyz answers 503 once a projection has been stopped on an event this long. */
+  unreadyAfterFailureMs = 30_000;
   /** See PACE_MIN_EVENTS; 0 turns pacing off. */
   paceMs = 40;
 
@@ -168,6 +195,8 @@ export class ProjectionEngine {
     while (true) {
       const behind = names.filter((n) => comparePositions(this.positions.get(n) ?? '', position) < 0);
       if (behind.length === 0) return true;
+      // One stopped on an event will not get there by waiting: say so now rather than at the timeout.
+      if (behind.some((n) => this.failures.has(n))) return false;
       const remaining = deadline - Date.now();
       if (remaining <= 0) return false;
       // Another node may own the projection: then its checkpoint row is the truth.
@@ -201,7 +230,9 @@ export class ProjectionEngine {
 
   async status(): Promise<ProjectionStatus[]> {
     const head = await this.store.headPosition();
-    const rows = await this.sql.query<{ name: string; position: string; owner: string | null }>(`SELECT name, position, owner FROM projection_checkpoints`);
+    const rows = await this.sql.query<{ name: string; position: string; owner: string | null; failure: ProjectionFailure | null }>(
+      `SELECT name, position, owner, failure FROM projection_checkpoints`,
+    );
     const result: ProjectionStatus[] = [];
     for (const p of this.projections) {
       const row = rows.find((r) => r.name === p.name);
@@ -221,6 +252,7 @@ export class ProjectionEngine {
         lagAtLeast: pending.length >= LAG_COUNT_LIMIT,
         owner: row?.owner ?? null,
         ownedHere: this.owned.has(p.name),
+        failure: row?.failure ?? null,
       });
     }
     return result;
@@ -240,9 +272,14 @@ export class ProjectionEngine {
           await this.holdLeases();
           leasesCheckedAt = Date.now();
         }
-        const owned = this.projections.filter((p) => this.owned.has(p.name));
+        for (const p of this.projections) {
+          const failure = this.failures.get(p.name);
+          if (failure && this.owned.has(p.name) && failure.retryAtMs <= Date.now()) await this.advanceAlone(p);
+        }
+        // A projection stopped on an event is left out (its retry is above), so the others go on.
+        const owned = this.projections.filter((p) => this.owned.has(p.name) && !this.failures.has(p.name));
         if (owned.length === 0) {
-          await this.sleep(LEASE_RENEW_EVERY_MS);
+          await this.sleep(Math.min(LEASE_RENEW_EVERY_MS, this.untilNextRetryMs()));
           continue;
         }
         const from = owned.map((p) => this.positions.get(p.name) ?? '').reduce((a, b) => (comparePositions(a, b) <= 0 ? a : b));
@@ -263,7 +300,17 @@ export class ProjectionEngine {
           await this.store.waitForAppend(POLL_INTERVAL_MS);
           continue;
         }
-        const folded = await this.commit(behind, to, events);
+        let folded: number;
+        try {
+          folded = await this.commit(behind, to, events);
+        } catch (error) {
+          // The batch of all of them failed: unless the database is out of reach, find which
+          // projection (and which event) it was, moving each of them as far as it can go alone.
+          if (!(await this.databaseAnswers())) throw error;
+          this.log?.warn({ err: error, projections: behind.map((p) => p.name) }, 'projection batch failed: applying each projection alone');
+          for (const p of behind) await this.advanceAlone(p, to);
+          continue;
+        }
         const size = Math.max(events.length, folded);
         if (this.paceMs > 0 && size >= PACE_MIN_EVENTS && size < BATCH_SIZE) {
           const pause = batchStarted + this.paceMs - Date.now();
@@ -332,6 +379,83 @@ export class ProjectionEngine {
   }
 
   /**
+   * Moves one projection alone, an event at a time, up to `upTo` (or BATCH_SIZE events, for a retry):
+   * the events it can apply are committed, and the first it cannot becomes its failure, retried with
+   * backoff. Passing the event it had failed on clears the failure.
+   */
+  private async advanceAlone(p: Projection, upTo?: string): Promise<void> {
+    for (let step = 0; step < BATCH_SIZE; step++) {
+      const from = this.positions.get(p.name) ?? '';
+      if (upTo !== undefined && comparePositions(from, upTo) >= 0) return;
+      const [next] = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 1, projectionOnly: true });
+      if (!next || (upTo !== undefined && comparePositions(next.position, upTo) > 0)) {
+        // Nothing of its types up to there: the batch's position is its own too.
+        if (upTo !== undefined) await this.commit([p], upTo, []);
+        return;
+      }
+      try {
+        await this.commit([p], next.position, [next]);
+      } catch (error) {
+        if (!(await this.databaseAnswers())) throw error;
+        await this.recordFailure(p, next, error);
+        return;
+      }
+      if (this.failures.has(p.name)) {
+        await this.clearFailure(p);
+        // A retry that got past its event rejoins the others' batches.
+        if (upTo === undefined) return;
+      }
+    }
+  }
+
+  private async recordFailure(p: Projection, event: RecordedEvent, error: unknown): Promise<void> {
+    const previous = this.failures.get(p.name);
+    const sameEvent = previous?.event.position === event.position;
+    const attempts = sameEvent ? (previous?.attempts ?? 0) + 1 : 1;
+    const delayMs = Math.min(FAILURE_BACKOFF_MAX_MS, FAILURE_BACKOFF_MS * 2 ** (attempts - 1));
+    const retryAtMs = Date.now() + delayMs;
+    const failure: ProjectionFailure = {
+      since: (sameEvent && previous?.since) || new Date().toISOString(),
+      position: this.positions.get(p.name) ?? '',
+      event: { position: event.position, id: event.id, stream: event.stream, type: event.type },
+      // The message may quote the very text that broke it: kept storable.
+      error: storableText(error instanceof Error ? error.message : String(error)).slice(0, 2_000),
+      attempts,
+      nextRetryAt: new Date(retryAtMs).toISOString(),
+    };
+    this.failures.set(p.name, { ...failure, retryAtMs });
+    this.log?.error({ projection: p.name, event: failure.event, err: error, attempts, retryInMs: delayMs }, 'projection stopped on an event it cannot apply');
+    await this.sql.query(`UPDATE projection_checkpoints SET failure = $2::jsonb WHERE name = $1 AND owner = $3`, [
+      p.name,
+      JSON.stringify(failure),
+      this.nodeId,
+    ]);
+  }
+
+  private async clearFailure(p: Projection): Promise<void> {
+    const failure = this.failures.get(p.name);
+    this.failures.delete(p.name);
+    this.log?.info({ projection: p.name, event: failure?.event, attempts: failure?.attempts }, 'projection applied the event it had stopped on and goes on');
+    await this.sql.query(`UPDATE projection_checkpoints SET failure = NULL WHERE name = $1`, [p.name]);
+  }
+
+  private untilNextRetryMs(): number {
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const [name, f] of this.failures) if (this.owned.has(name)) soonest = Math.min(soonest, f.retryAtMs - Date.now());
+    return Math.max(10, soonest);
+  }
+
+  /** Tells a failing batch from a database out of reach (which every projection waits out alike). */
+  private async databaseAnswers(): Promise<boolean> {
+    try {
+      await this.sql.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
    * The projection's fold inside the database (Projection.applyRange), when it can run: when the log
    * is the Postgres event store on this very connection pool, so in the same database.
    */
@@ -341,15 +465,20 @@ export class ProjectionEngine {
 
   /** Takes or renews, in one statement, the lease of every projection no one else holds. */
   private async holdLeases(): Promise<void> {
-    const rows = await this.sql.query<{ name: string; position: string }>(
+    const rows = await this.sql.query<{ name: string; position: string; failure: ProjectionFailure | null }>(
       `UPDATE projection_checkpoints SET owner = $2, lease_until = now() + make_interval(secs => $3)
-        WHERE name = ANY($1::text[]) AND (owner IS NULL OR owner = $2 OR lease_until < now()) RETURNING name, position`,
+        WHERE name = ANY($1::text[]) AND (owner IS NULL OR owner = $2 OR lease_until < now()) RETURNING name, position, failure`,
       [this.projections.map((p) => p.name), this.nodeId, LEASE_SECONDS],
     );
     const now = new Set(rows.map((r) => r.name));
     for (const r of rows) {
-      // Newly taken over: start from the stored checkpoint, not what this node last knew.
-      if (!this.owned.has(r.name)) this.positions.set(r.name, r.position);
+      // Newly taken over: start from the stored checkpoint, not what this node last knew, and
+      // keep the failure the last owner saw (its retry is due at once).
+      if (!this.owned.has(r.name)) {
+        this.positions.set(r.name, r.position);
+        if (r.failure) this.failures.set(r.name, { ...r.failure, retryAtMs: Date.now() });
+        else this.failures.delete(r.name);
+      }
     }
     const changed = [...this.projections.map((p) => p.name)].filter((n) => now.has(n) !== this.owned.has(n));
     if (changed.length > 0) this.resetObservers(changed);
@@ -446,8 +575,13 @@ export class ProjectionEngine {
           await tx.query(`DROP TABLE IF EXISTS ${table}`);
           await tx.query(`ALTER TABLE ${tables[table]} RENAME TO ${table}`);
         }
-        await tx.query(`UPDATE projection_checkpoints SET position = $2, version = $3, updated_at = now() WHERE name = $1`, [p.name, position, p.version]);
+        await tx.query(`UPDATE projection_checkpoints SET position = $2, version = $3, failure = NULL, updated_at = now() WHERE name = $1`, [
+          p.name,
+          position,
+          p.version,
+        ]);
       });
+      this.failures.delete(p.name);
     } catch (error) {
       for (const table of Object.values(tables)) await this.sql.query(`DROP TABLE IF EXISTS ${table}`).catch(() => {});
       throw error;

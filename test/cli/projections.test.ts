@@ -36,9 +36,9 @@ describe('tally projections', () => {
     const io = capture();
     const status = await listProjections(config, io);
     expect(status.map((s) => s.name)).to.deep.equal(allProjections.map((p) => p.name));
-    expect(io.lines[0]).to.match(/^NAME\s+POSITION\s+LAG$/);
+    expect(io.lines[0]).to.match(/^NAME\s+POSITION\s+LAG\s+STATE$/);
     for (const s of status) {
-      const row = new RegExp(`^${s.name}\\s+${s.position || '\\(start\\)'}\\s+${s.lag}$`);
+      const row = new RegExp(`^${s.name}\\s+${s.position || '\\(start\\)'}\\s+${s.lag}\\s+live$`);
       expect(
         io.lines.some((l) => row.test(l)),
         `a row for ${s.name}`,

@@ -80,9 +80,31 @@ export const adminRoutes = [
     path: '/admin/v1/projections',
     auth: 'admin',
     tag: 'Operator',
-    summary: 'Every projection with its checkpoint, the head of the log and its lag in events.',
+    summary: 'Every projection with its checkpoint, the head of the log, its lag in events, and the event it is stopped on, if any.',
     responses: {
-      200: { description: 'Projections', schema: Success(Type.Array(Type.Object({ name: Type.String(), position: Type.String(), lag: Type.Integer() }))) },
+      200: {
+        description: 'Projections; `failure` is set while one is stopped on an event it cannot apply (it retries with backoff; fix the cause or rebuild it)',
+        schema: Success(
+          Type.Array(
+            Type.Object({
+              name: Type.String(),
+              position: Type.String(),
+              lag: Type.Integer(),
+              failure: Type.Union([
+                Type.Null(),
+                Type.Object({
+                  since: Type.String({ format: 'date-time' }),
+                  position: Type.String(),
+                  event: Type.Object({ position: Type.String(), id: Type.String(), stream: Type.String(), type: Type.String() }),
+                  error: Type.String(),
+                  attempts: Type.Integer(),
+                  nextRetryAt: Type.String({ format: 'date-time' }),
+                }),
+              ]),
+            }),
+          ),
+        ),
+      },
     },
     async handler({ tally }) {
       return { status: 200, body: { success: true, data: await tally.engine.status() } };

@@ -26,12 +26,17 @@ export const operationsRoutes = [
     path: '/readyz',
     auth: 'public',
     tag: 'Operations',
-    summary: 'The store answers; projection lag per read model.',
+    summary: 'The store answers and no projection has been stopped on an event for 30 s; projection lag per read model.',
     responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } },
     async handler({ tally }) {
       try {
         await tally.store.ping();
-        const projections = (await tally.engine.status()).map(({ name, lag }) => ({ name, lag }));
+        const status = await tally.engine.status();
+        const projections = status.map(({ name, lag, failure }) => ({ name, lag, ...(failure ? { stoppedSince: failure.since } : {}) }));
+        // A read model stopped on an event for a while: this node serves stale reads of it.
+        const stopped = status.filter((s) => s.failure && Date.now() - Date.parse(s.failure.since) >= tally.engine.unreadyAfterFailureMs);
+        if (stopped.length > 0)
+          return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable', store: tally.store.kind, projections } };
         return { status: 200, body: { status: 'ready', store: tally.store.kind, projections } };
       } catch {
         return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable' } };
