@@ -1,4 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
+import { HttpError } from './errors';
 
 /** Shared schema pieces: the same field is spelled and checked the same way everywhere. */
 export const Uuid = Type.String({ format: 'uuid' });
@@ -6,6 +7,10 @@ export const IsoDateTime = Type.String({ format: 'date-time' });
 
 export const Success = <T extends TSchema>(data: T) => Type.Object({ success: Type.Literal(true), data });
 
+/** The largest id a JSON number carries exactly (ids are bigint columns; none comes near it). */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+/** Page numbers stop well before an OFFSET leaves bigint or a slice leaves safe integers. */
 export const PageQuery = {
   page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
@@ -27,3 +32,49 @@ export function pageMeta(totalItems: number, page: number, limit: number) {
 /** A string of a fixed set: one `enum` (clear errors), typed as the union. */
 export const StringEnum = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
+
+/** The instants a request may name: years 1970-9999 in UTC, what every store and read model can hold. */
+const MIN_INSTANT_MS = Date.UTC(1970, 0, 1);
+/** The last of them, 9999-12-31T23:59:59.999Z. */
+export const LAST_INSTANT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2})(?::(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+const invalidField = (name: string, message: string, rule: string) =>
+  new HttpError(400, message, { code: 'validation_error', details: [{ field: name, rule }] });
+
+/**
+ * An ISO 8601 date or date-time as an instant (without an offset, UTC), checked as the calendar
+ * has it (2024-02-30 and hour 25 do not exist) and, after its offset, within years 1970-9999: 400
+ * naming the field otherwise, never the database's error. `dateOnly` when no time was given.
+ */
+export function parseInstant(value: string, name: string): { ms: number; dateOnly: boolean } {
+  const m = ISO_INSTANT.exec(value);
+  const bad = () => invalidField(name, `${name} must be an ISO 8601 date`, 'format');
+  if (!m) throw bad();
+  const [y, mo, d, h, mi, sec, frac, zone] = m.slice(1) as Array<string | undefined>;
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  const hour = Number(h ?? 0);
+  const minute = Number(mi ?? 0);
+  const second = Number(sec ?? 0);
+  const millis = frac ? Number(frac.slice(0, 3).padEnd(3, '0')) : 0;
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second, millis));
+  date.setUTCFullYear(year);
+  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) throw bad();
+  let offsetMinutes = 0;
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const digits = zone.replace(':', '');
+    const oh = Number(digits.slice(1, 3));
+    const om = Number(digits.slice(3, 5));
+    if (oh > 23 || om > 59) throw bad();
+    offsetMinutes = (digits[0] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  const ms = date.getTime() - offsetMinutes * 60_000;
+  if (ms < MIN_INSTANT_MS || ms > LAST_INSTANT_MS) throw invalidField(name, `${name} must be a date between 1970-01-01 and 9999-12-31 (UTC)`, 'range');
+  return { ms, dateOnly: h === undefined };
+}
+
+/** The instant a date-time names, as an ISO string in UTC (see parseInstant). */
+export const instantOf = (value: string, name: string): string => new Date(parseInstant(value, name).ms).toISOString();

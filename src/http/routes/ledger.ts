@@ -4,7 +4,7 @@ import { DomainError } from '../../domain/decider';
 import { type Amount, checkAmount, isImpreciseNumber, parseAmount } from '../../domain/ledger/money';
 import { HttpError } from '../errors';
 import { route } from '../route';
-import { PageMeta, pageMeta, StringEnum, UUID_RE, Uuid } from '../schemas';
+import { LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE, Uuid } from '../schemas';
 
 /** Amounts arrive as JSON numbers (the interface) or decimal strings; either way never through float math. */
 export const AmountField = (name: string) => Type.Union([Type.Number(), Type.String({ maxLength: 40 })], { 'x-error': `${name} must be a number` });
@@ -23,8 +23,8 @@ export function requireAmount(value: unknown, name = 'amount'): string {
 /** The interface types these as JSON numbers; the value is exact for amounts of up to 15 significant digits. */
 export const asNumber = (decimal: string): number => Number(decimal);
 
-const AccountId = (name: string) =>
-  Type.Integer({ minimum: 1, maximum: 9_007_199_254_740_991, 'x-error': `${name} must be an account id (a positive integer)` });
+const AccountId = (name: string, options: Record<string, string> = {}) =>
+  Type.Integer({ minimum: 1, maximum: MAX_ID, 'x-error': `${name} must be an account id (a positive integer)`, ...options });
 
 const Account = Type.Object({ id: Type.Integer(), asset: Type.String(), type: Type.String(), credits: Type.String(), debits: Type.String() });
 const Transaction = Type.Object({
@@ -40,8 +40,7 @@ const Transaction = Type.Object({
 });
 
 const BalanceQuery = Type.Object({
-  page: Type.Integer({ minimum: 1, default: 1 }),
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  ...PageQuery,
   at: Type.Optional(Type.String({ format: 'date-time', 'x-error': 'at must be an ISO 8601 date-time' })),
 });
 
@@ -67,47 +66,26 @@ const DepositBody = Type.Object({
   ),
 });
 
-const DATE_BOUND = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2})(?::(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
-
 /**
  * A list bound as an instant. A date alone is that whole day (UTC): `from` takes its first instant,
- * `to` everything before the next day, so from=D&to=D is day D. A date-time without an offset is UTC.
- * A date that does not exist (2024-02-30, hour 25) is the 400 of the schema, not the database's error.
+ * `to` everything before the next day, so from=D&to=D is day D (9999-12-31 up to its last instant:
+ * the next day is past what the store holds). A date-time without an offset is UTC. A date that does
+ * not exist (2024-02-30, hour 25) or lies outside 1970-9999 is a 400, not the database's error.
  */
 export function dateBound(value: string, name: 'from' | 'to'): { at: string; inclusive: boolean } {
-  const m = DATE_BOUND.exec(value);
-  const bad = () => new HttpError(400, `${name} must be an ISO 8601 date`);
-  if (!m) throw bad();
-  const [y, mo, d, h, mi, sec, frac, zone] = m.slice(1) as Array<string | undefined>;
-  const year = Number(y);
-  const month = Number(mo);
-  const day = Number(d);
-  const hour = Number(h ?? 0);
-  const minute = Number(mi ?? 0);
-  const second = Number(sec ?? 0);
-  const millis = frac ? Number(frac.slice(0, 3).padEnd(3, '0')) : 0;
-  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second, millis));
-  date.setUTCFullYear(year);
-  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) throw bad();
-  let offsetMinutes = 0;
-  if (zone && zone.toUpperCase() !== 'Z') {
-    const digits = zone.replace(':', '');
-    const oh = Number(digits.slice(1, 3));
-    const om = Number(digits.slice(3, 5));
-    if (oh > 23 || om > 59) throw bad();
-    offsetMinutes = (digits[0] === '-' ? -1 : 1) * (oh * 60 + om);
-  }
-  const instant = date.getTime() - offsetMinutes * 60_000;
-  if (h === undefined && name === 'to') return { at: new Date(instant + 86_400_000).toISOString(), inclusive: false };
-  return { at: new Date(instant).toISOString(), inclusive: true };
+  const { ms, dateOnly } = parseInstant(value, name);
+  if (!dateOnly || name === 'from') return { at: new Date(ms).toISOString(), inclusive: true };
+  const nextDay = ms + 86_400_000;
+  return nextDay > LAST_INSTANT_MS
+    ? { at: new Date(LAST_INSTANT_MS).toISOString(), inclusive: true }
+    : { at: new Date(nextDay).toISOString(), inclusive: false };
 }
 
 const DateParam = (name: string) =>
   Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}([T ][0-9:.]+(Z|[+-]\\d{2}:?\\d{2})?)?$', 'x-error': `${name} must be an ISO 8601 date` });
 const TransactionsQuery = Type.Object({
-  accountId: Type.Integer({ minimum: 1, 'x-error': 'accountId must be an account id (a positive integer)', 'x-required-error': 'accountId is required' }),
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  page: Type.Integer({ minimum: 1, default: 1 }),
+  accountId: AccountId('accountId', { 'x-required-error': 'accountId is required' }),
+  ...PageQuery,
   from: Type.Optional(DateParam('from')),
   to: Type.Optional(DateParam('to')),
 });
@@ -188,7 +166,7 @@ export const ledgerRoutes = [
       await tally.ledger.caughtUp(partnerId);
       let items = await tally.ledger.accounts.accountsOf(userId);
       if (query.at) {
-        const at = new Date(query.at);
+        const at = new Date(instantOf(query.at, 'at'));
         items = await Promise.all(items.map(async (a) => ({ ...a, ...(await tally.ledger.accounts.balanceAt(a.id, at)) })));
       }
       const page = items.slice((query.page - 1) * query.limit, query.page * query.limit);

@@ -3,7 +3,7 @@ import { USER_STATUSES } from '../../domain/users/user';
 import { summary } from '../../app/users';
 import { HttpError, MESSAGES } from '../errors';
 import { route } from '../route';
-import { IsoDateTime, PageMeta, PageQuery, pageMeta, StringEnum, Success, UUID_RE, Uuid } from '../schemas';
+import { IsoDateTime, PageMeta, PageQuery, pageMeta, parseInstant, StringEnum, Success, UUID_RE, Uuid } from '../schemas';
 
 const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: StringEnum(USER_STATUSES), createdAt: IsoDateTime });
 const UserRecord = Type.Composite([
@@ -62,6 +62,11 @@ export const partnerUserRoutes = [
     query: ListUsersQuery,
     responses: { 200: { description: 'A page of users', schema: Success(Type.Object({ items: Type.Array(UserRecord), meta: PageMeta })) } },
     async handler({ tally, query, partnerId }) {
+      // Bounds outside 1970-9999 are 400 naming the field (year 0 was the database's 500).
+      for (const name of ['createdFrom', 'createdTo'] as const) {
+        const bound = query[name];
+        if (bound !== undefined) parseInstant(bound, name);
+      }
       const { items, totalItems } = await tally.users.list(partnerId, query);
       return { status: 200, body: { success: true, data: { items, meta: pageMeta(totalItems, query.page, query.limit) } } };
     },
