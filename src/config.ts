@@ -11,6 +11,12 @@ export interface Config {
   publicBaseUrl: string;
   logLevel: string;
   rateLimit: { partnerRps: number; userRps: number; ipRps: number };
+  /**
+   * When `X-Forwarded-For` names the client (for the per-IP limit): unset = never (the socket's
+   * peer is the client), a hop count (`1`: one proxy in front), or a comma list of trusted proxy
+   * addresses/CIDRs (or proxy-addr's `loopback`, `linklocal`, `uniquelocal`).
+   */
+  trustProxy?: string;
   /** Bound of the read-your-writes wait of a write route. */
   readYourWritesTimeoutMs: number;
   /** Identity provider for new verifications: `sandbox` (default) or `persona`. */
@@ -111,6 +117,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       userRps: number(env, 'RATE_LIMIT_USER_RPS', 50),
       ipRps: number(env, 'RATE_LIMIT_IP_RPS', 200),
     },
+    trustProxy: env.TRUST_PROXY || undefined,
     readYourWritesTimeoutMs: number(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5_000),
     identityProvider: env.IDENTITY_PROVIDER || 'sandbox',
     persona: env.PERSONA_API_KEY

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import type { TSchema } from '@sinclair/typebox';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import proxyAddr from 'proxy-addr';
 import client from 'prom-client';
 import { ProviderFailure } from '../app/kyc';
 import { LedgerProviderFailure } from '../app/ledger';
@@ -91,8 +92,23 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-function clientIp(req: IncomingMessage): string {
-  return req.socket.remoteAddress ?? 'unknown';
+/**
+ * Who the client is for the per-IP limit: the socket's peer, unless TRUST_PROXY says which proxies
+ * in front may name it in X-Forwarded-For (a hop count, or their addresses/CIDRs). Anyone can send
+ * the header, so without that setting it is never believed.
+ */
+export function clientIpResolver(trustProxy: string | undefined): (req: IncomingMessage) => string {
+  const setting = trustProxy?.trim();
+  if (!setting || setting === 'false' || setting === '0') return (req) => req.socket.remoteAddress ?? 'unknown';
+  const trust = /^\d+$/.test(setting)
+    ? (_address: string, hop: number) => hop < Number(setting)
+    : proxyAddr.compile(
+        setting
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      );
+  return (req) => proxyAddr(req, trust);
 }
 
 /** Every route of the service, in one list: served, validated and documented from it. */
@@ -120,6 +136,7 @@ export function createApp(tally: Tally): express.Express {
   const partnerLimiter = new RateLimiter(tally.config.rateLimit.partnerRps);
   const ipLimiter = new RateLimiter(tally.config.rateLimit.ipRps);
   const userLimiter = new RateLimiter(tally.config.rateLimit.userRps);
+  const clientIp = clientIpResolver(tally.config.trustProxy);
   app.disable('x-powered-by');
   // No ETag: every answer is computed fresh from the read models, and hashing each body costs time.
   app.set('etag', false);
