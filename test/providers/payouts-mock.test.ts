@@ -277,7 +277,11 @@ describe('mock payout provider', function () {
 
   describe('parseWebhook', () => {
     const transactionId = randomUUID();
-    const now = Math.floor(Date.now() / 1000);
+    // Taken per test: a value of when the file loaded is stale once a long suite reaches these tests.
+    let now = 0;
+    beforeEach(() => {
+      now = Math.floor(Date.now() / 1000);
+    });
     const event = (type: string, reason: unknown) =>
       Buffer.from(JSON.stringify({ id: 'evt_po_1', type, createdAt: '2025-05-12T10:00:00.000Z', data: { paymentId: 'po_mock_1', transactionId, reason } }));
 
