@@ -396,7 +396,8 @@ type CopSpec =
   | { kind: 'abs'; value: string }
   | { kind: 'share'; permille: number }
   | { kind: 'exact' }
-  | { kind: 'overByRounding' }
+  | { kind: 'justOver' }
+  | { kind: 'centavoFraction' }
   | { kind: 'max' }
   | { kind: 'overMax' }
   | { kind: 'zero' };
@@ -413,10 +414,14 @@ function resolveCop(spec: CopSpec, avail: Dec): string {
       return (v.gt(0) ? v : dec('0.01')).toFixed();
     }
     case 'exact':
-      return all.toFixed();
-    case 'overByRounding':
-      // A hundred-thousandth of a peso more than the balance: the debit rounds up one unit past it.
-      return all.plus('0.00001').toFixed();
+      // The most the balance pays in whole centavos (COP has 2 decimal places).
+      return all.decimalPlaces(2, 1).toFixed();
+    case 'justOver':
+      // The least amount of whole centavos the balance does not pay.
+      return all.decimalPlaces(2, 1).plus('0.01').toFixed();
+    case 'centavoFraction':
+      // A fraction of a centavo: more places than COP has.
+      return all.decimalPlaces(2, 1).plus('0.001').toFixed();
     case 'max':
       return '40000000';
     case 'overMax':
@@ -455,7 +460,7 @@ class Payout extends LedgerCommand {
       destination: PAYOUT_DESTINATION,
       ...(this.withDescription ? { description: 'model payout' } : {}),
     };
-    const problem = amountProblem(cop);
+    const problem = amountProblem(cop) ?? ((dec(cop).decimalPlaces() ?? 0) > 2 ? 'amount must have at most 2 decimal places for COP' : null);
     const debit = problem ? ZERO : copToUsdcDebit(cop);
     const refusal = problem ? null : debitRefusal(a, debit, c.accountId);
     this.note = `${transactionId}: ${cop} COP = ${fixed8(debit)} USDC, expect ${problem ?? refusal ?? 'accepted'}`;
@@ -628,7 +633,7 @@ const copSpec: fc.Arbitrary<CopSpec> = fc.oneof(
   { weight: 4, arbitrary: decimalArb(400_000, 2).map((value) => ({ kind: 'abs' as const, value })) },
   { weight: 1, arbitrary: decimalArb(40_000).map((value) => ({ kind: 'abs' as const, value })) },
   { weight: 5, arbitrary: fc.integer({ min: 1, max: 1500 }).map((permille) => ({ kind: 'share' as const, permille })) },
-  { weight: 2, arbitrary: fc.constantFrom({ kind: 'exact' as const }, { kind: 'overByRounding' as const }) },
+  { weight: 2, arbitrary: fc.constantFrom({ kind: 'exact' as const }, { kind: 'justOver' as const }, { kind: 'centavoFraction' as const }) },
   { weight: 1, arbitrary: fc.constantFrom({ kind: 'max' as const }, { kind: 'overMax' as const }, { kind: 'zero' as const }) },
 );
 const rarely = fc.oneof({ weight: 9, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });

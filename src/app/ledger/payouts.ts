@@ -41,6 +41,10 @@ export class Payouts {
   ) {}
 
   async payout(user: { userId: string; partnerId: string }, input: PayoutInput, ctx: CommandContext): Promise<PayoutAnswer> {
+    // An amount is sent in the asset's own unit: no fraction of its smallest one (0.001 COP).
+    const asset = this.tally.providers.rates.assets().find((a) => a.asset === input.asset);
+    if (asset && (money(input.amount).decimalPlaces() ?? 0) > asset.decimals)
+      throw new DomainError('invalid', `amount must have at most ${asset.decimals} decimal places for ${asset.asset}`);
     // The key is a UUID, case-insensitive: the body is hashed with it in its canonical form.
     const uuid = input.transactionId.toLowerCase();
     const requestHash = createHash('sha256')
