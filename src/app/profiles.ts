@@ -1,6 +1,7 @@
 import { DomainError } from '../domain/decider';
 import { missingFields, type ProfileFields, profileDecider, profileStream } from '../domain/profiles/profile';
-import { type CommandContext, handle } from './commands';
+import { kycDecider, kycStream } from '../domain/kyc/kyc';
+import { type CommandContext, handle, load } from './commands';
 import type { Tally } from './tally';
 
 export interface ProfileView extends ProfileFields {
@@ -28,9 +29,26 @@ export class ProfileService {
   }
 
   async update(userId: string, changes: ProfileFields, ctx: CommandContext): Promise<ProfileView> {
-    const result = await handle(this.tally.store, profileStream(userId), profileDecider, { type: 'UpdateProfile', userId, changes, today: today() }, ctx);
+    const identityVerified = await this.identityVerified(userId);
+    const result = await handle(
+      this.tally.store,
+      profileStream(userId),
+      profileDecider,
+      { type: 'UpdateProfile', userId, changes, today: today(), identityVerified },
+      ctx,
+    );
     await this.tally.readYourWrites(result.appended?.position, ['profiles']);
     return this.require(userId);
+  }
+
+  /**
+   * Whether a KYC verification of the user was approved: an approval is final (a later verification
+   * starts only after an expired one), so the identity it verified stays verified. Read from the KYC
+   * stream, not a read model, so an approval just recorded counts.
+   */
+  private async identityVerified(userId: string): Promise<boolean> {
+    const { state } = await load(this.tally.store, kycStream(userId), kycDecider);
+    return state.verifications.some((v) => v.status === 'approved');
   }
 
   async get(userId: string): Promise<ProfileView | null> {

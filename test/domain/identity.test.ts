@@ -223,11 +223,34 @@ describe('profiles', () => {
     const created: ProfileEvent = { type: 'ProfileCreated', data: { userId, partnerId: 'p', fields: { city: 'Cali', firstName: 'Ada' } } };
     spec
       .given([created])
-      .when({ type: 'UpdateProfile', userId, changes: { city: 'Cali', firstName: 'Grace' }, today: '2026-01-01' })
+      .when({ type: 'UpdateProfile', userId, changes: { city: 'Cali', firstName: 'Grace' }, today: '2026-01-01', identityVerified: false })
       .then([{ type: 'ProfileUpdated', data: { userId, changes: { firstName: 'Grace' } } }]);
     spec
       .given([created])
-      .when({ type: 'UpdateProfile', userId, changes: { city: 'Cali' }, today: '2026-01-01' })
+      .when({ type: 'UpdateProfile', userId, changes: { city: 'Cali' }, today: '2026-01-01', identityVerified: false })
       .thenNothingHappens();
+  });
+  it('keeps the verified identity fields once KYC is approved, naming those that would change; other fields change', () => {
+    const fields = { firstName: 'Ada', lastName: 'Lovelace', dateOfBirth: '1990-12-10', nationality: 'CO', governmentIdNumber: 'AB1', city: 'Cali' };
+    const created: ProfileEvent = { type: 'ProfileCreated', data: { userId, partnerId: 'p', fields } };
+    const verified = { type: 'UpdateProfile' as const, userId, today: '2026-01-01', identityVerified: true };
+    spec
+      .given([created])
+      .when({ ...verified, changes: { governmentIdNumber: 'ZZ9', city: 'Lima', firstName: 'Augusta', lastName: 'Lovelace', governmentIdCountry: 'MX' } })
+      .thenThrows('conflict', 'Verified identity fields cannot be changed: firstName, governmentIdNumber, governmentIdCountry');
+    spec
+      .given([created])
+      .when({ ...verified, changes: { firstName: 'Ada', dateOfBirth: '1990-12-10', city: 'Lima' } })
+      .then([{ type: 'ProfileUpdated', data: { userId, changes: { city: 'Lima' } } }]);
+    spec
+      .given([created])
+      .when({ ...verified, identityVerified: false, changes: { firstName: 'Augusta' } })
+      .then([{ type: 'ProfileUpdated', data: { userId, changes: { firstName: 'Augusta' } } }]);
+  });
+  it('names dateOfBirth when the user would be under 18', () => {
+    spec
+      .given([])
+      .when({ type: 'CreateProfile', userId, partnerId: 'p', fields: { dateOfBirth: '2008-06-15' }, today: '2026-06-14' })
+      .thenThrows('invalid', 'dateOfBirth: the user must be at least 18 years old');
   });
 });

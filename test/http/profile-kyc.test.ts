@@ -68,7 +68,7 @@ describe('identity: profile and KYC over HTTP', () => {
       const cases: Array<[Record<string, unknown>, string]> = [
         [{ dateOfBirth: '1990-02-30' }, 'dateOfBirth must be a real date in YYYY-MM-DD format'],
         [{ dateOfBirth: '10/12/1990' }, 'dateOfBirth must be a real date in YYYY-MM-DD format'],
-        [{ dateOfBirth: new Date(Date.now() - 17 * 365.25 * 86_400_000).toISOString().slice(0, 10) }, 'The user must be at least 18 years old'],
+        [{ dateOfBirth: new Date(Date.now() - 17 * 365.25 * 86_400_000).toISOString().slice(0, 10) }, 'dateOfBirth: the user must be at least 18 years old'],
         [{ nationality: 'COL' }, 'nationality must be an ISO 3166-1 alpha-2 country code'],
         [{ gender: 'x' }, 'gender must be one of male, female, other'],
         [{ governmentIdType: 'visa' }, 'governmentIdType must be one of passport, national_id, drivers_license, residence_permit'],

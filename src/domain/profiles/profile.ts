@@ -28,13 +28,25 @@ export type ProfileFields = Partial<Record<ProfileField, string>>;
 
 export const MINIMUM_AGE_YEARS = 18;
 
+/** What an approved KYC verified: from then on these stay as they were (decisions, "Profile"). */
+export const VERIFIED_IDENTITY_FIELDS = [
+  'firstName',
+  'lastName',
+  'dateOfBirth',
+  'nationality',
+  'governmentIdType',
+  'governmentIdNumber',
+  'governmentIdCountry',
+] as const satisfies readonly ProfileField[];
+
 export type ProfileEvent =
   | { type: 'ProfileCreated'; data: { userId: string; partnerId: string; fields: ProfileFields } }
   | { type: 'ProfileUpdated'; data: { userId: string; changes: ProfileFields } };
 
 export type ProfileCommand =
   | { type: 'CreateProfile'; userId: string; partnerId: string; fields: ProfileFields; today: string }
-  | { type: 'UpdateProfile'; userId: string; changes: ProfileFields; today: string };
+  /** `identityVerified`: the user's KYC has been approved (a fact the caller reads from the KYC stream). */
+  | { type: 'UpdateProfile'; userId: string; changes: ProfileFields; today: string; identityVerified: boolean };
 
 export interface ProfileState {
   exists: boolean;
@@ -62,7 +74,7 @@ function checkRules(fields: ProfileFields, today: string): void {
       throw new DomainError('invalid', 'dateOfBirth must be a real date in YYYY-MM-DD format');
     }
     if (dob > today) throw new DomainError('invalid', 'dateOfBirth must be in the past');
-    if (ageOn(dob, today) < MINIMUM_AGE_YEARS) throw new DomainError('invalid', `The user must be at least ${MINIMUM_AGE_YEARS} years old`);
+    if (ageOn(dob, today) < MINIMUM_AGE_YEARS) throw new DomainError('invalid', `dateOfBirth: the user must be at least ${MINIMUM_AGE_YEARS} years old`);
   }
 }
 
@@ -88,6 +100,10 @@ export const profileDecider: Decider<ProfileState, ProfileCommand, ProfileEvent>
         if (!state.exists) throw new DomainError('not_found', `PersonalProfile not found: ${command.userId}`);
         checkRules(command.changes, command.today);
         const changes = Object.fromEntries(Object.entries(command.changes).filter(([k, v]) => state.fields[k as ProfileField] !== v)) as ProfileFields;
+        if (command.identityVerified) {
+          const changed = VERIFIED_IDENTITY_FIELDS.filter((field) => changes[field] !== undefined);
+          if (changed.length) throw new DomainError('conflict', `Verified identity fields cannot be changed: ${changed.join(', ')}`);
+        }
         return Object.keys(changes).length ? [{ type: 'ProfileUpdated', data: { userId: command.userId, changes } }] : [];
       }
     }
