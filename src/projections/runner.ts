@@ -98,6 +98,8 @@ export class ProjectionEngine {
   /** Projections of this node stopped on an event, with when to try it again (epoch ms). */
   private readonly failures = new Map<string, ProjectionFailure & { retryAtMs: number }>();
   private running = false;
+  /** Set while the database does not answer (logged once per outage). */
+  private databaseDown = false;
   /** waitFor calls still waiting: the runner does not pause while there are any. */
   private waiting = 0;
   private loops: Promise<void>[] = [];
@@ -268,6 +270,10 @@ export class ProjectionEngine {
     let leasesCheckedAt = 0;
     while (this.running) {
       try {
+        if (this.databaseDown && (await this.databaseAnswers())) {
+          this.databaseDown = false;
+          this.log?.info('projections resumed: the database answers again');
+        }
         if (Date.now() - leasesCheckedAt > LEASE_RENEW_EVERY_MS) {
           await this.holdLeases();
           leasesCheckedAt = Date.now();
@@ -317,7 +323,12 @@ export class ProjectionEngine {
           if (pause > 0 && this.waiting === 0) await this.sleep(pause, 'hurry');
         }
       } catch (error) {
-        this.log?.error({ err: error }, 'projection batch failed');
+        // The database out of reach: said once per outage (the store's outage log has the detail),
+        // not a stack every second.
+        if (!(await this.databaseAnswers())) {
+          if (!this.databaseDown) this.log?.warn({ err: error }, 'projections paused: the database is out of reach');
+          this.databaseDown = true;
+        } else this.log?.error({ err: error }, 'projection batch failed');
         await this.sleep(ERROR_BACKOFF_MS);
       }
     }
