@@ -31,18 +31,20 @@ export class Deposits {
    * A PENDING deposit and its payment link. With an idempotency key (per partner, see
    * IdempotencyKeys), the same request again answers the first deposit's transactionId and link
    * (the provider is asked again for the payment of that transactionId, which it keeps): a retry
-   * after a lost answer never makes a second link to pay.
+   * after a lost answer never makes a second link to pay. `replayed`: the deposit was made before,
+   * under the key.
    */
   async deposit(
     user: { userId: string; partnerId: string },
     input: DepositInput,
     ctx: CommandContext,
     idempotencyKey?: string,
-  ): Promise<{ transactionId: string; paymentLink: string }> {
+  ): Promise<{ transactionId: string; paymentLink: string; replayed: boolean }> {
     await this.accounts.ownAccount(user.userId, user.partnerId, input.toAccountId);
     const provider = this.tally.providers.payments.get(input.provider);
     if (!provider) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
-    if (idempotencyKey === undefined) return this.depositOnce(user, input, provider, ctx, { uuid: uuidV7(), requestHash: null });
+    if (idempotencyKey === undefined)
+      return { ...(await this.depositOnce(user, input, provider, ctx, { uuid: uuidV7(), requestHash: null })), replayed: false };
     return this.keys.run(user.partnerId, idempotencyKey, async ({ uuid, commandId }) => {
       const requestHash = requestHashOf({ ...input, amount: fixed(money(input.amount)), userId: user.userId });
       const stored = async () => {
@@ -51,10 +53,10 @@ export class Deposits {
         return state.created !== null;
       };
       // Stored (by an earlier copy, or by another node meanwhile): the same payment, asked for again.
-      const again = async () => ({ transactionId: uuid, paymentLink: (await this.payment(uuid, input, provider)).paymentLink });
+      const again = async () => ({ transactionId: uuid, paymentLink: (await this.payment(uuid, input, provider)).paymentLink, replayed: true });
       if (await stored()) return again();
       try {
-        return await this.depositOnce(user, input, provider, { ...ctx, commandId, unkeyed: false }, { uuid, requestHash });
+        return { ...(await this.depositOnce(user, input, provider, { ...ctx, commandId, unkeyed: false }, { uuid, requestHash })), replayed: false };
       } catch (error) {
         if (error instanceof WrongExpectedRevisionError && (await stored())) return again();
         throw error;

@@ -3,8 +3,8 @@ import { uuidV5 } from '../../domain/ids';
 import { canonicalJson, sha256Hex } from '../../eventstore/hash';
 
 /**
- * A partner's `x-idempotency-key` on the ledger's POSTs (transfers, deposits): one key names one
- * request of that partner, whichever route it went to. The request made under it takes the uuid
+ * A partner's idempotency key (`Idempotency-Key` or `x-idempotency-key`) on the ledger's POSTs
+ * (transfers, deposits): one key names one request of that partner, whichever route it went to. The request made under it takes the uuid
  * derived from the key, and its TransactionCreated keeps the request's hash: the same request again
  * finds it and gets the first answer; another request under the key is 422. A copy sent while the
  * first still runs in this process is 400.

@@ -28,6 +28,8 @@ export interface PayoutInput {
 export interface PayoutAnswer {
   httpStatus: number;
   body: Record<string, unknown>;
+  /** The first answer to the same request, given again (a retry under its transactionId). */
+  replayed?: boolean;
 }
 
 /** Payouts: held at acceptance, settled or failed (and reversed) by the provider; idempotent by key. */
@@ -66,7 +68,7 @@ export class Payouts {
       const txn = await load(this.tally.store, stream, transactionDecider);
       const previous = this.previousAnswer(txn.state, requestHash, user.userId);
       if (previous === 'resubmit') return this.submitPayout(uuid, ctx);
-      if (previous) return previous;
+      if (previous) return { ...previous, replayed: true };
       const provider = this.tally.providers.payouts.get(input.provider);
       if (!provider) throw new DomainError('invalid', `Unsupported payout provider: ${input.provider}`);
       const rate = await this.tally.providers.rates.midRate('USDC', input.asset);

@@ -35,24 +35,24 @@ export class Transfers {
    * A transfer. With an idempotency key (per partner, see IdempotencyKeys), the same request again
    * answers the first transfer and moves no money again (its events' ids derive from the key too).
    * Only transfers made are kept under a key: one refused (say for the balance) may be sent again
-   * and go through later.
+   * and go through later. `replayed`: the answer is that of a transfer made before, under the key.
    */
   async transfer(
     user: { userId: string; partnerId: string },
     input: { fromAccountId?: number; toAccountId: number; amount: string; description: string },
     ctx: CommandContext,
     idempotencyKey?: string,
-  ): Promise<TransactionView> {
-    if (idempotencyKey === undefined) return this.transferOnce(user, input, ctx, { uuid: uuidV7(), requestHash: null });
+  ): Promise<{ transfer: TransactionView; replayed: boolean }> {
+    if (idempotencyKey === undefined) return { transfer: await this.transferOnce(user, input, ctx, { uuid: uuidV7(), requestHash: null }), replayed: false };
     return this.keys.run(user.partnerId, idempotencyKey, async ({ uuid, commandId }) => {
       const requestHash = requestHashOf({ ...input, fromAccountId: input.fromAccountId ?? null, amount: fixed(money(input.amount)), userId: user.userId });
       const stored = await this.storedTransfer(uuid, requestHash);
-      if (stored) return stored;
-      await this.transferOnce(user, input, { ...ctx, commandId, unkeyed: false }, { uuid, requestHash });
+      if (stored) return { transfer: stored, replayed: true };
+      const mine = await this.transferOnce(user, input, { ...ctx, commandId, unkeyed: false }, { uuid, requestHash });
       // What is stored answers: another node may have made it first, with its own id and time.
       const made = await this.storedTransfer(uuid, requestHash);
       if (!made) throw new Error(`transfer ${uuid} was appended but is not in its stream`);
-      return made;
+      return { transfer: made, replayed: made.id !== mine.id };
     });
   }
 

@@ -91,10 +91,29 @@ const TransactionsQuery = Type.Object({
 });
 const TransactionParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
-/** Optional on the routes that take it; the card routes' header, as decisions.md words its messages. */
+/**
+ * Optional on the routes that take it: the card routes' header, as decisions.md words its messages,
+ * or the IETF one (`Idempotency-Key`); both name the same key.
+ */
 const IdempotencyHeader = Type.Object({
   'x-idempotency-key': Type.Optional(Type.String({ format: 'uuid', 'x-error': 'x-idempotency-key must be a UUID' })),
+  'idempotency-key': Type.Optional(Type.String({ format: 'uuid', 'x-error': 'Idempotency-Key must be a UUID' })),
 });
+
+/** The request's idempotency key from either header; 400 when both are sent and differ. */
+function idempotencyKeyOf(headers: Record<string, string | undefined>): string | undefined {
+  const ietf = headers['idempotency-key'];
+  const legacy = headers['x-idempotency-key'];
+  if (ietf !== undefined && legacy !== undefined && ietf.toLowerCase() !== legacy.toLowerCase())
+    throw new HttpError(400, 'Idempotency-Key and x-idempotency-key must be the same when both are sent', {
+      code: 'validation_error',
+      details: [{ field: 'Idempotency-Key', rule: 'conflict' }],
+    });
+  return ietf ?? legacy;
+}
+
+/** On an answer given again for a request made before (IETF idempotency draft, as Stripe sends it). */
+const REPLAYED = { 'Idempotent-Replayed': 'true' };
 
 const TransferBody = Type.Object({
   fromAccountId: Type.Optional(AccountId('fromAccountId')),
@@ -180,8 +199,9 @@ export const ledgerRoutes = [
     tag: 'Transactions',
     summary: 'Create a hosted payment link; the balance is credited only when the provider confirms.',
     description:
-      'With `x-idempotency-key` (a UUID, per partner), the same request sent again answers the first deposit and its payment link: ' +
-      'what to send when an answer was lost or was a 503. The same key with another body (or used by a transfer) is 422; while the first is still running, 400.',
+      'With `Idempotency-Key` or `x-idempotency-key` (a UUID, per partner), the same request sent again answers the first deposit and its payment link, ' +
+      'with `Idempotent-Replayed: true`: what to send when an answer was lost or was a 503. The same key with another body (or used by a transfer) is 422; ' +
+      'while the first is still running, 400; both headers with different keys, 400.',
     headers: IdempotencyHeader,
     body: DepositBody,
     responses: {
@@ -200,14 +220,15 @@ export const ledgerRoutes = [
       const { body, tally } = ctx;
       const amount = requireAmount(body.amount);
       if (body.currency !== 'USDC') throw new HttpError(400, 'currency must match the account asset (USDC)');
-      const created = await tally.ledger.deposits.deposit(
+      const { replayed, ...created } = await tally.ledger.deposits.deposit(
         me(ctx),
         { toAccountId: body.toAccountId, amount, currency: body.currency, provider: body.provider, description: body.description, payer: body.metadata.payer },
         ctx.command(),
-        ctx.headers['x-idempotency-key'],
+        idempotencyKeyOf(ctx.headers),
       );
       return {
         status: 201,
+        ...(replayed ? { headers: REPLAYED } : {}),
         body: {
           ...created,
           status: 'PENDING',
@@ -255,8 +276,9 @@ export const ledgerRoutes = [
     tag: 'Transactions',
     summary: 'Move funds to another account of the same partner; COMPLETED at once.',
     description:
-      'With `x-idempotency-key` (a UUID, per partner), the same request sent again answers the first transfer and moves no money again: ' +
-      'what to send when an answer was lost or was a 503. The same key with another body (or used by a deposit) is 422; while the first is still running, 400.',
+      'With `Idempotency-Key` or `x-idempotency-key` (a UUID, per partner), the same request sent again answers the first transfer and moves no money again, ' +
+      'with `Idempotent-Replayed: true`: what to send when an answer was lost or was a 503. The same key with another body (or used by a deposit) is 422; ' +
+      'while the first is still running, 400; both headers with different keys, 400.',
     headers: IdempotencyHeader,
     body: TransferBody,
     responses: {
@@ -268,13 +290,17 @@ export const ledgerRoutes = [
     async handler(ctx) {
       const { body, tally } = ctx;
       const amount = requireAmount(body.amount);
-      const done = await tally.ledger.transfers.transfer(
+      const { transfer: done, replayed } = await tally.ledger.transfers.transfer(
         me(ctx),
         { fromAccountId: body.fromAccountId, toAccountId: body.toAccountId, amount, description: body.description },
         ctx.command(),
-        ctx.headers['x-idempotency-key'],
+        idempotencyKeyOf(ctx.headers),
       );
-      return { status: 201, body: { id: done.id, uuid: done.uuid, status: done.status, amount: asNumber(done.amount), description: done.description } };
+      return {
+        status: 201,
+        ...(replayed ? { headers: REPLAYED } : {}),
+        body: { id: done.id, uuid: done.uuid, status: done.status, amount: asNumber(done.amount), description: done.description },
+      };
     },
   }),
   route<Static<typeof PayoutBody>>({
@@ -283,6 +309,9 @@ export const ledgerRoutes = [
     auth: 'bearer',
     tag: 'Transactions',
     summary: 'Send funds to a bank account. `transactionId` is the idempotency key; the USDC debit is held at acceptance.',
+    description:
+      'The same request again under its `transactionId` gets the first answer, with `Idempotent-Replayed: true`, and moves no money again; ' +
+      'another request under it is 409. `amount` has at most the asset’s decimals (GET exchanges/assets/public).',
     body: PayoutBody,
     responses: {
       200: {
@@ -298,7 +327,7 @@ export const ledgerRoutes = [
         { ...body, amount, source: body.source as { metadata: Record<string, unknown> } },
         ctx.command(`payout:${body.transactionId.toLowerCase()}`),
       );
-      return { status: answer.httpStatus, body: answer.body };
+      return { status: answer.httpStatus, ...(answer.replayed ? { headers: REPLAYED } : {}), body: answer.body };
     },
   }),
 ];
