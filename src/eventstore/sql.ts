@@ -47,6 +47,14 @@ export class PgSql implements Sql {
 
   async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    // Checked out, the client has no listener of the pool's: a server that goes away now (a restart,
+    // a failover) makes it emit 'error', which with no listener would end the process. The failure
+    // reaches `fn` through its queries anyway; here it only marks the client as broken.
+    let broken: Error | undefined;
+    const onError = (error: Error) => {
+      broken ??= error;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const tx: SqlQueryable = {
@@ -56,10 +64,17 @@ export class PgSql implements Sql {
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
+      if (!broken) {
+        await client.query('ROLLBACK').catch((rollbackFailed: Error) => {
+          // Its transaction's state is unknown: never hand it out again.
+          broken ??= rollbackFailed;
+        });
+      }
       throw error;
     } finally {
-      client.release();
+      client.off('error', onError);
+      // A broken client is destroyed, not returned to the pool for the next caller to trip on.
+      client.release(broken);
     }
   }
 
