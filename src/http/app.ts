@@ -407,6 +407,8 @@ export function toErrorReply(error: unknown): { status: number; body: Record<str
   if (error instanceof WrongExpectedRevisionError)
     return { status: 409, body: { success: false, error: 'Concurrent update; retry the request' }, headers: { 'Retry-After': '1' } };
   if (error instanceof DomainError) return { status: STATUS_OF[error.kind], body: { success: false, error: error.message }, headers: {} };
+  // The router could not decode a path parameter (`/transactions/%zz`): the client's fault.
+  if (error instanceof URIError) return { status: 400, body: { success: false, error: 'Path parameter is not valid percent-encoding' }, headers: {} };
   const e = error as { type?: string; status?: number; expose?: boolean };
   if (e?.type === 'entity.parse.failed') return { status: 400, body: { success: false, error: MESSAGES.invalidJson }, headers: {} };
   if (e?.type === 'entity.too.large') return { status: 413, body: { success: false, error: MESSAGES.tooLarge }, headers: {} };

@@ -172,6 +172,14 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
     expect(read.body.data.profile).not.to.have.property('isAdmin');
   });
 
+  it('answers a path parameter that is not valid percent-encoding with a 400, not a 500 (found by the fuzz test)', async () => {
+    for (const path of ['/api/v1/transactions/%zz', '/admin/v1/users/%/suspend', '/api/pay/%E0%A4%A', '/api/v1/partner/users/%FF']) {
+      const res = await app.http.get(path).set(acme.headers);
+      expect(res.status, path).to.be.oneOf(path.includes('suspend') ? [400, 404] : [400]);
+      if (res.status === 400) expect(res.body).to.deep.equal({ success: false, error: 'Path parameter is not valid percent-encoding' });
+    }
+  });
+
   it('takes JSON only on JSON routes (415), and forms only where the hosted pages post them', async () => {
     const before = await head();
     const form = await app.http
