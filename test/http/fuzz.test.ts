@@ -96,6 +96,12 @@ const KNOWN_FINDINGS: Array<{ kind: Finding['kind']; route: RegExp; match: RegEx
 const DECIDED_WRITES: Array<{ route: string; status: number; events: RegExp; why: string }> = [
   { route: 'POST /api/v1/partner/auth/verify', status: 401, events: /^login-[0-9a-f-]{36}:LoginCodeAttemptFailed$/, why: '5 wrong tries burn the code' },
   { route: 'POST /api/v1/partner/auth/refresh', status: 401, events: /^session-[0-9a-f-]{36}:SessionRevoked$/, why: 'refresh token reuse revokes the session' },
+  {
+    route: 'POST /api/v1/user/payout',
+    status: 400,
+    events: /^txn-[0-9a-f-]{36}:TransactionRejected$/,
+    why: 'a payout the ledger refuses (limits, balance) keeps that first answer under its transactionId',
+  },
 ];
 
 const schemaOf = (s: unknown) => s as Schema | undefined;
