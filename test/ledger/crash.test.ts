@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
 import supertest from 'supertest';
-import { generateKeys } from '../../src/app/keys';
 import { openTally } from '../../src/app/open';
 import type { Tally } from '../../src/app/tally';
 import { auditChecks } from '../../src/cli/audit-checks';
@@ -15,7 +14,7 @@ import { ADMIN_TOKEN, createPartner, type PartnerCredentials } from '../support/
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 import { sharedCluster } from '../support/postgres';
 import { copToUsdcDebit, type Dec, dec, fixed8, prng, ZERO } from './support/money';
-import { freePort, ServerProcess } from './support/server-process';
+import { freePort, ServerProcess, testServerEnv } from './support/server-process';
 
 /**
  * Crash test: the real server runs as a child process; clients put a mixed concurrent load on it
@@ -103,18 +102,7 @@ describe('ledger crash recovery (SIGKILL under load, seeded)', () => {
     databaseUrl = await (await sharedCluster()).freshDatabase();
     const dataDir = mkdtempSync(join(tmpdir(), 'tally-crash-'));
     tempDirs.push(dataDir);
-    server = new ServerProcess(await freePort(), {
-      DATABASE_URL: databaseUrl,
-      ADMIN_TOKEN,
-      // Fixed keys: access tokens and webhook signatures stay valid across restarts.
-      TALLY_KEYS: JSON.stringify(generateKeys()),
-      DATA_DIR: dataDir,
-      RATE_LIMIT_PARTNER_RPS: '0',
-      RATE_LIMIT_USER_RPS: '0',
-      RATE_LIMIT_IP_RPS: '0',
-      SANDBOX: 'on',
-      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
-    });
+    server = new ServerProcess(await freePort(), testServerEnv(databaseUrl, dataDir, { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' }));
     await server.start();
     const http = supertest.agent(server.url);
     partners.push(await createPartner(http, 'Crash Acme'), await createPartner(http, 'Crash Globex'));

@@ -5,12 +5,11 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
 import supertest from 'supertest';
-import { generateKeys } from '../../src/app/keys';
-import { ADMIN_TOKEN, createPartner, type PartnerCredentials } from '../support/app';
+import { createPartner, type PartnerCredentials } from '../support/app';
 import { balanceOf, type Customer, customer, fund } from '../support/ledger';
 import { type ControlledCluster, startControlledCluster } from '../support/postgres';
 import { type Dec, dec, prng, ZERO } from './support/money';
-import { freePort, ServerProcess } from './support/server-process';
+import { freePort, ServerProcess, testServerEnv } from './support/server-process';
 
 /**
  * Database restarts under load: the real server runs as a child process on a Postgres cluster of
@@ -82,21 +81,13 @@ describe('Postgres restarts under load (a cluster of its own, stopped and starte
     dataDir = mkdtempSync(join(tmpdir(), 'tally-db-restart-'));
     server = new ServerProcess(
       await freePort(),
-      {
-        DATABASE_URL: databaseUrl,
-        ADMIN_TOKEN,
-        TALLY_KEYS: JSON.stringify(generateKeys()),
-        DATA_DIR: dataDir,
-        RATE_LIMIT_PARTNER_RPS: '0',
-        RATE_LIMIT_USER_RPS: '0',
-        RATE_LIMIT_IP_RPS: '0',
-        SANDBOX: 'on',
+      testServerEnv(databaseUrl, dataDir, {
         // Projections commit batch after batch without pausing, so a stop nearly always finds a
         // transaction's client checked out (with the default pace, about half the runs did).
         PROJECTIONS_PACE_MS: '0',
         // info: the per-request line is where a failed request belongs; counted below.
         LOG_LEVEL: 'info',
-      },
+      }),
       countLogLine,
     );
     await server.start();

@@ -7,7 +7,10 @@ import { sharedCluster } from './postgres';
 export const ADMIN_TOKEN = 'test-admin-token';
 
 /** The real app over HTTP on a fresh database of the test cluster. */
-export async function startTestApp(overrides: Partial<Config> = {}): Promise<RunningServer & { config: Config; http: supertest.Agent }> {
+export async function startTestApp(
+  overrides: Partial<Config> = {},
+  log: pino.Logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+): Promise<RunningServer & { config: Config; http: supertest.Agent }> {
   const databaseUrl = await (await sharedCluster()).freshDatabase();
   const config: Config = {
     ...loadConfig({}),
@@ -18,7 +21,7 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Run
     rateLimit: { partnerRps: 0, userRps: 0, ipRps: 0 },
     ...overrides,
   };
-  const running = await startServer(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }));
+  const running = await startServer(config, log);
   return { ...running, config, http: supertest.agent(running.url) };
 }
 

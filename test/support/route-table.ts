@@ -3,15 +3,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import supertest from 'supertest';
-import { type Config, loadConfig } from '../../src/config';
+import type supertest from 'supertest';
+import type { Config } from '../../src/config';
 import { allRoutes } from '../../src/http/app';
 import type { RouteSpec } from '../../src/http/route';
-import { type RunningServer, startServer } from '../../src/server';
-import { ADMIN_TOKEN, createPartner, type PartnerCredentials } from './app';
+import type { RunningServer } from '../../src/server';
+import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from './app';
 import { activeUser, login } from './identity';
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from './ledger';
-import { sharedCluster } from './postgres';
 
 /**
  * What the generated route tests (fuzz, authorization matrix) share: the route table, the contract's
@@ -81,20 +80,9 @@ export async function startLoggedApp(overrides: Partial<Config> = {}): Promise<L
       done();
     },
   });
-  const databaseUrl = await (await sharedCluster()).freshDatabase();
-  const config: Config = {
-    ...loadConfig({}),
-    port: 0,
-    databaseUrl,
-    adminToken: ADMIN_TOKEN,
-    sandbox: true,
-    rateLimit: { partnerRps: 0, userRps: 0, ipRps: 0 },
-    // No background sweep: the log's head moves only through requests.
-    payoutResubmitSeconds: 0,
-    ...overrides,
-  };
-  const running = await startServer(config, pino({ level: 'warn' }, sink));
-  return { ...running, config, http: supertest.agent(running.url), problems };
+  // No background sweep: the log's head moves only through requests.
+  const running = await startTestApp({ payoutResubmitSeconds: 0, ...overrides }, pino({ level: 'warn' }, sink));
+  return { ...running, problems };
 }
 
 /** Partners, users and their resources: what a request can name. */

@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { generateKeys } from '../../../src/app/keys';
+import { ADMIN_TOKEN } from '../../support/app';
 
 const REPO = join(__dirname, '..', '..', '..');
 
@@ -14,6 +16,24 @@ export async function freePort(): Promise<number> {
     });
     server.on('error', reject);
   });
+}
+
+/**
+ * The environment of a test server on a test database: the operator token, fixed keys (access tokens
+ * and webhook signatures stay valid across restarts), no rate limits, sandbox on; `extra` on top.
+ */
+export function testServerEnv(databaseUrl: string, dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    ADMIN_TOKEN,
+    TALLY_KEYS: JSON.stringify(generateKeys()),
+    DATA_DIR: dataDir,
+    RATE_LIMIT_PARTNER_RPS: '0',
+    RATE_LIMIT_USER_RPS: '0',
+    RATE_LIMIT_IP_RPS: '0',
+    SANDBOX: 'on',
+    ...extra,
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
