@@ -1,4 +1,4 @@
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import type { TSchema } from '@sinclair/typebox';
@@ -14,6 +14,7 @@ import { DomainError } from '../domain/decider';
 import { StoreUnavailableError, WrongExpectedRevisionError } from '../eventstore/port';
 import { HttpError, MESSAGES, STATUS_OF } from './errors';
 import { buildOpenApi, renderDocs } from './openapi';
+import { carriesOperatorToken } from './operator-token';
 import { RateLimiter } from './ratelimit';
 import { expressPath, type HttpRequest, type RequestContext, type RouteSpec } from './route';
 import { adminRoutes } from './routes/admin';
@@ -27,7 +28,7 @@ import { profileRoutes } from './routes/profile';
 import { sandboxIdentityRoutes } from './routes/sandbox';
 import { sandboxLedgerRoutes } from './routes/sandbox-ledger';
 import { webhookRoutes } from './routes/webhooks';
-import { checkJsonNumbers, validate } from './validation';
+import { validate } from './validation';
 
 const BODY_LIMIT = '100kb';
 const BODY_LIMIT_BYTES = 100 * 1024;
@@ -38,6 +39,7 @@ const JSON_BODY = /^application\/(?:json|[^\s;/]+\+json)\s*(?:;\s*charset\s*=\s*
 
 const JSON_TYPE = /^application\/(?:[^\s;/]+\+)?json\s*(?:;|$)/i;
 const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(?:;|$)/i;
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 
 /** What a request carries between its steps, on either path (express keeps it in res.locals). */
 interface RequestLocals {
@@ -84,12 +86,6 @@ function makeMetrics(): HttpMetrics {
       registers: [registry],
     }),
   };
-}
-
-function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /**
@@ -171,16 +167,21 @@ export function createApp(tally: Tally): express.Express {
   /** A route's work once its input is read: credentials, schemas, the handler, the answer. */
   async function serve(spec: RouteSpec, req: HttpRequest, res: ServerResponse, requestId: string, input: RouteInput): Promise<void> {
     const ctx = await authenticate(spec, req, res, requestId);
+    let jsonText: string | undefined;
     if (spec.body && carriesBody(req)) {
-      // JSON routes read JSON only; the hosted pages' buttons post forms (RouteSpec.forms).
+      // JSON routes read JSON only, in UTF-8; the hosted pages' buttons post forms (RouteSpec.forms).
       const type = header(req, 'content-type') ?? '';
-      if (!JSON_TYPE.test(type) && !(spec.forms && FORM_TYPE.test(type))) throw new HttpError(415, MESSAGES.jsonOnly);
-      if (req.rawBody && JSON_TYPE.test(type)) checkJsonNumbers(req.rawBody.toString('utf8'));
+      if (JSON_TYPE.test(type)) {
+        const charset = CHARSET.exec(type)?.[1];
+        if (charset && charset.toLowerCase() !== 'utf-8') throw new HttpError(415, 'Unsupported body encoding');
+        // The very text the body was parsed from (both parsers drop a byte order mark).
+        jsonText = req.rawBody?.toString('utf8').replace(/^\uFEFF/, '');
+      } else if (!(spec.forms && FORM_TYPE.test(type))) throw new HttpError(415, MESSAGES.jsonOnly);
     }
     ctx.params = spec.params ? validate(spec.params, { ...(input.params as object) }, { coerce: true }) : input.params;
     ctx.query = spec.query ? validate(spec.query, { ...(input.query as object) }, { coerce: true }) : input.query;
     if (spec.headers) ctx.headers = validate(spec.headers, declaredHeaders(spec.headers, req), { coerce: false });
-    if (spec.body) ctx.body = validate(spec.body, input.body ?? {}, { coerce: false });
+    if (spec.body) ctx.body = validate(spec.body, input.body ?? {}, { coerce: false, jsonText });
     const reply = await spec.handler(ctx);
     for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
     res.statusCode = reply.status;
@@ -349,8 +350,7 @@ export function createApp(tally: Tally): express.Express {
         const token = tally.config.adminToken;
         // The operator API does not exist while ADMIN_TOKEN is unset.
         if (!token) throw new HttpError(404, MESSAGES.notFound);
-        const given = /^Bearer\s+(\S+)$/i.exec(header(req, 'authorization') ?? '')?.[1];
-        if (!given || !safeEqual(given, token)) throw new HttpError(401, 'Invalid admin token');
+        if (!carriesOperatorToken(header(req, 'authorization'), token)) throw new HttpError(401, 'Invalid admin token');
         return ctx;
       }
       case 'bearer': {

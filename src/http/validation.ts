@@ -98,7 +98,7 @@ const MAX_INPUT_DEPTH = 16;
  * Then the properties the schema does not declare are dropped (never stored, never echoed), except
  * inside objects it declares open (`additionalProperties: true`, such as a payout's source.metadata).
  */
-export function validate<T>(schema: TSchema, value: unknown, options: { coerce: boolean }): T {
+export function validate<T>(schema: TSchema, value: unknown, options: { coerce: boolean; jsonText?: string }): T {
   const unstorable = findUnstorable(value, '', MAX_INPUT_DEPTH);
   if (unstorable) {
     const field = unstorable.path || 'body';
@@ -110,6 +110,8 @@ export function validate<T>(schema: TSchema, value: unknown, options: { coerce: 
       { code: 'validation_error', details: [{ field, rule: unstorable.reason === 'characters' ? 'text' : 'depth' }] },
     );
   }
+  // A body's numbers, on the text it was parsed from (depth already bounded above).
+  if (options.jsonText !== undefined) checkJsonNumbers(options.jsonText);
   const fn = compiled(schema, options.coerce);
   if (!fn(value)) {
     // For a property that may take one of several forms, its own message beats a branch's.
@@ -148,26 +150,31 @@ function dropUndeclared(schema: SchemaNode, value: unknown): void {
 /**
  * JSON numbers are judged on their own text: one whose text says more than the double it parses to
  * (`1.0000000000000001`, `1e400`) is refused, naming its field, instead of silently becoming
- * another amount. `raw` is the body's JSON text.
+ * another amount. `text` is exactly the JSON text the body was parsed from.
  */
-export function checkJsonNumbers(raw: string): void {
-  const token = firstInexactNumber(raw);
+function checkJsonNumbers(text: string): void {
+  const token = firstInexactNumber(text);
   if (!token) return;
   // Only on the way to a 400: find which field the token is by parsing again with a marker in its place.
   const marker = `\\u0000inexact-${token.start}`;
-  const marked = JSON.parse(`${raw.slice(0, token.start)}"${marker}"${raw.slice(token.end)}`) as unknown;
-  const field = pathOf(marked, JSON.parse(`"${marker}"`) as string, '') ?? 'body';
+  let field = 'body';
+  try {
+    const marked = JSON.parse(`${text.slice(0, token.start)}"${marker}"${text.slice(token.end)}`) as unknown;
+    field = pathOf(marked, JSON.parse(`"${marker}"`) as string, '', 0) ?? 'body';
+  } catch {
+    // Not where a value stands after all (the scanner is not a parser): the body is named instead.
+  }
   throw new HttpError(400, `${field} has more precision than a JSON number can carry; send it as a decimal string`, {
     code: 'validation_error',
     details: [{ field, rule: 'precision' }],
   });
 }
 
-function pathOf(value: unknown, marker: string, path: string): string | null {
+function pathOf(value: unknown, marker: string, path: string, depth: number): string | null {
   if (value === marker) return path || null;
-  if (value === null || typeof value !== 'object') return null;
+  if (value === null || typeof value !== 'object' || depth > MAX_INPUT_DEPTH) return null;
   for (const [key, member] of Object.entries(value)) {
-    const found = pathOf(member, marker, path ? `${path}.${key}` : key);
+    const found = pathOf(member, marker, path ? `${path}.${key}` : key, depth + 1);
     if (found) return found;
   }
   return null;
@@ -193,7 +200,7 @@ function firstInexactNumber(text: string): { start: number; end: number } | null
     }
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
       const start = i++;
-      while (i < n && /[0-9.eE+-]/.test(text[i] as string)) i++;
+      while (i < n && isNumberChar(text.charCodeAt(i))) i++;
       if (!exactDouble(text.slice(start, i))) return { start, end: i };
       continue;
     }
@@ -202,9 +209,17 @@ function firstInexactNumber(text: string): { start: number; end: number } | null
   return null;
 }
 
-/** Up to 15 digits without an exponent always survive the trip through a double. */
+/** Digits, `.`, `e`, `E`, `+`, `-`: what a JSON number token is made of. */
+const isNumberChar = (c: number) => (c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d;
+
+/**
+ * Up to 15 digits without an exponent always survive the trip through a double, and so does a token
+ * the double prints back as itself; only the rest need the exact comparison.
+ */
 function exactDouble(token: string): boolean {
   if (token.length <= 15 && !/[eE]/.test(token)) return true;
   const parsed = Number(token);
-  return Number.isFinite(parsed) && new BigNumber(token).isEqualTo(new BigNumber(String(parsed)));
+  if (!Number.isFinite(parsed)) return false;
+  if (String(parsed) === token) return true;
+  return new BigNumber(token).isEqualTo(new BigNumber(String(parsed)));
 }

@@ -153,6 +153,28 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
     }
   });
 
+  it('judges numbers on the very text parsed: after a byte order mark, never in another charset, and deep down (each was a 500 or a pass)', async () => {
+    const before = await head();
+    const transfer = (body: Buffer | string, type = 'application/json') =>
+      app.http.post('/api/v1/transactions/transfer').set(ada.bearer).set('Content-Type', type).send(body);
+    const inexact = `{"fromAccountId": ${ada.accountId}, "toAccountId": ${bob.accountId}, "amount": 1.0000000000000001, "description": "x"}`;
+    const bom = await transfer(`\uFEFF${inexact}`);
+    expect(bom.status).to.equal(400);
+    expect(bom.body.error).to.equal('amount has more precision than a JSON number can carry; send it as a decimal string');
+    // UTF-16 would have been read as UTF-8 by the check (and skipped it): JSON comes in UTF-8 only.
+    for (const body of [Buffer.from(inexact, 'utf16le'), Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(inexact, 'utf16le')])]) {
+      const utf16 = await transfer(body, 'application/json; charset=utf-16le');
+      expect(utf16.status).to.be.oneOf([400, 415]);
+    }
+    // An inexact number 10,000 levels down: refused for its depth, not a stack overflow.
+    const deep = await transfer(
+      `{"fromAccountId": ${ada.accountId}, "toAccountId": ${bob.accountId}, "amount": ${'['.repeat(10_000)}1.0000000000000001${']'.repeat(10_000)}}`,
+    );
+    expect(deep.status).to.equal(400);
+    expect(deep.body.error).to.equal('amount is nested too deeply (at most 16 levels)');
+    expect(await head()).to.equal(before);
+  });
+
   it('ignores body fields the route does not declare: never stored, never echoed', async () => {
     const user = await registerUser(app.http, acme);
     const junk: Record<string, unknown> = { isAdmin: true, status: 'active' };

@@ -1,13 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { HttpError } from '../errors';
+import { carriesOperatorToken } from '../operator-token';
 import { route } from '../route';
-
-/** Compares digests, so neither the length nor the content of the token leaks through timing. */
-function isBearer(authorization: string | undefined, token: string): boolean {
-  const given = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
-  const digest = (text: string) => createHash('sha256').update(text).digest();
-  return given !== undefined && timingSafeEqual(digest(given), digest(token));
-}
 
 export const operationsRoutes = [
   route({
@@ -52,7 +45,7 @@ export const operationsRoutes = [
     responses: { 200: { description: 'Prometheus text format' }, 401: { description: 'ADMIN_TOKEN is set and the request does not carry it' } },
     async handler({ tally, locals, req }) {
       const token = tally.config.adminToken;
-      if (token && !isBearer(req.headers.authorization, token)) throw new HttpError(401, 'Invalid admin token');
+      if (token && !carriesOperatorToken(req.headers.authorization, token)) throw new HttpError(401, 'Invalid admin token');
       const { registry } = locals.metrics as { registry: import('prom-client').Registry };
       return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
     },
