@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { comparePositions, type EventStore, type RecordedEvent } from '../eventstore/port';
 import type { Sql, SqlQueryable } from '../eventstore/sql';
+import { isOutage } from '../app/outage';
 import { storableText } from '../eventstore/storable';
 import { BuildMemory, liveTables, type Projection, suffixedTables } from './projection';
 
@@ -30,6 +31,15 @@ const FAILURE_BACKOFF_MAX_MS = 60_000;
 const PACE_MIN_EVENTS = 32;
 
 class CheckpointMoved extends Error {}
+
+/**
+ * Errors that say nothing about the events: the database out of reach, or a transaction that lost a
+ * race or a lock (serialization_failure, deadlock_detected, lock_not_available, query_canceled).
+ * A projection retries them as they are; only other errors stop it on an event.
+ */
+const TRANSIENT_STATES = new Set(['40001', '40P01', '55P03', '57014']);
+export const isTransientFailure = (error: unknown): boolean =>
+  isOutage(error) || TRANSIENT_STATES.has(String((error as { code?: unknown } | null)?.code ?? ''));
 
 export const CHECKPOINTS_SCHEMA = `
 CREATE TABLE IF NOT EXISTS projection_checkpoints (
@@ -177,6 +187,15 @@ export class ProjectionEngine {
     return this.running && this.owned.has(name);
   }
 
+  /**
+   * True while the projection is stopped on an event it cannot apply, as far as this node knows (its
+   * own failures, and the one it found when taking the lease over): its read model may miss any later
+   * event, so whoever must not act on a stale answer (a revoked session, a revoked key) asks the log.
+   */
+  isStopped(name: string): boolean {
+    return this.failures.has(name);
+  }
+
   private resetObservers(names: Iterable<string>): void {
     const touched = new Set(names);
     for (const o of this.observers) if (o.names.some((n) => touched.has(n))) o.onReset();
@@ -270,10 +289,6 @@ export class ProjectionEngine {
     let leasesCheckedAt = 0;
     while (this.running) {
       try {
-        if (this.databaseDown && (await this.databaseAnswers())) {
-          this.databaseDown = false;
-          this.log?.info('projections resumed: the database answers again');
-        }
         if (Date.now() - leasesCheckedAt > LEASE_RENEW_EVERY_MS) {
           await this.holdLeases();
           leasesCheckedAt = Date.now();
@@ -312,7 +327,7 @@ export class ProjectionEngine {
         } catch (error) {
           // The batch of all of them failed: unless the database is out of reach, find which
           // projection (and which event) it was, moving each of them as far as it can go alone.
-          if (!(await this.databaseAnswers())) throw error;
+          if (isTransientFailure(error)) throw error;
           this.log?.warn({ err: error, projections: behind.map((p) => p.name) }, 'projection batch failed: applying each projection alone');
           for (const p of behind) await this.advanceAlone(p, to);
           continue;
@@ -325,7 +340,7 @@ export class ProjectionEngine {
       } catch (error) {
         // The database out of reach: said once per outage (the store's outage log has the detail),
         // not a stack every second.
-        if (!(await this.databaseAnswers())) {
+        if (isOutage(error)) {
           if (!this.databaseDown) this.log?.warn({ err: error }, 'projections paused: the database is out of reach');
           this.databaseDown = true;
         } else this.log?.error({ err: error }, 'projection batch failed');
@@ -395,7 +410,11 @@ export class ProjectionEngine {
    * backoff. Passing the event it had failed on clears the failure.
    */
   private async advanceAlone(p: Projection, upTo?: string): Promise<void> {
+    const leaseCheckedAt = Date.now();
     for (let step = 0; step < BATCH_SIZE; step++) {
+      // Stepping is slow: it must not outlive the lease (another node would take over meanwhile).
+      if (Date.now() - leaseCheckedAt > LEASE_RENEW_EVERY_MS) await this.holdLeases();
+      if (!this.owned.has(p.name)) return;
       const from = this.positions.get(p.name) ?? '';
       if (upTo !== undefined && comparePositions(from, upTo) >= 0) return;
       const [next] = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 1, projectionOnly: true });
@@ -407,10 +426,12 @@ export class ProjectionEngine {
       try {
         await this.commit([p], next.position, [next]);
       } catch (error) {
-        if (!(await this.databaseAnswers())) throw error;
+        if (isTransientFailure(error)) throw error;
         await this.recordFailure(p, next, error);
         return;
       }
+      // The checkpoint moved elsewhere (a rebuild, another node): nothing was applied here.
+      if (this.positions.get(p.name) !== next.position) return;
       if (this.failures.has(p.name)) {
         await this.clearFailure(p);
         // A retry that got past its event rejoins the others' batches.
@@ -430,7 +451,7 @@ export class ProjectionEngine {
       position: this.positions.get(p.name) ?? '',
       event: { position: event.position, id: event.id, stream: event.stream, type: event.type },
       // The message may quote the very text that broke it: kept storable.
-      error: storableText(error instanceof Error ? error.message : String(error)).slice(0, 2_000),
+      error: storableText((error instanceof Error ? error.message : String(error)).slice(0, 2_000)),
       attempts,
       nextRetryAt: new Date(retryAtMs).toISOString(),
     };
@@ -447,23 +468,13 @@ export class ProjectionEngine {
     const failure = this.failures.get(p.name);
     this.failures.delete(p.name);
     this.log?.info({ projection: p.name, event: failure?.event, attempts: failure?.attempts }, 'projection applied the event it had stopped on and goes on');
-    await this.sql.query(`UPDATE projection_checkpoints SET failure = NULL WHERE name = $1`, [p.name]);
+    await this.sql.query(`UPDATE projection_checkpoints SET failure = NULL WHERE name = $1 AND owner = $2`, [p.name, this.nodeId]);
   }
 
   private untilNextRetryMs(): number {
     let soonest = Number.POSITIVE_INFINITY;
     for (const [name, f] of this.failures) if (this.owned.has(name)) soonest = Math.min(soonest, f.retryAtMs - Date.now());
     return Math.max(10, soonest);
-  }
-
-  /** Tells a failing batch from a database out of reach (which every projection waits out alike). */
-  private async databaseAnswers(): Promise<boolean> {
-    try {
-      await this.sql.query('SELECT 1');
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   /**
@@ -488,9 +499,18 @@ export class ProjectionEngine {
       if (!this.owned.has(r.name)) {
         this.positions.set(r.name, r.position);
         if (r.failure) this.failures.set(r.name, { ...r.failure, retryAtMs: Date.now() });
-        else this.failures.delete(r.name);
       }
+      // Cleared elsewhere (a rebuild by the CLI, another process): this node follows.
+      if (!r.failure) this.failures.delete(r.name);
     }
+    // Projections other nodes hold: this node knows which of them are stopped (its reads of them
+    // are stale, and waiting for them is pointless), though only their owner retries.
+    const stopped = await this.sql.query<{ name: string; failure: ProjectionFailure }>(
+      `SELECT name, failure FROM projection_checkpoints WHERE failure IS NOT NULL AND name = ANY($1::text[])`,
+      [this.projections.map((p) => p.name).filter((n) => !now.has(n))],
+    );
+    for (const name of this.failures.keys()) if (!now.has(name) && !stopped.some((r) => r.name === name)) this.failures.delete(name);
+    for (const r of stopped) if (!this.failures.has(r.name)) this.failures.set(r.name, { ...r.failure, retryAtMs: Date.now() });
     const changed = [...this.projections.map((p) => p.name)].filter((n) => now.has(n) !== this.owned.has(n));
     if (changed.length > 0) this.resetObservers(changed);
     this.owned.clear();
