@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
+import { openDataDir } from '../../src/app/data-dir';
 import { openTally } from '../../src/app/open';
 import { type Config, loadConfig } from '../../src/config';
 import { sharedCluster } from '../support/postgres';
@@ -26,6 +27,20 @@ function nobodyCanRead(file: string): boolean | null {
   const run = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'cat', file], { stdio: 'ignore' });
   if (run.error) return null;
   return run.status === 0;
+}
+
+/**
+ * Opens `dir` as the user `nobody`, in a process of its own: only when the tests run as root (they
+ * can then act as another user); null otherwise.
+ */
+function openAsNobody(dir: string): { status: number | null; stderr: string } | null {
+  if (process.getuid?.() !== 0) return null;
+  const module = resolve(__dirname, '../../src/app/data-dir.ts');
+  const script = `require(${JSON.stringify(module)}).openDataDir(process.argv[1])`;
+  const asNobody = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+  const run = spawnSync('setpriv', [...asNobody, process.execPath, '-r', 'tsx/cjs', '-e', script, dir], { cwd: resolve(__dirname, '../..'), encoding: 'utf8' });
+  if (run.error) return null;
+  return { status: run.status, stderr: run.stderr };
 }
 
 /** Runs with the usual umask (022), whatever the test process was started with. */
@@ -73,5 +88,44 @@ describe('DATA_DIR', function () {
     expect(modeOf(dataDir).toString(8)).to.equal('700');
     expect(modeOf(join(dataDir, 'keys.json')).toString(8)).to.equal('600');
     expect(nobodyCanRead(join(dataDir, 'left-over'))).to.not.equal(true);
+  });
+
+  describe('owned by another user (chmod answers EPERM)', () => {
+    const eperm = () => {
+      throw Object.assign(new Error('EPERM: operation not permitted, chmod'), { code: 'EPERM' });
+    };
+
+    it('starts when the directory is already closed to group and others', () => {
+      const dataDir = dataDirPath();
+      mkdirSync(dataDir, { mode: 0o700 });
+      chmodSync(dataDir, 0o700);
+      expect(() => openDataDir(dataDir, eperm)).to.not.throw();
+    });
+
+    it('refuses to start, naming DATA_DIR and its mode, when group or others may enter it', () => {
+      for (const mode of [0o750, 0o705, 0o701, 0o770]) {
+        const dataDir = dataDirPath();
+        mkdirSync(dataDir);
+        chmodSync(dataDir, mode);
+        expect(() => openDataDir(dataDir, eperm)).to.throw(`DATA_DIR ${dataDir} is mode 0${mode.toString(8)}`);
+      }
+    });
+
+    it('as a real other user: a root-owned 0700 DATA_DIR does not stop the service, a 0755 one does', function () {
+      const closed = dataDirPath();
+      mkdirSync(closed, { mode: 0o700 });
+      chmodSync(closed, 0o700);
+      const started = openAsNobody(closed);
+      if (!started) this.skip();
+      expect(started.stderr).to.equal('');
+      expect(started.status).to.equal(0);
+      const open = dataDirPath();
+      mkdirSync(open);
+      chmodSync(open, 0o755);
+      const refused = openAsNobody(open);
+      expect(refused?.status).to.not.equal(0);
+      expect(refused?.stderr).to.contain(`DATA_DIR ${open} is mode 0755`);
+      expect(modeOf(open).toString(8)).to.equal('755');
+    });
   });
 });
