@@ -19,6 +19,7 @@ async function main() {
       [
         '',
         'Tally is running. A sandbox partner was created on this first start:',
+        `  Partner id:   ${partner.id}   (for the CLI: npx tally partners keys create ${partner.id})`,
         `  X-Api-Key:    ${partner.apiKey}`,
         `  X-Api-Secret: ${partner.apiSecret}`,
         'The secret is shown only now; keep it. Register a user:',

@@ -12,6 +12,9 @@ export interface Backend {
   describe: string;
 }
 
+/** Where the embedded PGlite store keeps its files inside DATA_DIR. */
+export const embeddedStoreDir = (config: Pick<Config, 'dataDir'>): string => join(config.dataDir, 'pglite');
+
 /**
  * Picks the stores from the configuration: `DATABASE_URL` (Postgres server) or the embedded PGlite
  * in `DATA_DIR` for read models and, unless `KURRENTDB_URL` names KurrentDB, the event log.
@@ -24,7 +27,7 @@ export async function openBackend(config: Config): Promise<Backend> {
     where = `Postgres ${redact(config.databaseUrl)}`;
   } else {
     openDataDir(config.dataDir);
-    const dir = join(config.dataDir, 'pglite');
+    const dir = embeddedStoreDir(config);
     sql = await PgliteSql.open(dir);
     where = `embedded PGlite in ${dir}`;
   }

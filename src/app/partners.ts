@@ -53,12 +53,25 @@ export class PartnerService {
     return row ? { id: row.partner_id, name: row.name, sandbox: row.sandbox, createdAt: row.created_at } : null;
   }
 
+  /** Every partner, oldest first, with how many of its keys are active (the operator's list). */
+  async list(): Promise<Array<PartnerRecord & { activeKeys: number }>> {
+    const rows = await this.tally.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string; active_keys: string }>(
+      `SELECT p.partner_id::text, p.name, p.sandbox, to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+              (SELECT count(*) FROM rm_partner_keys k WHERE k.partner_id = p.partner_id AND k.revoked_at IS NULL)::text AS active_keys
+         FROM rm_partners p ORDER BY p.created_at, p.partner_id`,
+    );
+    return rows.map((r) => ({ id: r.partner_id, name: r.name, sandbox: r.sandbox, createdAt: r.created_at, activeKeys: Number(r.active_keys) }));
+  }
+
   async count(): Promise<number> {
     const [row] = await this.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_partners');
     return Number(row?.n ?? 0);
   }
 
-  /** The partner id of a valid, unrevoked key pair, or null. */
+  /**
+   * The partner id of a valid, unrevoked key pair, or null. While the partners projection is stopped
+   * on an event, rm_partner_keys may miss a later revocation: the partner's stream decides then.
+   */
   async authenticate(apiKey: string, apiSecret: string): Promise<string | null> {
     if (apiKey.length > 200 || apiSecret.length > 200) return null;
     const [row] = await this.tally.sql.query<{ partner_id: string; secret_hash: string }>(

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
+import { embeddedStoreDir } from '../app/backend';
 import type { CommandContext } from '../app/commands';
 import { openTally } from '../app/open';
 import type { Tally } from '../app/tally';
@@ -95,6 +96,11 @@ async function catchUp(tally: Tally, io: CliIo): Promise<void> {
  */
 function claimEmbeddedStore(config: Config): () => void {
   if (config.databaseUrl) return () => {};
+  // The CLI works on the server's store; an empty one made here would only answer "nothing".
+  if (!existsSync(embeddedStoreDir(config)))
+    throw new CliError(
+      `No embedded store in ${config.dataDir}: run the CLI with the server's DATA_DIR (DATA_DIR=/path/to/data npx tally ...), or set DATABASE_URL to its Postgres`,
+    );
   const holder = embeddedStoreHolder(config);
   if (holder) {
     throw new CliError(

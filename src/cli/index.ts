@@ -4,7 +4,7 @@ import { type Config, loadConfig } from '../config';
 import { auditVerify } from './audit';
 import { CliError, type CliIo, EXIT } from './context';
 import { exportEvents, readEvents, tailEvents } from './events';
-import { createPartner, createPartnerKey, revokePartnerKey } from './partners';
+import { createPartner, createPartnerKey, listPartners, revokePartnerKey } from './partners';
 import { listProjections, rebuildProjection } from './projections';
 
 /** The `tally` operator CLI: wiring only; each command lives in its group's file. */
@@ -106,6 +106,12 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
     .option('--no-sandbox', 'a live partner')
     .action(async (name: string, opts: { sandbox?: boolean }) => {
       await createPartner(config(), name, opts, io);
+    });
+  partners
+    .command('list')
+    .description('every partner with its id, whether it is a sandbox partner, and its active keys')
+    .action(async () => {
+      await listPartners(config(), io);
     });
   const keys = partners.command('keys').description("manage a partner's API keys");
   keys

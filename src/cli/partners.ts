@@ -19,6 +19,20 @@ export async function createPartner(config: Config, name: string, options: { san
   });
 }
 
+/** `tally partners list`: every partner with its id (what `partners keys` commands take). */
+export async function listPartners(config: Config, io: CliIo) {
+  return withTally(config, io, async (tally) => {
+    const partners = await tally.partners.list();
+    const rows = [
+      ['ID', 'NAME', 'SANDBOX', 'ACTIVE KEYS', 'CREATED'],
+      ...partners.map((p) => [p.id, p.name, String(p.sandbox), String(p.activeKeys), p.createdAt]),
+    ];
+    const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => r[i]?.length ?? 0))) ?? [];
+    for (const r of rows) io.out(r.map((cell, i) => (i < r.length - 1 ? cell.padEnd(widths[i] ?? 0) : cell)).join('  '));
+    return partners;
+  });
+}
+
 /** `tally partners keys create <partnerId>`: another key pair, for rotation. */
 export async function createPartnerKey(config: Config, partnerId: string, io: CliIo) {
   const id = requirePartnerId(partnerId);

@@ -1,7 +1,9 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import pino from 'pino';
+import { openTally } from '../../src/app/open';
 import { CliError, EXIT } from '../../src/cli/context';
 import { readEvents } from '../../src/cli/events';
 import { createPartner } from '../../src/cli/partners';
@@ -15,8 +17,27 @@ describe('tally on the embedded store', function () {
   const inUse = (dataDir: string, pid: number) =>
     `The embedded store in ${dataDir} is in use by the running server (pid ${pid}): stop it first, or point DATABASE_URL at a Postgres server`;
 
-  it('works on the embedded store and lets go of it when done', async () => {
+  /** A DATA_DIR holding a store, as the server's first start leaves it. */
+  async function storeDataDir(): Promise<string> {
     const dataDir = freshDataDir();
+    const { tally } = await openTally(cliConfig({ dataDir, databaseUrl: undefined }), pino({ level: 'silent' }));
+    await tally.close();
+    return dataDir;
+  }
+
+  it('refuses to make a store of its own: it says which DATA_DIR it looked at and how to point elsewhere (was: an empty ./data, and an empty answer)', async () => {
+    const dataDir = freshDataDir();
+    const result = await runBinary(['projections', 'list'], { DATA_DIR: dataDir, DATABASE_URL: '' });
+    expect(result.code).to.equal(1);
+    expect(result.stderr.trim()).to.equal(
+      `No embedded store in ${dataDir}: run the CLI with the server's DATA_DIR (DATA_DIR=/path/to/data npx tally ...), or set DATABASE_URL to its Postgres`,
+    );
+    expect(result.stdout).to.equal('');
+    expect(readdirSync(dataDir)).to.deep.equal([]);
+  });
+
+  it('works on the embedded store and lets go of it when done', async () => {
+    const dataDir = await storeDataDir();
     const config = cliConfig({ dataDir, databaseUrl: undefined });
     const created = await createPartner(config, 'Embedded Ltd', {}, capture());
     const stream = await readEvents(config, `partner-${created.id}`, {}, capture());
@@ -25,7 +46,7 @@ describe('tally on the embedded store', function () {
   });
 
   it('refuses with exit code 2 while a running process holds the store, and leaves its lock alone', async () => {
-    const dataDir = freshDataDir();
+    const dataDir = await storeDataDir();
     // The parent of the test process stands in for the server: alive, and not us.
     writeFileSync(join(dataDir, 'tally.pid'), String(process.ppid));
     const error = await createPartner(cliConfig({ dataDir, databaseUrl: undefined }), 'Nope', {}, capture()).catch((e) => e);
@@ -36,7 +57,7 @@ describe('tally on the embedded store', function () {
   });
 
   it('makes the binary print the reason and exit 2 when the store is in use', async () => {
-    const dataDir = freshDataDir();
+    const dataDir = await storeDataDir();
     writeFileSync(join(dataDir, 'tally.pid'), String(process.ppid));
     const result = await runBinary(['projections', 'list'], { DATA_DIR: dataDir, DATABASE_URL: '' });
     expect(result.code).to.equal(2);
@@ -45,7 +66,7 @@ describe('tally on the embedded store', function () {
   });
 
   it('ignores a lock left by a process that is gone', async () => {
-    const dataDir = freshDataDir();
+    const dataDir = await storeDataDir();
     writeFileSync(join(dataDir, 'tally.pid'), '999999999');
     const result = await runBinary(['audit', 'verify'], { DATA_DIR: dataDir, DATABASE_URL: '' });
     expect(result.stderr).to.equal('');

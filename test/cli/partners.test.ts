@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { CliError } from '../../src/cli/context';
 import { readEvents } from '../../src/cli/events';
-import { createPartner, createPartnerKey, revokePartnerKey } from '../../src/cli/partners';
+import { createPartner, createPartnerKey, listPartners, revokePartnerKey } from '../../src/cli/partners';
 import { listProjections } from '../../src/cli/projections';
 import { startTestApp } from '../support/app';
 import { sharedCluster } from '../support/postgres';
@@ -35,6 +35,19 @@ describe('tally partners', () => {
       expect(io.errText()).to.contain('shown only now');
       const res = await app.http.get('/api/v1/partner/users').set(headers(apiKey, apiSecret));
       expect(res.status).to.equal(200);
+    });
+
+    it('lists every partner with its id (what the keys commands take) and its active keys', async () => {
+      const created = await createPartner(config, 'Listed Ltd', {}, capture());
+      await createPartnerKey(config, created.id, capture());
+      const io = capture();
+      const partners = await listPartners(config, io);
+      expect(io.lines[0]).to.match(/^ID\s+NAME\s+SANDBOX\s+ACTIVE KEYS\s+CREATED$/);
+      const listed = partners.find((p) => p.id === created.id);
+      expect(listed).to.deep.include({ name: 'Listed Ltd', sandbox: true, activeKeys: 2 });
+      expect(io.lines.some((l) => l.startsWith(created.id) && l.includes('Listed Ltd'))).to.equal(true);
+      await revokePartnerKey(config, created.id, created.apiKey, capture());
+      expect((await listPartners(config, capture())).find((p) => p.id === created.id)?.activeKeys).to.equal(1);
     });
 
     it('records the operator CLI as the actor of its events', async () => {
