@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type PartnerCommand, partnerDecider, partnerStream } from '../domain/partners/partner';
 import { DomainError } from '../domain/decider';
-import { type CommandContext, handle } from './commands';
+import { type CommandContext, handle, load } from './commands';
 import { SecretChecks } from './secret-checks';
 import { hashSecret, newApiKeyPair } from './secrets';
 import type { Tally } from './tally';
@@ -79,6 +79,10 @@ export class PartnerService {
       [apiKey],
     );
     if (!row) return null;
+    if (this.tally.engine.isStopped('partners')) {
+      const { state } = await load(this.tally.store, partnerStream(row.partner_id), partnerDecider, { cache: this.tally.stateCache });
+      if (!state.activeKeys.includes(apiKey)) return null;
+    }
     const ok = await this.secretChecks.check({ apiKey, partnerId: row.partner_id, secretHash: row.secret_hash }, apiSecret);
     return ok ? row.partner_id : null;
   }

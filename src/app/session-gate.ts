@@ -1,6 +1,9 @@
-import type { RecordedEvent } from '../eventstore/port';
+import { sessionDecider, sessionStream } from '../domain/sessions/session';
+import { userDecider, userStream } from '../domain/users/user';
+import type { EventStore, RecordedEvent } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
 import type { ProjectionEngine } from '../projections/runner';
+import { load, type StateCache } from './commands';
 
 /** Most remembered sessions; past it, all are forgotten (and checked in SQL again). */
 const MAX_ENTRIES = 100_000;
@@ -25,22 +28,29 @@ interface Claims {
  * logout, a suspension or a ban stops the token at once, as with the query on every request. On a
  * node that does not own them (several nodes), every request asks the database, as before. Any
  * doubt (a lease taken or lost, a checkpoint moved by a rebuild or another node) forgets everything.
+ *
+ * While either projection is stopped on an event it cannot apply, its read model misses every later
+ * event (a suspension, a logout): the answer then comes from the session's and the user's streams,
+ * as a refresh reads them, and nothing is remembered.
  */
 export class SessionGate {
   private readonly active = new Map<string, { userId: string; partnerId: string; until: number }>();
   private readonly sessionsOfUser = new Map<string, Set<string>>();
   /** Moves at every forget, so that an answer read from SQL before it is not remembered after it. */
   private generation = 0;
-  readonly stats = { hits: 0, queries: 0 };
+  readonly stats = { hits: 0, queries: 0, logReads: 0 };
 
   constructor(
     private readonly sql: Sql,
     private readonly engine: ProjectionEngine,
+    private readonly store: EventStore,
+    private readonly cache: StateCache,
   ) {
     engine.observe({ names: NAMES, onEvents: (events) => this.onEvents(events), onReset: () => this.clear() });
   }
 
   async isActive(claims: Claims): Promise<boolean> {
+    if (NAMES.some((n) => this.engine.isStopped(n))) return this.isActiveInLog(claims);
     const usable = NAMES.every((n) => this.engine.owns(n));
     if (usable) {
       const known = this.active.get(claims.sessionId);
@@ -61,6 +71,24 @@ export class SessionGate {
     const ok = !!row && !row.revoked && row.status === 'active';
     if (ok && usable && generation === this.generation && NAMES.every((n) => this.engine.owns(n))) this.remember(claims);
     return ok;
+  }
+
+  /** The same rule as the query above, on the states folded from the log. */
+  private async isActiveInLog(claims: Claims): Promise<boolean> {
+    this.stats.logReads++;
+    const [session, user] = await Promise.all([
+      load(this.store, sessionStream(claims.sessionId), sessionDecider, { cache: this.cache }),
+      load(this.store, userStream(claims.userId), userDecider, { cache: this.cache }),
+    ]);
+    const s = session.state;
+    return (
+      s.sessionId === claims.sessionId &&
+      s.userId === claims.userId &&
+      s.partnerId === claims.partnerId &&
+      !s.revoked &&
+      s.userGeneration >= user.state.sessionGeneration &&
+      user.state.status === 'active'
+    );
   }
 
   private remember(claims: Claims): void {

@@ -71,7 +71,7 @@ export class Tally {
     this.login = new LoginService(this);
     this.tokens = new TokenService(keys);
     this.ledger = new LedgerService(this);
-    this.sessionGate = new SessionGate(sql, this.engine);
+    this.sessionGate = new SessionGate(sql, this.engine, store, this.stateCache);
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */

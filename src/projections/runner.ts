@@ -189,8 +189,9 @@ export class ProjectionEngine {
 
   /**
    * True while the projection is stopped on an event it cannot apply, as far as this node knows (its
-   * own failures, and the one it found when taking the lease over): its read model may miss any later
-   * event, so whoever must not act on a stale answer (a revoked session, a revoked key) asks the log.
+   * own failures, and those other nodes recorded, as of its last lease renewal): its read model may
+   * miss any later event, so whoever must not act on a stale answer (a revoked session, a revoked
+   * key) asks the log.
    */
   isStopped(name: string): boolean {
     return this.failures.has(name);
