@@ -23,6 +23,17 @@ interface KeyChecks {
   running: Map<string, Promise<boolean>>;
 }
 
+/**
+ * The key's budget of secret checks is spent: nothing is known about this secret, so the answer is
+ * "come back in `retryAfterSeconds`" (429 Too many requests), not "wrong credentials".
+ */
+export class TooManySecretChecks extends Error {
+  override readonly name = 'TooManySecretChecks';
+  constructor(readonly retryAfterSeconds: number) {
+    super('Too many secret checks for this API key');
+  }
+}
+
 export interface StoredKey {
   apiKey: string;
   partnerId: string;
@@ -35,9 +46,11 @@ export interface StoredKey {
  * another partner's first call. So a pair is scrypted only when it is neither known right nor known
  * wrong, and not already being checked, and each key has a small budget of checks that refills
  * slowly (decisions.md, "Input and hardening": failed checks bounded per key, remembered briefly).
- * Past the budget, an unknown pair is refused without scrypt until the budget refills. A right
- * check gives its budget back and is remembered, so a partner in use is never checked again.
- * In process memory: a bound per node, which is what protection needs.
+ * Past the budget, an unknown pair is not checked: the caller is told to come back when the budget
+ * refills (TooManySecretChecks, a 429), never that the secret is wrong, since it may be the partner's
+ * own right secret arriving behind someone else's flood. A right check gives its budget back and is
+ * remembered, so a partner in use is never checked again. In process memory: a bound per node, which
+ * is what protection needs.
  */
 export class SecretChecks {
   private readonly verified = new Map<string, { partnerId: string; until: number }>();
@@ -48,6 +61,7 @@ export class SecretChecks {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** True for the right secret, false for a wrong one; throws TooManySecretChecks when it cannot tell now. */
   async check(key: StoredKey, secret: string): Promise<boolean> {
     const now = this.now();
     const pair = createHash('sha256').update(`${key.apiKey}\0${secret}`).digest('hex');
@@ -64,7 +78,7 @@ export class SecretChecks {
     }
     const running = checks.running.get(pair);
     if (running) return running;
-    if (checks.budget < 1) return false;
+    if (checks.budget < 1) throw new TooManySecretChecks(Math.max(1, Math.ceil((checks.refilledAt + REFILL_MS - now) / 1_000)));
     checks.budget -= 1;
     const result = this.verify(secret, key.secretHash)
       .then((ok) => {

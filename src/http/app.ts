@@ -403,6 +403,14 @@ export function toErrorReply(error: unknown): { status: number; body: Record<str
   // A payment or payout provider out of reach: nothing half-written (a held payout is handed over
   // again on retry), so the decided 503.
   if (error instanceof LedgerProviderFailure) return { status: 503, body: { success: false, error: MESSAGES.unavailable }, headers: { 'Retry-After': '1' } };
+  // A partner key's budget of secret checks is spent (app/secret-checks.ts): come back later, never
+  // "wrong credentials". Told by its name, as the class is not imported here.
+  if (error instanceof Error && error.name === 'TooManySecretChecks')
+    return {
+      status: 429,
+      body: { success: false, error: MESSAGES.tooManyRequests },
+      headers: { 'Retry-After': String((error as Error & { retryAfterSeconds: number }).retryAfterSeconds) },
+    };
   if (error instanceof TooManySends) return { status: 429, body: { success: false, error: MESSAGES.tooManyRequests }, headers: { 'Retry-After': '3600' } };
   if (error instanceof WrongExpectedRevisionError)
     return { status: 409, body: { success: false, error: 'Concurrent update; retry the request' }, headers: { 'Retry-After': '1' } };

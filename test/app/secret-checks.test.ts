@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { SecretChecks, type StoredKey } from '../../src/app/secret-checks';
+import { SecretChecks, type StoredKey, TooManySecretChecks } from '../../src/app/secret-checks';
 
 /** A stand-in for scrypt that counts its runs and answers when told. */
 function fakeScrypt() {
@@ -27,21 +27,31 @@ describe('partner secret checks', () => {
     now = 1_000_000;
   });
 
-  it('runs at most a small budget of checks per key, refuses other unknown secrets without one, and refills slowly', async () => {
+  /** What a check answers: right, wrong, or come back in n seconds. */
+  const outcome = (check: Promise<boolean>): Promise<boolean | string> =>
+    check.catch((error) => {
+      if (error instanceof TooManySecretChecks) return `retry after ${error.retryAfterSeconds}s`;
+      throw error;
+    });
+
+  it('runs at most a small budget of checks per key, answers other unknown secrets "come back later" without one, and refills slowly', async () => {
     const scrypt = fakeScrypt();
     const checks = new SecretChecks(scrypt.verify, clock);
-    const answers = Promise.all(Array.from({ length: 200 }, (_, i) => checks.check(key, `wrong-${i}`)));
+    const answers = Promise.all(Array.from({ length: 200 }, (_, i) => outcome(checks.check(key, `wrong-${i}`))));
     expect(scrypt.calls).to.have.length(4);
     await scrypt.finishAll();
-    expect(new Set(await answers)).to.deep.equal(new Set([false]));
+    const counts = new Map<boolean | string, number>();
+    for (const a of await answers) counts.set(a, (counts.get(a) ?? 0) + 1);
+    expect(Object.fromEntries(counts)).to.deep.equal({ false: 4, 'retry after 2s': 196 });
     // Another key has a budget of its own.
     const other = checks.check({ ...key, apiKey: 'tk_sandbox_2' }, 'right');
     expect(scrypt.calls).to.have.length(5);
     await scrypt.finishAll();
     expect(await other).to.equal(true);
-    expect(await checks.check(key, 'wrong-x')).to.equal(false);
+    now += 1_500;
+    expect(await outcome(checks.check(key, 'wrong-x'))).to.equal('retry after 1s');
     expect(scrypt.calls).to.have.length(5);
-    now += 2_000;
+    now += 500;
     const later = checks.check(key, 'right');
     expect(scrypt.calls).to.have.length(6);
     await scrypt.finishAll();
@@ -82,5 +92,19 @@ describe('partner secret checks', () => {
     expect(scrypt.calls).to.have.length(2);
     await scrypt.finishAll();
     expect(await after).to.equal(true);
+  });
+
+  it('never calls the right secret wrong behind a flood of wrong ones: it is told to come back, and is right when it does', async () => {
+    const scrypt = fakeScrypt();
+    const checks = new SecretChecks(scrypt.verify, clock);
+    const flood = Promise.all(Array.from({ length: 50 }, (_, i) => outcome(checks.check(key, `wrong-${i}`))));
+    await scrypt.finishAll();
+    await flood;
+    // The partner's own first call on this node, after the flood spent the key's budget.
+    expect(await outcome(checks.check(key, 'right'))).to.equal('retry after 2s');
+    now += 2_000;
+    const retried = outcome(checks.check(key, 'right'));
+    await scrypt.finishAll();
+    expect(await retried).to.equal(true);
   });
 });

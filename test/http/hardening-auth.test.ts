@@ -58,7 +58,7 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
         app.http
           .get('/api/v1/partner/users')
           .set({ 'X-Api-Key': victim.apiKey, 'X-Api-Secret': secret })
-          .then((res) => res.status);
+          .then((res) => `${res.status} ${res.body.error}${res.headers['retry-after'] ? ' with Retry-After' : ''}`);
       // 200 different wrong secrets, and one wrong secret again and again.
       const flood = [
         ...Array.from({ length: 200 }, (_, i) => wrong(`ts_wrong_${i}_${'x'.repeat(32)}`)),
@@ -80,7 +80,26 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
       expect(first.ms, `the bystander's first call took ${Math.round(first.ms)} ms`).to.be.below(1_000);
       expect(victimDuring.status).to.equal(200);
       expect(victimDuring.ms, `the victim's known pair took ${Math.round(victimDuring.ms)} ms`).to.be.below(1_000);
-      expect(new Set(statuses)).to.deep.equal(new Set([401]));
+      // Checked and wrong, or not checked (the key's budget spent) and told to come back, never a wrong 401.
+      expect(new Set(statuses)).to.deep.equal(new Set(['401 Invalid partner credentials', '429 Too many requests with Retry-After']));
+    });
+
+    it('never tells a partner its right secret is wrong: its first call behind the flood is 429 with Retry-After, and it passes when it comes back', async function () {
+      this.timeout(60_000);
+      // Never used on this node: its pair needs a full secret check.
+      const victim = await createPartner(app.http, 'Cold victim');
+      const flood = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          app.http.get('/api/v1/partner/users').set({ 'X-Api-Key': victim.apiKey, 'X-Api-Secret': `ts_flood_${i}_${'x'.repeat(32)}` }),
+        ),
+      );
+      const first = await app.http.get('/api/v1/partner/users').set(victim.headers);
+      expect({ status: first.status, body: first.body }).to.deep.equal({ status: 429, body: { success: false, error: 'Too many requests' } });
+      expect(flood.filter((res) => res.status === 401)).to.have.length(4);
+      const retryAfter = Number(first.headers['retry-after']);
+      expect(retryAfter).to.be.within(1, 2);
+      await new Promise((resolve) => setTimeout(resolve, retryAfter * 1_000));
+      expect((await app.http.get('/api/v1/partner/users').set(victim.headers)).status).to.equal(200);
     });
   });
 
