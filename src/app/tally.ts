@@ -116,7 +116,9 @@ export class Tally {
   async readYourWrites(position: string | undefined, names: string[]): Promise<void> {
     if (!position) return;
     const caughtUp = await this.engine.waitFor(position, { names, timeoutMs: this.config.readYourWritesTimeoutMs });
-    if (!caughtUp) this.log.warn({ position, names }, 'read-your-writes wait timed out; answering from a lagging read model');
+    // A projection stopped on an event has already said so (once per attempt); each request need not.
+    if (!caughtUp && !names.some((n) => this.engine.isStopped(n)))
+      this.log.warn({ position, names }, 'read-your-writes wait timed out; answering from a lagging read model');
   }
 
   async close(): Promise<void> {
