@@ -13,6 +13,7 @@ import type { Tally } from '../app/tally';
 import { DomainError } from '../domain/decider';
 import { StoreUnavailableError, WrongExpectedRevisionError } from '../eventstore/port';
 import { HttpError, MESSAGES, STATUS_OF } from './errors';
+import { registerDomainMetrics } from './metrics';
 import { buildOpenApi, renderDocs } from './openapi';
 import { carriesOperatorToken } from './operator-token';
 import { RateLimiter } from './ratelimit';
@@ -140,6 +141,7 @@ export function createApp(tally: Tally): express.Express {
   app.locals.openapi = openapi;
   app.locals.docs = renderDocs(openapi);
   app.locals.metrics = metrics;
+  registerDomainMetrics(metrics.registry, tally);
 
   /** Every request: its id, its metrics and log line once answered, the per-IP limit (throws a 429). */
   function begin(req: IncomingMessage, res: ServerResponse, locals: RequestLocals): void {

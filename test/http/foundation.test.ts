@@ -96,6 +96,12 @@ describe('HTTP foundation', () => {
     const metrics = await app.http.get('/metrics').set('Authorization', `Bearer ${ADMIN_TOKEN}`);
     expect(metrics.status).to.equal(200);
     expect(metrics.text).to.match(/tally_http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
+    // The domain's figures, read at the scrape.
+    expect(metrics.text).to.match(/^tally_projection_lag_events\{projection="ledger"\} \d+$/m);
+    expect(metrics.text).to.match(/^tally_projection_stopped_seconds\{projection="users"\} 0$/m);
+    expect(metrics.text).to.match(/^tally_projections_scrape_ok 1$/m);
+    expect(metrics.text).to.match(/^tally_store_available 1$/m);
+    expect(metrics.text).to.match(/^tally_log_append_batches_total [1-9]\d*$/m);
   });
 
   it('documents every served route in OpenAPI 3.1 and renders /docs', async () => {

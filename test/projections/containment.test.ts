@@ -88,6 +88,11 @@ describe('projections: a failure on one event is contained to its projection', (
     // Stopped for longer than the bound: the node says it is not ready.
     await until('/readyz answers 503', async () => (await app.http.get('/readyz')).status === 503);
 
+    const metrics = await app.http.get('/metrics').set(admin);
+    const seconds = Number(/^tally_projection_stopped_seconds\{projection="users"\} (\S+)$/m.exec(metrics.text)?.[1]);
+    expect(seconds).to.be.greaterThan(0);
+    expect(metrics.text).to.match(/^tally_projection_stopped_seconds\{projection="ledger"\} 0$/m);
+
     // It keeps retrying (with backoff) meanwhile.
     await until('a second attempt', async () => ((await users()).failure?.attempts ?? 0) >= 2);
 

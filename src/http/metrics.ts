@@ -1,0 +1,77 @@
+import client from 'prom-client';
+import type { Tally } from '../app/tally';
+import type { ProjectionStatus } from '../projections/runner';
+
+/**
+ * The domain's figures beside the HTTP ones, read when Prometheus scrapes (no bookkeeping on the
+ * request path): each projection's lag and whether it is stopped on an event, the store's
+ * availability, and the Postgres log's group commit (appends, batches, fallbacks).
+ */
+export function registerDomainMetrics(registry: client.Registry, tally: Tally): void {
+  // One read of the projections per scrape: prom-client collects the metrics of a scrape all at
+  // once, so the gauges share the read of the moment (reused for up to a second).
+  let read: { at: number; status: Promise<ProjectionStatus[] | null> } | undefined;
+  const projections = (): Promise<ProjectionStatus[] | null> => {
+    if (!read || Date.now() - read.at > 1_000)
+      read = {
+        at: Date.now(),
+        // The store out of reach: the figures keep their last values, and scrape_ok says so.
+        status: tally.engine.status().catch(() => null),
+      };
+    return read.status;
+  };
+  new client.Gauge({
+    name: 'tally_projection_lag_events',
+    help: 'Events of its types between a projection and the head of the log (counted up to 1,000)',
+    labelNames: ['projection'],
+    registers: [registry],
+    async collect() {
+      for (const s of (await projections()) ?? []) this.set({ projection: s.name }, s.lag);
+    },
+  });
+  new client.Gauge({
+    name: 'tally_projection_stopped_seconds',
+    help: 'How long a projection has been stopped on an event it cannot apply (0 while it runs)',
+    labelNames: ['projection'],
+    registers: [registry],
+    async collect() {
+      for (const s of (await projections()) ?? [])
+        this.set({ projection: s.name }, s.failure ? Math.max(0, (Date.now() - Date.parse(s.failure.since)) / 1000) : 0);
+    },
+  });
+  new client.Gauge({
+    name: 'tally_projections_scrape_ok',
+    help: '1 when the projections could be read at this scrape, 0 when the store did not answer',
+    registers: [registry],
+    async collect() {
+      this.set((await projections()) ? 1 : 0);
+    },
+  });
+  new client.Gauge({
+    name: 'tally_store_available',
+    help: '0 while this node sees the store out of reach (from the first failed request until a probe succeeds)',
+    registers: [registry],
+    collect() {
+      this.set(tally.outage.down ? 0 : 1);
+    },
+  });
+  const stats = (tally.store as { stats?: { requests: number; batches: number; fallbacks: number } }).stats;
+  if (!stats) return;
+  for (const [name, help, key] of [
+    ['tally_log_append_requests_total', 'Append requests (appendMany calls) that reached the Postgres log', 'requests'],
+    ['tally_log_append_batches_total', 'Group-commit batches written to the Postgres log (requests / batches = mean batch size)', 'batches'],
+    ['tally_log_append_fallbacks_total', 'Batches that failed as a whole and were retried request by request', 'fallbacks'],
+  ] as const) {
+    let seen = 0;
+    new client.Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const now = stats[key];
+        this.inc(Math.max(0, now - seen));
+        seen = now;
+      },
+    });
+  }
+}
