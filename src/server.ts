@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import pino, { type Logger } from 'pino';
 import { openTally } from './app/open';
 import type { Tally } from './app/tally';
@@ -12,7 +12,12 @@ export interface RunningServer {
   tally: Tally;
   server: Server;
   url: string;
-  close(): Promise<void>;
+  /**
+   * Stops taking connections, lets the requests in flight finish (up to `drainMs`, 10 s by default;
+   * then the connections still open are cut), then stops the projections (their leases released)
+   * and closes the stores.
+   */
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 export function makeLogger(level: string): Logger {
@@ -49,7 +54,16 @@ export async function startServer(config: Config, log: Logger = makeLogger(confi
   if (!config.databaseUrl) writeFileSync(lockFile(config), String(process.pid));
   await tally.start({ runProjections: true });
   const app = createApp(tally);
-  const server = app.listen(config.port);
+  // Answers in flight, so a drain can tell their keep-alive connections to close once answered.
+  const inFlight = new Set<ServerResponse>();
+  let draining = false;
+  const server = createServer((req, res) => {
+    if (draining) res.setHeader('Connection', 'close');
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+    app(req, res);
+  });
+  server.listen(config.port);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -63,9 +77,25 @@ export async function startServer(config: Config, log: Logger = makeLogger(confi
     tally,
     server,
     url: `http://127.0.0.1:${port}`,
-    async close() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
+    async close({ drainMs = 10_000 } = {}) {
+      // No new connections from here on; idle keep-alive connections are closed now, and those
+      // answering a request are closed once answered (not held open until their keep-alive timeout).
+      draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const res of inFlight) if (!res.headersSent) res.setHeader('Connection', 'close');
+      server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      const deadline = setTimeout(() => {
+        log.warn({ drainMs, inFlight: inFlight.size }, 'requests still in flight after the drain period: closing their connections');
+        server.closeAllConnections();
+      }, drainMs);
+      try {
+        await closed;
+      } finally {
+        clearInterval(sweep);
+        clearTimeout(deadline);
+      }
+      // The projections ran during the drain (an answer may wait for them); now they stop and release their leases.
       await tally.close();
       if (!config.databaseUrl) rmSync(lockFile(config), { force: true });
     },
