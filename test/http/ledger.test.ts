@@ -458,6 +458,19 @@ describe('ledger over HTTP', () => {
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
     });
 
+    it('keeps held payout funds out of reach until the payout settles or fails', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '100');
+      const res = await payout(who);
+      expect(res.status).to.equal(200);
+      // 10 USDC held: 90 are available, not 100.
+      const over = await transfer(who, { toAccountId: bob.accountId, amount: '90.00000001', description: 'too much' });
+      expect(over.status).to.equal(400);
+      expect(over.body.error).to.equal(`Insufficient balance in account ${who.accountId}`);
+      expect((await transfer(who, { toAccountId: bob.accountId, amount: '90', description: 'all that is left' })).status).to.equal(201);
+      expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '100.00000000' });
+    });
+
     it('returns the funds with a REVERSED credit when the payout fails', async () => {
       const who = await customer(app.http, acme);
       await fund(app.http, acme, who, '100');
