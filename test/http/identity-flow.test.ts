@@ -76,6 +76,9 @@ describe('identity: the whole flow over HTTP', () => {
     const history = await app.http.get('/api/v1/user/kyc/history').set(bearer);
     expect(history.body.data.total).to.equal(1);
     expect(history.body.data.history[0]).to.include({ status: 'approved', provider: 'sandbox', providerVerificationId: start.body.inquiryId });
+    // The twins at the interface's other paths answer the same.
+    expect((await app.http.get('/api/v1/user/kyc/document/me').set(bearer)).body).to.deep.equal(doc.body);
+    expect((await app.http.get('/api/v1/auth/kyc/history').set(bearer)).body).to.deep.equal(history.body);
 
     const accounts = await app.tally.sql.query<{ account_id: string }>('SELECT account_id::text FROM rm_accounts WHERE user_id = $1', [user.id]);
     expect(accounts).to.have.length(1);
