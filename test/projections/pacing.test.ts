@@ -59,7 +59,8 @@ describe('projection runner pacing', () => {
     // A reader of its own writes does not wait for the pause to end.
     const started = Date.now();
     expect(await app.tally.engine.waitFor(position, { names: ['ledger'], timeoutMs: PACE_MS * 2 })).to.equal(true);
-    expect(Date.now() - started).to.be.below(1_000);
+    // Well before the pause would have ended (a loaded machine may take a second or two to apply).
+    expect(Date.now() - started).to.be.below(PACE_MS);
     const [row] = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_accounts WHERE account_id >= 900000');
     expect(row?.n).to.equal('44');
   });
