@@ -21,10 +21,11 @@ function plain(schema: unknown): unknown {
 
 function parameters(schema: RouteSpec['query'], where: 'query' | 'path' | 'header') {
   const s = schema as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+  // TypeBox lists a property with a default in `required`, but the request may leave it out (the default applies).
   return Object.entries(s?.properties ?? {}).map(([name, sub]) => ({
     name,
     in: where,
-    required: where === 'path' || (s?.required ?? []).includes(name),
+    required: where === 'path' || ((s?.required ?? []).includes(name) && (sub as { default?: unknown }).default === undefined),
     schema: plain(sub),
   }));
 }
