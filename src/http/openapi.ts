@@ -1,4 +1,5 @@
 import type { RouteSpec } from './route';
+import { ErrorBody } from './schemas';
 
 const SECURITY: Record<string, Array<Record<string, string[]>>> = {
   partner: [{ partnerKey: [], partnerSecret: [] }],
@@ -8,15 +9,42 @@ const SECURITY: Record<string, Array<Record<string, string[]>>> = {
   public: [],
 };
 
-const ERROR_SCHEMA = {
-  type: 'object',
-  required: ['success', 'error'],
-  properties: { success: { const: false }, error: { type: 'string' }, code: { type: 'string' }, details: {} },
+/** What each error status means when a route does not say more. */
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Invalid request: the message names the field or the rule',
+  401: 'Missing or invalid credentials',
+  403: 'The resource belongs to another user or partner',
+  404: 'Not found',
+  409: 'Conflict with the current state',
+  410: 'Gone',
+  413: 'Request body too large',
+  415: 'Content-Type must be application/json',
+  422: 'Unprocessable',
+  429: 'Too many requests (Retry-After says when to retry)',
+  502: 'The provider refused the request',
+  503: 'Service unavailable (Retry-After says when to retry)',
 };
+
+/** The error statuses every route of its kind can answer, besides those it declares. */
+function commonErrors(r: RouteSpec): number[] {
+  const statuses = [429];
+  if (r.body || r.query || r.params || r.headers) statuses.push(400);
+  if (r.auth !== 'public') statuses.push(401);
+  if (r.params || r.auth !== 'public') statuses.push(404);
+  if (r.body) statuses.push(413, 415);
+  if (r.auth !== 'public' || r.tag !== 'Operations') statuses.push(503);
+  return statuses;
+}
 
 /** Strips TypeBox's symbol keys and our `x-*` validation keys stay (they are valid OpenAPI extensions). */
 function plain(schema: unknown): unknown {
   return JSON.parse(JSON.stringify(schema));
+}
+
+/** JSON, unless the schema is a string of another media type (HTML pages, Prometheus text). */
+function mediaType(schema: unknown): string {
+  const s = schema as { type?: string; contentMediaType?: string };
+  return s.type === 'string' && s.contentMediaType ? s.contentMediaType : 'application/json';
 }
 
 function parameters(schema: RouteSpec['query'], where: 'query' | 'path' | 'header') {
@@ -35,12 +63,15 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const responses: Record<string, unknown> = {};
-    for (const [status, res] of Object.entries(r.responses)) {
-      responses[status] = res.schema
-        ? { description: res.description, content: { 'application/json': { schema: plain(res.schema) } } }
-        : { description: res.description };
+    const declared = r.responses as Record<number, { description: string; schema?: unknown }>;
+    const statuses = [...new Set([...Object.keys(declared).map(Number), ...commonErrors(r)])].sort((a, b) => a - b);
+    for (const status of statuses) {
+      const res = declared[status];
+      const schema = res?.schema ?? (status >= 400 ? ErrorBody : undefined);
+      const description = res?.description ?? ERROR_TEXT[status] ?? 'Error';
+      responses[status] = schema ? { description, content: { [mediaType(schema)]: { schema: plain(schema) } } } : { description };
     }
-    responses.default = { description: 'Error', content: { 'application/json': { schema: ERROR_SCHEMA } } };
+    responses.default = { description: 'Unexpected error', content: { 'application/json': { schema: plain(ErrorBody) } } };
     const operation: Record<string, unknown> = {
       operationId: `${r.method}${r.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
       summary: r.summary,

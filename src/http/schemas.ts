@@ -1,4 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
+import { USER_STATUSES } from '../domain/users/user';
 import { HttpError } from './errors';
 
 /** Shared schema pieces: the same field is spelled and checked the same way everywhere. */
@@ -78,3 +79,42 @@ export function parseInstant(value: string, name: string): { ms: number; dateOnl
 
 /** The instant a date-time names, as an ISO string in UTC (see parseInstant). */
 export const instantOf = (value: string, name: string): string => new Date(parseInstant(value, name).ms).toISOString();
+
+/* Response schemas shared by several routes (documentation only: answers are not validated against them). */
+
+/** Every failure: `{success: false, error}`, with `code` and `details` on validation errors. */
+export const ErrorBody = Type.Object(
+  {
+    success: Type.Literal(false),
+    error: Type.String({ description: 'The exact message (see the interface, section 7)' }),
+    code: Type.Optional(Type.String({ description: 'A machine-readable kind, e.g. validation_error' })),
+    details: Type.Optional(Type.Unknown({ description: 'For validation errors: the fields and rules that failed' })),
+  },
+  { description: 'A failure' },
+);
+
+/** `{success, message}` answers (login code sent, logged out). */
+export const MessageBody = Type.Object({ success: Type.Boolean(), message: Type.String() });
+
+/** An HTML page (the hosted sandbox pages, /docs): the builder documents it as text/html. */
+export const HtmlPage = Type.String({ contentMediaType: 'text/html', description: 'An HTML page' });
+
+/** Prometheus' text exposition format: documented as text/plain. */
+export const PrometheusText = Type.String({ contentMediaType: 'text/plain', description: 'Prometheus text exposition format 0.0.4' });
+
+export const UserStatus = StringEnum(USER_STATUSES);
+
+/** The user as registration answers it (interface 2.1). */
+export const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: UserStatus, createdAt: IsoDateTime });
+
+/** The full user record of the single-user read, the list and the operator actions. */
+export const User = Type.Composite([
+  UserSummary,
+  Type.Object({
+    updatedAt: IsoDateTime,
+    countryCode: Type.String(),
+    phoneNumber: Type.Union([Type.String(), Type.Null()]),
+    language: Type.String(),
+    kycStatus: Type.Union([Type.String(), Type.Null()]),
+  }),
+]);

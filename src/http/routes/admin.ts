@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { HttpError } from '../errors';
 import { route } from '../route';
-import { Success, UUID_RE } from '../schemas';
+import { Success, User, UUID_RE } from '../schemas';
 
 const PartnerBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) });
 const PartnerParams = Type.Object({ id: Type.String() });
@@ -25,7 +25,10 @@ const userAction = (action: 'suspend' | 'ban' | 'reinstate', summary: string) =>
     summary,
     params: UserParams,
     body: ReasonBody,
-    responses: { 200: { description: 'The user after the action' } },
+    responses: {
+      200: { description: 'The user after the action', schema: Success(Type.Object({ user: User })) },
+      409: { description: 'The action does not apply to the user’s status' },
+    },
     async handler({ tally, params, body, command }) {
       if (!UUID_RE.test(params.userId)) throw new HttpError(404, 'User not found');
       const user = await tally.users.operatorAction(params.userId, action, body.reason ?? `operator_${action}`, command());
@@ -54,7 +57,7 @@ export const adminRoutes = [
     tag: 'Operator',
     summary: 'Create another key pair for a partner (rotation); the secret is shown this once.',
     params: PartnerParams,
-    responses: { 201: { description: 'Created', schema: KeyPair } },
+    responses: { 201: { description: 'Created', schema: KeyPair }, 409: { description: 'The partner holds the most active keys allowed' } },
     async handler({ tally, params, command }) {
       return { status: 201, body: await tally.partners.createKey(requirePartnerId(params.id), command()) };
     },
@@ -89,7 +92,11 @@ export const adminRoutes = [
             Type.Object({
               name: Type.String(),
               position: Type.String(),
+              headPosition: Type.String({ description: 'The head of the log' }),
               lag: Type.Integer(),
+              lagAtLeast: Type.Boolean({ description: 'The lag is counted up to a bound: true means at least `lag`' }),
+              owner: Type.Union([Type.String(), Type.Null()], { description: 'The node holding its lease' }),
+              ownedHere: Type.Boolean({ description: 'This node runs it' }),
               failure: Type.Union([
                 Type.Null(),
                 Type.Object({
@@ -117,7 +124,7 @@ export const adminRoutes = [
     tag: 'Operator',
     summary: 'Rebuild a projection from the log into new tables, then swap them in atomically.',
     params: ProjectionParams,
-    responses: { 200: { description: 'Rebuilt' } },
+    responses: { 200: { description: 'Rebuilt', schema: Success(Type.Object({ name: Type.String(), events: Type.Integer(), position: Type.String() })) } },
     async handler({ tally, params }) {
       if (!tally.engine.projections.some((p) => p.name === params.name)) throw new HttpError(404, 'Projection not found');
       const result = await tally.engine.rebuild(params.name);

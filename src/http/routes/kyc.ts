@@ -44,6 +44,36 @@ const StatusView = Type.Object({
   }),
 });
 
+const KycDocument = Type.Object({
+  inquiryId: Type.String(),
+  kycStatus: Type.String(),
+  document: Type.Object({
+    issuingCountry: Type.Union([Type.String(), Type.Null()]),
+    type: Type.Union([Type.String(), Type.Null()]),
+    issuedDate: Type.Union([Type.String(), Type.Null()]),
+    idNumber: Type.Union([Type.String(), Type.Null()]),
+    expiryDate: Type.Union([Type.String(), Type.Null()]),
+    imageFront: Type.Union([Type.String(), Type.Null()]),
+    imageBack: Type.Union([Type.String(), Type.Null()]),
+  }),
+});
+
+const KycHistoryItem = Type.Object({
+  id: Type.String(),
+  status: Type.String(),
+  verificationLevel: Type.String(),
+  riskLevel: Type.Union([Type.String(), Type.Null()]),
+  riskScore: Type.Union([Type.Number(), Type.Null()]),
+  provider: Type.String(),
+  providerVerificationId: Type.Union([Type.String(), Type.Null()]),
+  submittedAt: Type.Union([Type.String(), Type.Null()]),
+  reviewedAt: Type.Union([Type.String(), Type.Null()]),
+  approvedAt: Type.Union([Type.String(), Type.Null()]),
+  rejectionReasons: Type.Union([Type.Array(Type.Unknown()), Type.Null()]),
+  complianceNotes: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.String(),
+});
+
 const documentRoute = (path: string) =>
   route({
     method: 'get',
@@ -51,7 +81,7 @@ const documentRoute = (path: string) =>
     auth: 'bearer',
     tag: 'KYC',
     summary: "Identity document details of the token user's latest verification.",
-    responses: { 200: { description: 'Document' } },
+    responses: { 200: { description: 'Document', schema: Success(KycDocument) } },
     async handler({ tally, userId }) {
       const latest = await tally.kyc.latest(userId);
       if (!latest) throw new DomainError('not_found', `KycVerification not found: ${userId}`);
@@ -70,7 +100,7 @@ const historyRoute = (path: string) =>
     auth: 'bearer',
     tag: 'KYC',
     summary: "The token user's verifications, newest first.",
-    responses: { 200: { description: 'History' } },
+    responses: { 200: { description: 'History', schema: Success(Type.Object({ total: Type.Integer(), history: Type.Array(KycHistoryItem) })) } },
     async handler({ tally, userId }) {
       const history = (await tally.kyc.history(userId)).map((row) => tally.kyc.historyItem(row));
       return { status: 200, body: { success: true, data: { total: history.length, history } } };
@@ -96,6 +126,10 @@ export const kycRoutes = [
           message: Type.String(),
         }),
       },
+      403: { description: 'User does not belong to this partner' },
+      409: { description: 'The user is suspended or banned' },
+      422: { description: 'KYC already finalized with status: <status>' },
+      502: { description: 'Failed to create identity inquiry' },
     },
     async handler({ tally, body, partnerId, command }) {
       const user = await writableUser(tally, partnerId, body.userId);
@@ -136,7 +170,7 @@ export const kycRoutes = [
     tag: 'KYC',
     summary: 'Re-read the latest inquiry from the identity provider, apply any change, and return the status view.',
     body: UserIdBody,
-    responses: { 200: { description: 'Status view', schema: Success(StatusView) } },
+    responses: { 200: { description: 'Status view', schema: Success(StatusView) }, 403: { description: 'User does not belong to this partner' } },
     async handler({ tally, body, partnerId }) {
       await writableUser(tally, partnerId, body.userId);
       await tally.kyc.resync(body.userId);

@@ -215,6 +215,8 @@ export const ledgerRoutes = [
           message: Type.String(),
         }),
       },
+      403: { description: 'The account is not the token user’s' },
+      422: { description: 'The idempotency key was used with another request' },
     },
     async handler(ctx) {
       const { body, tally } = ctx;
@@ -245,7 +247,10 @@ export const ledgerRoutes = [
     tag: 'Transactions',
     summary: 'Transactions of one of the token user’s accounts, newest first.',
     query: TransactionsQuery,
-    responses: { 200: { description: 'A plain array of transactions', schema: Type.Array(Type.Omit(Transaction, ['updated'])) } },
+    responses: {
+      200: { description: 'A plain array of transactions', schema: Type.Array(Type.Omit(Transaction, ['updated'])) },
+      403: { description: 'The account is not the token user’s' },
+    },
     async handler(ctx) {
       const { tally, query } = ctx;
       const from = query.from === undefined ? undefined : dateBound(query.from, 'from').at;
@@ -262,7 +267,7 @@ export const ledgerRoutes = [
     tag: 'Transactions',
     summary: 'One transaction by its uuid, with `updated`.',
     params: TransactionParams,
-    responses: { 200: { description: 'The transaction', schema: Transaction } },
+    responses: { 200: { description: 'The transaction', schema: Transaction }, 403: { description: 'The transaction is not the token user’s' } },
     async handler(ctx) {
       if (!UUID_RE.test(ctx.params.id)) throw new DomainError('not_found', 'Transaction not found');
       await ctx.tally.ledger.caughtUp(ctx.partnerId);
@@ -286,6 +291,8 @@ export const ledgerRoutes = [
         description: 'Completed',
         schema: Type.Object({ id: Type.Integer(), uuid: Uuid, status: Type.Literal('COMPLETED'), amount: Type.Number(), description: Type.String() }),
       },
+      403: { description: 'The source account is not the token user’s' },
+      422: { description: 'The idempotency key was used with another request' },
     },
     async handler(ctx) {
       const { body, tally } = ctx;
@@ -316,8 +323,10 @@ export const ledgerRoutes = [
     responses: {
       200: {
         description: 'Accepted (not settled)',
-        schema: Type.Object({ success: Type.Boolean(), paymentId: Type.Union([Type.String(), Type.Null()]), status: Type.String(), message: Type.String() }),
+        schema: Type.Object({ success: Type.Literal(true), paymentId: Type.String(), status: Type.String(), message: Type.String() }),
       },
+      409: { description: 'transactionId already used with different parameters' },
+      502: { description: 'The payout provider refused the payout; the funds are returned' },
     },
     async handler(ctx) {
       const { body, tally } = ctx;

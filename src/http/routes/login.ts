@@ -2,6 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { SEND_MESSAGE } from '../../app/login';
 import { HttpError } from '../errors';
 import { route } from '../route';
+import { MessageBody } from '../schemas';
 
 const EmailBody = Type.Object({ email: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'email must be a valid email address' }) });
 const VerifyBody = Type.Object({
@@ -26,7 +27,7 @@ export const loginRoutes = [
     tag: 'Login',
     summary: 'Email a 6-digit login code. Same answer whether or not the email is registered; 5 sends per partner and email per hour.',
     body: EmailBody,
-    responses: { 200: { description: 'Accepted', schema: Type.Object({ success: Type.Boolean(), message: Type.String() }) } },
+    responses: { 200: { description: 'Accepted', schema: MessageBody } },
     async handler({ tally, body, partnerId, command }) {
       await tally.login.send(partnerId, body.email, command());
       return { status: 200, body: { success: true, message: SEND_MESSAGE } };
@@ -39,7 +40,7 @@ export const loginRoutes = [
     tag: 'Login',
     summary: 'Exchange the emailed code for an access token (15 min) and a refresh token (30 days). The first login opens the USDC account.',
     body: VerifyBody,
-    responses: { 200: { description: 'Tokens', schema: LoginResult } },
+    responses: { 200: { description: 'Tokens', schema: LoginResult }, 401: { description: 'Invalid or expired code, or the user is not active' } },
     async handler({ tally, body, partnerId, command }) {
       return { status: 200, body: await tally.login.verify(partnerId, body.email, body.code, command()) };
     },
@@ -51,7 +52,7 @@ export const loginRoutes = [
     tag: 'Login',
     summary: 'Exchange a refresh token for a new pair; the old one is spent, and presenting it again revokes the session.',
     body: RefreshBody,
-    responses: { 200: { description: 'Tokens', schema: LoginResult } },
+    responses: { 200: { description: 'Tokens', schema: LoginResult }, 401: { description: 'Invalid, spent or revoked refresh token' } },
     async handler({ tally, body, partnerId, command }) {
       return { status: 200, body: await tally.login.refresh(partnerId, body.refreshToken, command()) };
     },
@@ -63,7 +64,7 @@ export const loginRoutes = [
     tag: 'Login',
     summary: 'Revoke the session of a refresh token (its access tokens stop working too).',
     body: RefreshBody,
-    responses: { 200: { description: 'Logged out' } },
+    responses: { 200: { description: 'Logged out', schema: MessageBody } },
     async handler({ tally, body, partnerId, command }) {
       await tally.login.logout(partnerId, body.refreshToken, command());
       return { status: 200, body: { success: true, message: 'Logged out' } };

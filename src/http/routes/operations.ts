@@ -1,6 +1,10 @@
+import { Type } from '@sinclair/typebox';
 import { HttpError } from '../errors';
 import { carriesOperatorToken } from '../operator-token';
 import { route } from '../route';
+import { ErrorBody, HtmlPage, PrometheusText } from '../schemas';
+
+const ProjectionLag = Type.Object({ name: Type.String(), lag: Type.Integer(), stoppedSince: Type.Optional(Type.String({ format: 'date-time' })) });
 
 export const operationsRoutes = [
   route({
@@ -9,7 +13,7 @@ export const operationsRoutes = [
     auth: 'public',
     tag: 'Operations',
     summary: 'The process is up.',
-    responses: { 200: { description: 'Up' } },
+    responses: { 200: { description: 'Up', schema: Type.Object({ status: Type.Literal('ok') }) } },
     async handler() {
       return { status: 200, body: { status: 'ok' } };
     },
@@ -20,7 +24,16 @@ export const operationsRoutes = [
     auth: 'public',
     tag: 'Operations',
     summary: 'The store answers and no projection has been stopped on an event for 30 s; projection lag per read model.',
-    responses: { 200: { description: 'Ready' }, 503: { description: 'Not ready' } },
+    responses: {
+      200: { description: 'Ready', schema: Type.Object({ status: Type.Literal('ready'), store: Type.String(), projections: Type.Array(ProjectionLag) }) },
+      503: {
+        description: 'Not ready: the store does not answer, or a projection has been stopped on an event (then with `store` and `projections`)',
+        schema: Type.Composite([
+          ErrorBody,
+          Type.Object({ status: Type.Literal('unavailable'), store: Type.Optional(Type.String()), projections: Type.Optional(Type.Array(ProjectionLag)) }),
+        ]),
+      },
+    },
     async handler({ tally }) {
       try {
         await tally.store.ping();
@@ -42,7 +55,10 @@ export const operationsRoutes = [
     auth: 'public',
     tag: 'Operations',
     summary: 'Prometheus metrics (with the operator token as a bearer token when ADMIN_TOKEN is set).',
-    responses: { 200: { description: 'Prometheus text format' }, 401: { description: 'ADMIN_TOKEN is set and the request does not carry it' } },
+    responses: {
+      200: { description: 'Prometheus text format', schema: PrometheusText },
+      401: { description: 'ADMIN_TOKEN is set and the request does not carry it' },
+    },
     async handler({ tally, locals, req }) {
       const token = tally.config.adminToken;
       if (token && !carriesOperatorToken(req.headers.authorization, token)) throw new HttpError(401, 'Invalid admin token');
@@ -56,7 +72,15 @@ export const operationsRoutes = [
     auth: 'public',
     tag: 'Operations',
     summary: 'OpenAPI 3.1 description of every route.',
-    responses: { 200: { description: 'OpenAPI document' } },
+    responses: {
+      200: {
+        description: 'OpenAPI document',
+        schema: Type.Object(
+          { openapi: Type.String(), info: Type.Object({}, { additionalProperties: true }), paths: Type.Object({}, { additionalProperties: true }) },
+          { additionalProperties: true },
+        ),
+      },
+    },
     async handler({ locals }) {
       return { status: 200, body: locals.openapi };
     },
@@ -67,7 +91,7 @@ export const operationsRoutes = [
     auth: 'public',
     tag: 'Operations',
     summary: 'Rendered API reference.',
-    responses: { 200: { description: 'HTML' } },
+    responses: { 200: { description: 'HTML', schema: HtmlPage } },
     async handler({ locals }) {
       return { status: 200, body: locals.docs as string, contentType: 'text/html; charset=utf-8' };
     },

@@ -3,19 +3,7 @@ import { USER_STATUSES } from '../../domain/users/user';
 import { summary } from '../../app/users';
 import { HttpError, MESSAGES } from '../errors';
 import { route } from '../route';
-import { IsoDateTime, PageMeta, PageQuery, pageMeta, parseInstant, StringEnum, Success, UUID_RE, Uuid } from '../schemas';
-
-const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: StringEnum(USER_STATUSES), createdAt: IsoDateTime });
-const UserRecord = Type.Composite([
-  UserSummary,
-  Type.Object({
-    updatedAt: IsoDateTime,
-    countryCode: Type.String(),
-    phoneNumber: Type.Union([Type.String(), Type.Null()]),
-    language: Type.String(),
-    kycStatus: Type.Union([Type.String(), Type.Null()]),
-  }),
-]);
+import { IsoDateTime, PageMeta, PageQuery, pageMeta, parseInstant, StringEnum, Success, User, UserSummary, UUID_RE } from '../schemas';
 
 const CreateUserBody = Type.Object({
   email: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'email must be a valid email address' }),
@@ -47,6 +35,7 @@ export const partnerUserRoutes = [
     body: CreateUserBody,
     responses: {
       201: { description: 'Created', schema: Type.Object({ success: Type.Literal(true), data: Type.Object({ user: UserSummary }), message: Type.String() }) },
+      409: { description: 'The email is already registered' },
     },
     async handler({ tally, body, partnerId, command }) {
       const user = await tally.users.register(partnerId, body, command());
@@ -60,7 +49,7 @@ export const partnerUserRoutes = [
     tag: 'Users',
     summary: "List the partner's users, newest first, with filters and pagination.",
     query: ListUsersQuery,
-    responses: { 200: { description: 'A page of users', schema: Success(Type.Object({ items: Type.Array(UserRecord), meta: PageMeta })) } },
+    responses: { 200: { description: 'A page of users', schema: Success(Type.Object({ items: Type.Array(User), meta: PageMeta })) } },
     async handler({ tally, query, partnerId }) {
       // Bounds outside 1970-9999 are 400 naming the field (year 0 was the database's 500).
       for (const name of ['createdFrom', 'createdTo'] as const) {
@@ -78,7 +67,7 @@ export const partnerUserRoutes = [
     tag: 'Users',
     summary: 'Full details of one user, including status (partners poll it).',
     params: UserIdParams,
-    responses: { 200: { description: 'The user', schema: Success(Type.Object({ user: UserRecord })) } },
+    responses: { 200: { description: 'The user', schema: Success(Type.Object({ user: User })) } },
     async handler({ tally, params, partnerId }) {
       // Another partner's user, or a malformed id, is indistinguishable from a missing one.
       const user = UUID_RE.test(params.userId) ? await tally.users.get(partnerId, params.userId) : null;

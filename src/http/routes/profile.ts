@@ -40,7 +40,13 @@ const optionalFields = Type.Partial(Type.Object(fieldSchemas)).properties;
 const ProfileBody = Type.Object(optionalFields);
 const PartnerProfileBody = Type.Object({ userId: UserIdField, ...optionalFields });
 const UserIdQuery = Type.Object({ userId: UserIdField });
-const ProfileView = Type.Object({ userId: Type.String(), createdAt: Type.String(), updatedAt: Type.String(), ...optionalFields });
+/** The stored profile: every field as the string it was stored as (countries upper-cased, decimals canonical). */
+const ProfileView = Type.Object({
+  userId: Type.String(),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+  ...Object.fromEntries(Object.keys(fieldSchemas).map((name) => [name, Type.Optional(Type.String())])),
+});
 
 type Fields = Static<typeof ProfileBody>;
 
@@ -67,7 +73,11 @@ export const profileRoutes = [
     tag: 'Profile',
     summary: 'Create the personal profile of a user (partial allowed; completion is checked separately).',
     body: PartnerProfileBody,
-    responses: { 201: { description: 'Created', schema: Success(Type.Object({ profile: ProfileView })) } },
+    responses: {
+      201: { description: 'Created', schema: Success(Type.Object({ profile: ProfileView })) },
+      403: { description: 'User does not belong to this partner' },
+      409: { description: 'The profile already exists' },
+    },
     async handler({ tally, body, partnerId, command }) {
       await writableUser(tally, partnerId, body.userId);
       return reply(201, await tally.profiles.create(partnerId, body.userId, toProfileFields(body), command()));
@@ -93,7 +103,11 @@ export const profileRoutes = [
     tag: 'Profile',
     summary: 'Update (merge) the personal profile of a user.',
     body: PartnerProfileBody,
-    responses: { 200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) } },
+    responses: {
+      200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) },
+      403: { description: 'User does not belong to this partner' },
+      409: { description: 'Verified identity fields cannot be changed' },
+    },
     async handler({ tally, body, partnerId, command }) {
       await writableUser(tally, partnerId, body.userId);
       return reply(200, await tally.profiles.update(body.userId, toProfileFields(body), command()));
@@ -119,7 +133,7 @@ export const profileRoutes = [
     tag: 'Profile',
     summary: "Create the token user's personal profile.",
     body: ProfileBody,
-    responses: { 201: { description: 'Created', schema: Success(Type.Object({ profile: ProfileView })) } },
+    responses: { 201: { description: 'Created', schema: Success(Type.Object({ profile: ProfileView })) }, 409: { description: 'The profile already exists' } },
     async handler({ tally, body, userId, partnerId, command }) {
       return reply(201, await tally.profiles.create(partnerId, userId, toProfileFields(body), command()));
     },
@@ -142,7 +156,10 @@ export const profileRoutes = [
     tag: 'Profile',
     summary: "Update (merge) the token user's personal profile.",
     body: ProfileBody,
-    responses: { 200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) } },
+    responses: {
+      200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) },
+      409: { description: 'Verified identity fields cannot be changed' },
+    },
     async handler({ tally, body, userId, command }) {
       return reply(200, await tally.profiles.update(userId, toProfileFields(body), command()));
     },

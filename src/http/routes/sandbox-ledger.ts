@@ -6,7 +6,7 @@ import { MockPayoutConflictError } from '../../providers/payouts/mock';
 import { HttpError } from '../errors';
 import { route } from '../route';
 import { sandboxOf } from './sandbox';
-import { StringEnum, UUID_RE } from '../schemas';
+import { HtmlPage, StringEnum, Success, UUID_RE } from '../schemas';
 
 /** A transaction of one of the partner's users, by uuid or by the provider's payment id. */
 async function ownTransaction(tally: Tally, partnerId: string, where: { uuid?: string; paymentId?: string }) {
@@ -28,6 +28,8 @@ const PaymentParams = Type.Object({ paymentId: Type.String({ maxLength: 100 }) }
 const FailBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) });
 const DecisionBody = Type.Object({ outcome: StringEnum(['confirmed', 'failed'] as const) });
 
+const Decided = Success(Type.Object({ transactionId: Type.String(), paymentId: Type.String(), eventId: Type.String() }));
+
 const depositDecision = (action: 'confirm' | 'fail') =>
   route<unknown, unknown, Static<typeof TransactionParams>>({
     method: 'post',
@@ -36,7 +38,7 @@ const depositDecision = (action: 'confirm' | 'fail') =>
     tag: 'Sandbox',
     summary: `The mock payment provider ${action === 'confirm' ? 'confirms' : 'fails'} a deposit's payment and sends its signed webhook.`,
     params: TransactionParams,
-    responses: { 202: { description: 'Decided and delivered' } },
+    responses: { 202: { description: 'Decided and delivered', schema: Decided }, 409: { description: 'Already decided otherwise' } },
     async handler({ tally, params, partnerId }) {
       const sandbox = sandboxOf(tally);
       if (!UUID_RE.test(params.transactionId)) throw new HttpError(404, 'Transaction not found');
@@ -61,7 +63,7 @@ const payoutDecision = (action: 'settle' | 'fail') =>
     summary: `The mock payout provider ${action === 'settle' ? 'settles' : 'fails'} a payout and sends its signed webhook.`,
     params: PaymentParams,
     body: FailBody,
-    responses: { 202: { description: 'Decided and delivered' } },
+    responses: { 202: { description: 'Decided and delivered', schema: Decided }, 409: { description: 'Already decided otherwise' } },
     async handler({ tally, params, body, partnerId }) {
       const sandbox = sandboxOf(tally);
       const txn = await ownTransaction(tally, partnerId, { paymentId: params.paymentId });
@@ -88,7 +90,7 @@ export const sandboxLedgerRoutes = [
     tag: 'Sandbox',
     summary: "The mock payment provider's hosted payment page (the deposit's paymentLink).",
     params: PaymentParams,
-    responses: { 200: { description: 'HTML page' } },
+    responses: { 200: { description: 'HTML page', schema: HtmlPage } },
     async handler({ tally, params }) {
       const payment = await sandboxOf(tally).payments.findPayment(params.paymentId);
       if (!payment) throw new HttpError(404, 'Payment not found');
@@ -104,7 +106,7 @@ export const sandboxLedgerRoutes = [
     params: PaymentParams,
     body: DecisionBody,
     forms: true,
-    responses: { 200: { description: 'HTML page' } },
+    responses: { 200: { description: 'HTML page', schema: HtmlPage } },
     async handler({ tally, params, body }) {
       const sandbox = sandboxOf(tally);
       if (!(await sandbox.payments.findPayment(params.paymentId))) throw new HttpError(404, 'Payment not found');

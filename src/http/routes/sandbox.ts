@@ -5,7 +5,7 @@ import { renderDecisionPage, renderHostedPage } from '../../providers/identity/s
 import { SANDBOX_OUTCOMES, SandboxInquiryConflictError, type SandboxOutcome } from '../../providers/identity/sandbox';
 import { HttpError, MESSAGES } from '../errors';
 import { route } from '../route';
-import { StringEnum } from '../schemas';
+import { HtmlPage, StringEnum, Success } from '../schemas';
 
 /** The sandbox routes exist only while SANDBOX is on. */
 export function sandboxOf(tally: Tally) {
@@ -45,7 +45,23 @@ export const sandboxIdentityRoutes = [
     tag: 'Sandbox',
     summary: "Emails the sandbox sent to one of the partner's users, newest first (login codes in `code`).",
     query: EmailsQuery,
-    responses: { 200: { description: 'Messages' } },
+    responses: {
+      200: {
+        description: 'Messages',
+        schema: Success(
+          Type.Array(
+            Type.Object({
+              id: Type.String(),
+              to: Type.String(),
+              subject: Type.String(),
+              text: Type.String(),
+              createdAt: Type.String(),
+              code: Type.Union([Type.String(), Type.Null()]),
+            }),
+          ),
+        ),
+      },
+    },
     async handler({ tally, query, partnerId }) {
       const sandbox = sandboxOf(tally);
       const [own] = await tally.sql.query('SELECT 1 FROM rm_users WHERE email = $1 AND partner_id = $2', [normalizeEmail(query.to), partnerId]);
@@ -61,7 +77,10 @@ export const sandboxIdentityRoutes = [
     summary: 'Decide a sandbox inquiry; the sandbox provider sends its signed webhook to the service, as a real one would.',
     params: InquiryParams,
     body: OutcomeBody,
-    responses: { 202: { description: 'Decided and delivered' } },
+    responses: {
+      202: { description: 'Decided and delivered', schema: Success(Type.Object({ inquiryId: Type.String(), outcome: Type.String(), eventId: Type.String() })) },
+      409: { description: 'The inquiry was already decided otherwise' },
+    },
     async handler({ tally, params, body, partnerId }) {
       sandboxOf(tally);
       await ownInquiry(tally, partnerId, params.inquiryId);
@@ -76,7 +95,7 @@ export const sandboxIdentityRoutes = [
     tag: 'Sandbox',
     summary: "The sandbox identity provider's hosted verification page (the verificationUrl).",
     params: InquiryParams,
-    responses: { 200: { description: 'HTML page' } },
+    responses: { 200: { description: 'HTML page', schema: HtmlPage } },
     async handler({ tally, params }) {
       const sandbox = sandboxOf(tally);
       if (!(await sandbox.identity.findInquiry(params.inquiryId))) throw new HttpError(404, 'Inquiry not found');
@@ -93,7 +112,7 @@ export const sandboxIdentityRoutes = [
     params: InquiryParams,
     body: DecisionBody,
     forms: true,
-    responses: { 200: { description: 'HTML page' } },
+    responses: { 200: { description: 'HTML page', schema: HtmlPage }, 409: { description: 'The inquiry was already decided otherwise' } },
     async handler({ tally, params, body }) {
       const sandbox = sandboxOf(tally);
       if (!(await sandbox.identity.findInquiry(params.inquiryId))) throw new HttpError(404, 'Inquiry not found');

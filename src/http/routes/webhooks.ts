@@ -3,6 +3,8 @@ import { WebhookSignatureError } from '../../providers/identity/port';
 import { HttpError, MESSAGES } from '../errors';
 import { type HttpRequest, route } from '../route';
 
+const Received = Type.Object({ success: Type.Literal(true), received: Type.Literal(true) });
+
 const rawBody = (req: HttpRequest) => req.rawBody ?? Buffer.alloc(0);
 
 const identityWebhook = (provider: string) =>
@@ -13,7 +15,7 @@ const identityWebhook = (provider: string) =>
     tag: 'Provider callbacks',
     summary: `Signed callbacks of the ${provider} identity provider (deduplicated by its event id).`,
     body: Type.Object({}),
-    responses: { 200: { description: 'Received' }, 401: { description: 'Missing or bad signature: nothing changes' } },
+    responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
     async handler({ tally, req }) {
       const adapter = tally.providers.identity.get(provider);
       if (!adapter) throw new HttpError(404, MESSAGES.notFound);
@@ -38,7 +40,7 @@ const ledgerWebhook = (kind: 'payments' | 'payouts', provider: string) =>
     tag: 'Provider callbacks',
     summary: `Signed callbacks of the ${provider} ${kind === 'payments' ? 'payment' : 'payout'} provider.`,
     body: Type.Object({}),
-    responses: { 200: { description: 'Received' }, 401: { description: 'Missing or bad signature: nothing changes' } },
+    responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
     async handler({ tally, req }) {
       const parse = <T>(fn: () => T): T => {
         try {
