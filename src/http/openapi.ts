@@ -41,26 +41,56 @@ function plain(schema: unknown): unknown {
   return JSON.parse(JSON.stringify(schema));
 }
 
+/**
+ * Named schemas (a TypeBox `$id`) go once under components.schemas and are referenced with $ref
+ * wherever they appear; two different schemas under one name are a programming error.
+ */
+class Components {
+  readonly schemas: Record<string, unknown> = {};
+  private readonly json = new Map<string, string>();
+
+  /** The schema as the document carries it: plain JSON, named parts referenced. */
+  use(schema: unknown): unknown {
+    return this.hoist(plain(schema));
+  }
+
+  private hoist(node: unknown): unknown {
+    if (Array.isArray(node)) return node.map((n) => this.hoist(n));
+    if (!node || typeof node !== 'object') return node;
+    const { $id, ...rest } = node as Record<string, unknown>;
+    const out = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, this.hoist(v)]));
+    if (typeof $id !== 'string') return out;
+    const text = JSON.stringify(out);
+    const known = this.json.get($id);
+    if (known !== undefined && known !== text) throw new Error(`OpenAPI: two different schemas are named ${$id}`);
+    this.json.set($id, text);
+    this.schemas[$id] = out;
+    return { $ref: `#/components/schemas/${$id}` };
+  }
+}
+
 /** JSON, unless the schema is a string of another media type (HTML pages, Prometheus text). */
 function mediaType(schema: unknown): string {
   const s = schema as { type?: string; contentMediaType?: string };
   return s.type === 'string' && s.contentMediaType ? s.contentMediaType : 'application/json';
 }
 
-function parameters(schema: RouteSpec['query'], where: 'query' | 'path' | 'header') {
+function parameters(schema: RouteSpec['query'], where: 'query' | 'path' | 'header', components: Components) {
   const s = schema as { properties?: Record<string, unknown>; required?: string[] } | undefined;
   // TypeBox lists a property with a default in `required`, but the request may leave it out (the default applies).
   return Object.entries(s?.properties ?? {}).map(([name, sub]) => ({
     name,
     in: where,
     required: where === 'path' || ((s?.required ?? []).includes(name) && (sub as { default?: unknown }).default === undefined),
-    schema: plain(sub),
+    schema: components.use(sub),
   }));
 }
 
 /** OpenAPI 3.1 of every route, from the same schemas that validate requests. */
 export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const components = new Components();
+  const errorRef = components.use(ErrorBody);
   for (const r of routes) {
     const responses: Record<string, unknown> = {};
     const declared = r.responses as Record<number, { description: string; schema?: unknown }>;
@@ -69,21 +99,21 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
       const res = declared[status];
       const schema = res?.schema ?? (status >= 400 ? ErrorBody : undefined);
       const description = res?.description ?? ERROR_TEXT[status] ?? 'Error';
-      responses[status] = schema ? { description, content: { [mediaType(schema)]: { schema: plain(schema) } } } : { description };
+      responses[status] = schema ? { description, content: { [mediaType(schema)]: { schema: components.use(schema) } } } : { description };
     }
-    responses.default = { description: 'Unexpected error', content: { 'application/json': { schema: plain(ErrorBody) } } };
+    responses.default = { description: 'Unexpected error', content: { 'application/json': { schema: errorRef } } };
     const operation: Record<string, unknown> = {
       operationId: `${r.method}${r.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
       summary: r.summary,
       tags: [r.tag],
       security: SECURITY[r.auth],
       'x-credentials': r.auth,
-      parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query'), ...parameters(r.headers, 'header')],
+      parameters: [...parameters(r.params, 'path', components), ...parameters(r.query, 'query', components), ...parameters(r.headers, 'header', components)],
       responses,
     };
     if (r.description) operation.description = r.description;
     if (r.deprecated) operation.deprecated = true;
-    if (r.body) operation.requestBody = { required: true, content: { 'application/json': { schema: plain(r.body) } } };
+    if (r.body) operation.requestBody = { required: true, content: { 'application/json': { schema: components.use(r.body) } } };
     paths[r.path] ??= {};
     (paths[r.path] as Record<string, unknown>)[r.method] = operation;
   }
@@ -92,6 +122,7 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
     info: { title: 'Tally partner API', version: '1.0.0', description: 'Partner financial and card service: users, identity, ledger, cards.' },
     servers: [{ url: serverUrl }],
     components: {
+      schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
       securitySchemes: {
         partnerKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
         partnerSecret: { type: 'apiKey', in: 'header', name: 'X-Api-Secret' },

@@ -17,12 +17,15 @@ export const PageQuery = {
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
 };
 
-export const PageMeta = Type.Object({
-  totalItems: Type.Integer(),
-  totalPages: Type.Integer(),
-  currentPage: Type.Integer(),
-  itemsPerPage: Type.Integer(),
-});
+export const PageMeta = Type.Object(
+  {
+    totalItems: Type.Integer(),
+    totalPages: Type.Integer(),
+    currentPage: Type.Integer(),
+    itemsPerPage: Type.Integer(),
+  },
+  { $id: 'PageMeta' },
+);
 
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -90,11 +93,11 @@ export const ErrorBody = Type.Object(
     code: Type.Optional(Type.String({ description: 'A machine-readable kind, e.g. validation_error' })),
     details: Type.Optional(Type.Unknown({ description: 'For validation errors: the fields and rules that failed' })),
   },
-  { description: 'A failure' },
+  { $id: 'Error', description: 'A failure' },
 );
 
 /** `{success, message}` answers (login code sent, logged out). */
-export const MessageBody = Type.Object({ success: Type.Boolean(), message: Type.String() });
+export const MessageBody = Type.Object({ success: Type.Boolean(), message: Type.String() }, { $id: 'Message' });
 
 /** An HTML page (the hosted sandbox pages, /docs): the builder documents it as text/html. */
 export const HtmlPage = Type.String({ contentMediaType: 'text/html', description: 'An HTML page' });
@@ -105,16 +108,19 @@ export const PrometheusText = Type.String({ contentMediaType: 'text/plain', desc
 export const UserStatus = StringEnum(USER_STATUSES);
 
 /** The user as registration answers it (interface 2.1). */
-export const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: UserStatus, createdAt: IsoDateTime });
+export const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: UserStatus, createdAt: IsoDateTime }, { $id: 'UserSummary' });
 
 /** The full user record of the single-user read, the list and the operator actions. */
-export const User = Type.Composite([
-  UserSummary,
-  Type.Object({
-    updatedAt: IsoDateTime,
-    countryCode: Type.String(),
-    phoneNumber: Type.Union([Type.String(), Type.Null()]),
-    language: Type.String(),
-    kycStatus: Type.Union([Type.String(), Type.Null()]),
-  }),
-]);
+export const User = Type.Composite(
+  [
+    UserSummary,
+    Type.Object({
+      updatedAt: IsoDateTime,
+      countryCode: Type.String(),
+      phoneNumber: Type.Union([Type.String(), Type.Null()]),
+      language: Type.String(),
+      kycStatus: Type.Union([Type.String(), Type.Null()]),
+    }),
+  ],
+  { $id: 'User' },
+);

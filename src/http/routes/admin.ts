@@ -9,7 +9,7 @@ const KeyParams = Type.Object({ id: Type.String(), apiKey: Type.String() });
 const UserParams = Type.Object({ userId: Type.String() });
 const ReasonBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) });
 const ProjectionParams = Type.Object({ name: Type.String() });
-const KeyPair = Type.Object({ id: Type.String(), apiKey: Type.String(), apiSecret: Type.String() });
+const KeyPair = Type.Object({ id: Type.String(), apiKey: Type.String(), apiSecret: Type.String() }, { $id: 'KeyPair' });
 
 const requirePartnerId = (id: string) => {
   if (!UUID_RE.test(id)) throw new HttpError(404, 'Partner not found');
@@ -44,7 +44,7 @@ export const adminRoutes = [
     tag: 'Operator',
     summary: 'Create a partner with its first key pair; the secret is shown this once.',
     body: PartnerBody,
-    responses: { 201: { description: 'Created', schema: Type.Composite([KeyPair, Type.Object({ name: Type.String() })]) } },
+    responses: { 201: { description: 'Created', schema: Type.Composite([KeyPair, Type.Object({ name: Type.String() })], { $id: 'PartnerCreated' }) } },
     async handler({ tally, body, command }) {
       const created = await tally.partners.create(body.name, { sandbox: tally.config.sandbox, ctx: command() });
       return { status: 201, body: created };
@@ -89,26 +89,29 @@ export const adminRoutes = [
         description: 'Projections; `failure` is set while one is stopped on an event it cannot apply (it retries with backoff; fix the cause or rebuild it)',
         schema: Success(
           Type.Array(
-            Type.Object({
-              name: Type.String(),
-              position: Type.String(),
-              headPosition: Type.String({ description: 'The head of the log' }),
-              lag: Type.Integer(),
-              lagAtLeast: Type.Boolean({ description: 'The lag is counted up to a bound: true means at least `lag`' }),
-              owner: Type.Union([Type.String(), Type.Null()], { description: 'The node holding its lease' }),
-              ownedHere: Type.Boolean({ description: 'This node runs it' }),
-              failure: Type.Union([
-                Type.Null(),
-                Type.Object({
-                  since: Type.String({ format: 'date-time' }),
-                  position: Type.String(),
-                  event: Type.Object({ position: Type.String(), id: Type.String(), stream: Type.String(), type: Type.String() }),
-                  error: Type.String(),
-                  attempts: Type.Integer(),
-                  nextRetryAt: Type.String({ format: 'date-time' }),
-                }),
-              ]),
-            }),
+            Type.Object(
+              {
+                name: Type.String(),
+                position: Type.String(),
+                headPosition: Type.String({ description: 'The head of the log' }),
+                lag: Type.Integer(),
+                lagAtLeast: Type.Boolean({ description: 'The lag is counted up to a bound: true means at least `lag`' }),
+                owner: Type.Union([Type.String(), Type.Null()], { description: 'The node holding its lease' }),
+                ownedHere: Type.Boolean({ description: 'This node runs it' }),
+                failure: Type.Union([
+                  Type.Null(),
+                  Type.Object({
+                    since: Type.String({ format: 'date-time' }),
+                    position: Type.String(),
+                    event: Type.Object({ position: Type.String(), id: Type.String(), stream: Type.String(), type: Type.String() }),
+                    error: Type.String(),
+                    attempts: Type.Integer(),
+                    nextRetryAt: Type.String({ format: 'date-time' }),
+                  }),
+                ]),
+              },
+              { $id: 'ProjectionStatus' },
+            ),
           ),
         ),
       },

@@ -11,15 +11,18 @@ const QuoteBody = Type.Object({
   toAsset: Type.String({ minLength: 1, maxLength: 10 }),
   fromAmount: AmountField('fromAmount'),
 });
-const QuoteView = Type.Object({
-  id: Type.String(),
-  fromAsset: Type.String(),
-  toAsset: Type.String(),
-  fromAmount: Type.Number(),
-  toAmount: Type.Number(),
-  rate: Type.Number(),
-  expiresAt: Type.String(),
-});
+const QuoteView = Type.Object(
+  {
+    id: Type.String(),
+    fromAsset: Type.String(),
+    toAsset: Type.String(),
+    fromAmount: Type.Number(),
+    toAmount: Type.Number(),
+    rate: Type.Number(),
+    expiresAt: Type.String(),
+  },
+  { $id: 'Quote' },
+);
 
 async function quoteReply(tally: Tally, body: Static<typeof QuoteBody>) {
   const fromAmount = requireAmount(body.fromAmount, 'fromAmount');
@@ -48,7 +51,10 @@ export const exchangeRoutes = [
     tag: 'Exchange',
     summary: 'Supported assets.',
     responses: {
-      200: { description: 'Assets', schema: Success(Type.Array(Type.Object({ asset: Type.String(), name: Type.String(), decimals: Type.Integer() }))) },
+      200: {
+        description: 'Assets',
+        schema: Success(Type.Array(Type.Object({ asset: Type.String(), name: Type.String(), decimals: Type.Integer() }, { $id: 'Asset' }))),
+      },
     },
     async handler({ tally }) {
       return { status: 200, body: { success: true, data: tally.providers.rates.assets() } };

@@ -15,64 +15,73 @@ const StartKycBody = Type.Object({
 const UserIdQuery = Type.Object({ userId: UserIdField });
 const UserIdBody = Type.Object({ userId: UserIdField });
 
-const StatusView = Type.Object({
-  userId: Type.String(),
-  userStatus: Type.String(),
-  userType: Type.String(),
-  kyc: Type.Object({
-    hasKyc: Type.Boolean(),
-    hasActiveKyc: Type.Boolean(),
-    isApproved: Type.Boolean(),
-    isExpired: Type.Boolean(),
-    status: Type.Union([Type.String(), Type.Null()]),
-    inquiryId: Type.Union([Type.String(), Type.Null()]),
+const StatusView = Type.Object(
+  {
+    userId: Type.String(),
+    userStatus: Type.String(),
+    userType: Type.String(),
+    kyc: Type.Object({
+      hasKyc: Type.Boolean(),
+      hasActiveKyc: Type.Boolean(),
+      isApproved: Type.Boolean(),
+      isExpired: Type.Boolean(),
+      status: Type.Union([Type.String(), Type.Null()]),
+      inquiryId: Type.Union([Type.String(), Type.Null()]),
+      verificationLevel: Type.String(),
+      riskLevel: Type.Union([Type.String(), Type.Null()]),
+      riskScore: Type.Union([Type.Number(), Type.Null()]),
+      submittedAt: Type.Union([Type.String(), Type.Null()]),
+      approvedAt: Type.Union([Type.String(), Type.Null()]),
+      expiresAt: Type.Union([Type.String(), Type.Null()]),
+      nextReviewDate: Type.Union([Type.String(), Type.Null()]),
+      canStartNewKyc: Type.Boolean(),
+    }),
+    permissions: Type.Object({
+      canStartKyc: Type.Boolean(),
+      canCreateAccounts: Type.Boolean(),
+      requiresKyc: Type.Boolean(),
+      maxTransactionAmount: Type.Number(),
+      dailyTransactionLimit: Type.Number(),
+    }),
+  },
+  { $id: 'KycStatus' },
+);
+
+const KycDocument = Type.Object(
+  {
+    inquiryId: Type.String(),
+    kycStatus: Type.String(),
+    document: Type.Object({
+      issuingCountry: Type.Union([Type.String(), Type.Null()]),
+      type: Type.Union([Type.String(), Type.Null()]),
+      issuedDate: Type.Union([Type.String(), Type.Null()]),
+      idNumber: Type.Union([Type.String(), Type.Null()]),
+      expiryDate: Type.Union([Type.String(), Type.Null()]),
+      imageFront: Type.Union([Type.String(), Type.Null()]),
+      imageBack: Type.Union([Type.String(), Type.Null()]),
+    }),
+  },
+  { $id: 'KycDocument' },
+);
+
+const KycHistoryItem = Type.Object(
+  {
+    id: Type.String(),
+    status: Type.String(),
     verificationLevel: Type.String(),
     riskLevel: Type.Union([Type.String(), Type.Null()]),
     riskScore: Type.Union([Type.Number(), Type.Null()]),
+    provider: Type.String(),
+    providerVerificationId: Type.Union([Type.String(), Type.Null()]),
     submittedAt: Type.Union([Type.String(), Type.Null()]),
+    reviewedAt: Type.Union([Type.String(), Type.Null()]),
     approvedAt: Type.Union([Type.String(), Type.Null()]),
-    expiresAt: Type.Union([Type.String(), Type.Null()]),
-    nextReviewDate: Type.Union([Type.String(), Type.Null()]),
-    canStartNewKyc: Type.Boolean(),
-  }),
-  permissions: Type.Object({
-    canStartKyc: Type.Boolean(),
-    canCreateAccounts: Type.Boolean(),
-    requiresKyc: Type.Boolean(),
-    maxTransactionAmount: Type.Number(),
-    dailyTransactionLimit: Type.Number(),
-  }),
-});
-
-const KycDocument = Type.Object({
-  inquiryId: Type.String(),
-  kycStatus: Type.String(),
-  document: Type.Object({
-    issuingCountry: Type.Union([Type.String(), Type.Null()]),
-    type: Type.Union([Type.String(), Type.Null()]),
-    issuedDate: Type.Union([Type.String(), Type.Null()]),
-    idNumber: Type.Union([Type.String(), Type.Null()]),
-    expiryDate: Type.Union([Type.String(), Type.Null()]),
-    imageFront: Type.Union([Type.String(), Type.Null()]),
-    imageBack: Type.Union([Type.String(), Type.Null()]),
-  }),
-});
-
-const KycHistoryItem = Type.Object({
-  id: Type.String(),
-  status: Type.String(),
-  verificationLevel: Type.String(),
-  riskLevel: Type.Union([Type.String(), Type.Null()]),
-  riskScore: Type.Union([Type.Number(), Type.Null()]),
-  provider: Type.String(),
-  providerVerificationId: Type.Union([Type.String(), Type.Null()]),
-  submittedAt: Type.Union([Type.String(), Type.Null()]),
-  reviewedAt: Type.Union([Type.String(), Type.Null()]),
-  approvedAt: Type.Union([Type.String(), Type.Null()]),
-  rejectionReasons: Type.Union([Type.Array(Type.Unknown()), Type.Null()]),
-  complianceNotes: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Type.String(),
-});
+    rejectionReasons: Type.Union([Type.Array(Type.Unknown()), Type.Null()]),
+    complianceNotes: Type.Union([Type.String(), Type.Null()]),
+    createdAt: Type.String(),
+  },
+  { $id: 'KycHistoryItem' },
+);
 
 const documentRoute = (path: string) =>
   route({
@@ -118,13 +127,16 @@ export const kycRoutes = [
     responses: {
       200: {
         description: 'Verification URL and inquiry',
-        schema: Type.Object({
-          success: Type.Boolean(),
-          verificationUrl: Type.String(),
-          inquiryId: Type.String(),
-          isExisting: Type.Boolean(),
-          message: Type.String(),
-        }),
+        schema: Type.Object(
+          {
+            success: Type.Boolean(),
+            verificationUrl: Type.String(),
+            inquiryId: Type.String(),
+            isExisting: Type.Boolean(),
+            message: Type.String(),
+          },
+          { $id: 'KycStarted' },
+        ),
       },
       403: { description: 'User does not belong to this partner' },
       409: { description: 'The user is suspended or banned' },
@@ -185,7 +197,7 @@ export const kycRoutes = [
     tag: 'KYC',
     summary: "A user's KYC status as one string (`not_started` before any verification).",
     query: UserIdQuery,
-    responses: { 200: { description: 'Status', schema: Success(Type.Object({ status: Type.String() })) } },
+    responses: { 200: { description: 'Status', schema: Success(Type.Object({ status: Type.String() }, { $id: 'KycSimpleStatus' })) } },
     async handler({ tally, query, partnerId }) {
       const user = await readableUser(tally, partnerId, query.userId);
       const latest = await tally.kyc.latest(user.id);

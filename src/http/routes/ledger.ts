@@ -26,18 +26,26 @@ export const asNumber = (decimal: string): number => Number(decimal);
 const AccountId = (name: string, options: Record<string, string> = {}) =>
   Type.Integer({ minimum: 1, maximum: MAX_ID, 'x-error': `${name} must be an account id (a positive integer)`, ...options });
 
-const Account = Type.Object({ id: Type.Integer(), asset: Type.String(), type: Type.String(), credits: Type.String(), debits: Type.String() });
-const Transaction = Type.Object({
-  id: Type.Integer(),
-  uuid: Uuid,
-  description: Type.String(),
-  status: StringEnum(['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const),
-  amount: Type.String(),
-  debitAccountId: Type.Union([Type.Integer(), Type.Null()]),
-  creditAccountId: Type.Union([Type.Integer(), Type.Null()]),
-  created: Type.String(),
-  updated: Type.Optional(Type.String()),
-});
+const Account = Type.Object(
+  { id: Type.Integer(), asset: Type.String(), type: Type.String(), credits: Type.String(), debits: Type.String() },
+  { $id: 'Account' },
+);
+const Transaction = Type.Object(
+  {
+    id: Type.Integer(),
+    uuid: Uuid,
+    description: Type.String(),
+    status: StringEnum(['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const),
+    amount: Type.String(),
+    debitAccountId: Type.Union([Type.Integer(), Type.Null()]),
+    creditAccountId: Type.Union([Type.Integer(), Type.Null()]),
+    created: Type.String(),
+    updated: Type.Optional(Type.String()),
+  },
+  { $id: 'Transaction' },
+);
+/** In lists: without `updated`. */
+const TransactionListItem = Type.Omit(Transaction, ['updated'], { $id: 'TransactionListItem' });
 
 const BalanceQuery = Type.Object({
   ...PageQuery,
@@ -207,13 +215,16 @@ export const ledgerRoutes = [
     responses: {
       201: {
         description: 'Payment link',
-        schema: Type.Object({
-          transactionId: Uuid,
-          status: Type.Literal('PENDING'),
-          inferredTransactionType: Type.Literal('DEPOSIT'),
-          paymentLink: Type.String(),
-          message: Type.String(),
-        }),
+        schema: Type.Object(
+          {
+            transactionId: Uuid,
+            status: Type.Literal('PENDING'),
+            inferredTransactionType: Type.Literal('DEPOSIT'),
+            paymentLink: Type.String(),
+            message: Type.String(),
+          },
+          { $id: 'DepositCreated' },
+        ),
       },
       403: { description: 'The account is not the token user’s' },
       422: { description: 'The idempotency key was used with another request' },
@@ -248,7 +259,7 @@ export const ledgerRoutes = [
     summary: 'Transactions of one of the token user’s accounts, newest first.',
     query: TransactionsQuery,
     responses: {
-      200: { description: 'A plain array of transactions', schema: Type.Array(Type.Omit(Transaction, ['updated'])) },
+      200: { description: 'A plain array of transactions', schema: Type.Array(TransactionListItem) },
       403: { description: 'The account is not the token user’s' },
     },
     async handler(ctx) {
@@ -289,7 +300,10 @@ export const ledgerRoutes = [
     responses: {
       201: {
         description: 'Completed',
-        schema: Type.Object({ id: Type.Integer(), uuid: Uuid, status: Type.Literal('COMPLETED'), amount: Type.Number(), description: Type.String() }),
+        schema: Type.Object(
+          { id: Type.Integer(), uuid: Uuid, status: Type.Literal('COMPLETED'), amount: Type.Number(), description: Type.String() },
+          { $id: 'Transfer' },
+        ),
       },
       403: { description: 'The source account is not the token user’s' },
       422: { description: 'The idempotency key was used with another request' },
@@ -323,7 +337,10 @@ export const ledgerRoutes = [
     responses: {
       200: {
         description: 'Accepted (not settled)',
-        schema: Type.Object({ success: Type.Literal(true), paymentId: Type.String(), status: Type.String(), message: Type.String() }),
+        schema: Type.Object(
+          { success: Type.Literal(true), paymentId: Type.String(), status: Type.String(), message: Type.String() },
+          { $id: 'PayoutAccepted' },
+        ),
       },
       409: { description: 'transactionId already used with different parameters' },
       502: { description: 'The payout provider refused the payout; the funds are returned' },

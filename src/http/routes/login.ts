@@ -10,14 +10,17 @@ const VerifyBody = Type.Object({
   code: Type.String({ pattern: '^[0-9]{6}$', 'x-error': 'code must be a string of 6 digits' }),
 });
 const RefreshBody = Type.Object({ refreshToken: Type.String({ minLength: 1, maxLength: 512 }) });
-const LoginResult = Type.Object({
-  success: Type.Boolean(),
-  accessToken: Type.String(),
-  refreshToken: Type.String(),
-  tokenType: Type.Literal('Bearer'),
-  expiresIn: Type.Integer(),
-  user: Type.Object({ id: Type.String(), email: Type.String(), status: Type.Literal('active') }),
-});
+const LoginResult = Type.Object(
+  {
+    success: Type.Boolean(),
+    accessToken: Type.String(),
+    refreshToken: Type.String(),
+    tokenType: Type.Literal('Bearer'),
+    expiresIn: Type.Integer(),
+    user: Type.Object({ id: Type.String(), email: Type.String(), status: Type.Literal('active') }),
+  },
+  { $id: 'Tokens' },
+);
 
 export const loginRoutes = [
   route<Static<typeof EmailBody>>({

@@ -4,7 +4,10 @@ import { carriesOperatorToken } from '../operator-token';
 import { route } from '../route';
 import { ErrorBody, HtmlPage, PrometheusText } from '../schemas';
 
-const ProjectionLag = Type.Object({ name: Type.String(), lag: Type.Integer(), stoppedSince: Type.Optional(Type.String({ format: 'date-time' })) });
+const ProjectionLag = Type.Object(
+  { name: Type.String(), lag: Type.Integer(), stoppedSince: Type.Optional(Type.String({ format: 'date-time' })) },
+  { $id: 'ProjectionLag' },
+);
 
 export const operationsRoutes = [
   route({

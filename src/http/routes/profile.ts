@@ -41,12 +41,15 @@ const ProfileBody = Type.Object(optionalFields);
 const PartnerProfileBody = Type.Object({ userId: UserIdField, ...optionalFields });
 const UserIdQuery = Type.Object({ userId: UserIdField });
 /** The stored profile: every field as the string it was stored as (countries upper-cased, decimals canonical). */
-const ProfileView = Type.Object({
-  userId: Type.String(),
-  createdAt: Type.String(),
-  updatedAt: Type.String(),
-  ...Object.fromEntries(Object.keys(fieldSchemas).map((name) => [name, Type.Optional(Type.String())])),
-});
+const ProfileView = Type.Object(
+  {
+    userId: Type.String(),
+    createdAt: Type.String(),
+    updatedAt: Type.String(),
+    ...Object.fromEntries(Object.keys(fieldSchemas).map((name) => [name, Type.Optional(Type.String())])),
+  },
+  { $id: 'Profile' },
+);
 
 type Fields = Static<typeof ProfileBody>;
 
@@ -120,7 +123,12 @@ export const profileRoutes = [
     tag: 'Profile',
     summary: 'Whether the profile is complete (KYC-ready), and which required fields are missing.',
     query: UserIdQuery,
-    responses: { 200: { description: 'Completion', schema: Success(Type.Object({ isComplete: Type.Boolean(), missingFields: Type.Array(Type.String()) })) } },
+    responses: {
+      200: {
+        description: 'Completion',
+        schema: Success(Type.Object({ isComplete: Type.Boolean(), missingFields: Type.Array(Type.String()) }, { $id: 'ProfileCompletion' })),
+      },
+    },
     async handler({ tally, query, partnerId }) {
       await readableUser(tally, partnerId, query.userId);
       return { status: 200, body: { success: true, data: await tally.profiles.completion(query.userId) } };

@@ -28,7 +28,7 @@ const PaymentParams = Type.Object({ paymentId: Type.String({ maxLength: 100 }) }
 const FailBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) });
 const DecisionBody = Type.Object({ outcome: StringEnum(['confirmed', 'failed'] as const) });
 
-const Decided = Success(Type.Object({ transactionId: Type.String(), paymentId: Type.String(), eventId: Type.String() }));
+const Decided = Success(Type.Object({ transactionId: Type.String(), paymentId: Type.String(), eventId: Type.String() }, { $id: 'ProviderDecision' }));
 
 const depositDecision = (action: 'confirm' | 'fail') =>
   route<unknown, unknown, Static<typeof TransactionParams>>({

@@ -50,14 +50,17 @@ export const sandboxIdentityRoutes = [
         description: 'Messages',
         schema: Success(
           Type.Array(
-            Type.Object({
-              id: Type.String(),
-              to: Type.String(),
-              subject: Type.String(),
-              text: Type.String(),
-              createdAt: Type.String(),
-              code: Type.Union([Type.String(), Type.Null()]),
-            }),
+            Type.Object(
+              {
+                id: Type.String(),
+                to: Type.String(),
+                subject: Type.String(),
+                text: Type.String(),
+                createdAt: Type.String(),
+                code: Type.Union([Type.String(), Type.Null()]),
+              },
+              { $id: 'SandboxEmail' },
+            ),
           ),
         ),
       },

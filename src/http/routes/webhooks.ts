@@ -3,7 +3,7 @@ import { WebhookSignatureError } from '../../providers/identity/port';
 import { HttpError, MESSAGES } from '../errors';
 import { type HttpRequest, route } from '../route';
 
-const Received = Type.Object({ success: Type.Literal(true), received: Type.Literal(true) });
+const Received = Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'WebhookReceived' });
 
 const rawBody = (req: HttpRequest) => req.rawBody ?? Buffer.alloc(0);
 
