@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
-import { activeUser, COMPLETE_PROFILE, latestCode, login, registerUser } from '../support/identity';
+import { activeUser, kycStartedUser, latestCode, login, registerUser } from '../support/identity';
 
 const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 
@@ -147,21 +147,11 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
 
   describe('reinstatement', () => {
     it('lands where the user would be without the suspension: KYC approved while suspended makes them active', async () => {
-      const user = await registerUser(app.http, acme);
-      expect(
-        (
-          await app.http
-            .post('/api/v1/user/profile')
-            .set(acme.headers)
-            .send({ userId: user.id, ...COMPLETE_PROFILE })
-        ).status,
-      ).to.equal(201);
-      const kyc = await app.http.post('/api/v1/partner/kyc').set(acme.headers).send({ userId: user.id });
-      expect(kyc.status).to.equal(200);
+      const user = await kycStartedUser(app.http, acme);
       const status = async () => (await app.http.get(`/api/v1/partner/users/${user.id}`).set(acme.headers)).body.data.user;
       expect((await status()).status).to.equal('kyc_required');
       expect((await operator(user.id, 'suspend')).status).to.equal(200);
-      const approved = await app.http.post(`/sandbox/v1/kyc/${kyc.body.inquiryId}/complete`).set(acme.headers).send({ outcome: 'approved' });
+      const approved = await app.http.post(`/sandbox/v1/kyc/${user.inquiryId}/complete`).set(acme.headers).send({ outcome: 'approved' });
       expect(approved.status).to.equal(202);
       expect(await status()).to.include({ status: 'suspended', kycStatus: 'approved' });
       const reinstated = await operator(user.id, 'reinstate');
@@ -171,19 +161,9 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
     });
 
     it('still returns a user whose KYC was not approved meanwhile to kyc_required', async () => {
-      const user = await registerUser(app.http, acme);
-      expect(
-        (
-          await app.http
-            .post('/api/v1/user/profile')
-            .set(acme.headers)
-            .send({ userId: user.id, ...COMPLETE_PROFILE })
-        ).status,
-      ).to.equal(201);
-      const kyc = await app.http.post('/api/v1/partner/kyc').set(acme.headers).send({ userId: user.id });
-      expect(kyc.status).to.equal(200);
+      const user = await kycStartedUser(app.http, acme);
       expect((await operator(user.id, 'suspend')).status).to.equal(200);
-      const declined = await app.http.post(`/sandbox/v1/kyc/${kyc.body.inquiryId}/complete`).set(acme.headers).send({ outcome: 'declined' });
+      const declined = await app.http.post(`/sandbox/v1/kyc/${user.inquiryId}/complete`).set(acme.headers).send({ outcome: 'declined' });
       expect(declined.status).to.equal(202);
       expect((await operator(user.id, 'reinstate')).status).to.equal(200);
       const res = await app.http.get(`/api/v1/partner/users/${user.id}`).set(acme.headers);

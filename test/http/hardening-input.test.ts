@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { JsonObject } from '../../src/eventstore/port';
 import { UnstorableEventError } from '../../src/eventstore/storable';
-import { createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
+import { createPartner, type PartnerCredentials, type startTestApp, uniqueEmail } from '../support/app';
 import { COMPLETE_PROFILE, registerUser } from '../support/identity';
-import { type Customer, customer, fund, PAYOUT_DESTINATION } from '../support/ledger';
+import { type Customer, PAYOUT_DESTINATION, startWithCustomers } from '../support/ledger';
 
 /**
  * The text policy (decisions, "Input and hardening"): what no store can hold is refused at the edge
@@ -18,11 +18,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
   let bob: Customer;
 
   before(async () => {
-    app = await startTestApp();
-    acme = await createPartner(app.http);
-    ada = await customer(app.http, acme);
-    bob = await customer(app.http, acme);
-    await fund(app.http, acme, ada, '100');
+    ({ app, acme, ada, bob } = await startWithCustomers());
   });
   after(() => app?.close());
 
@@ -245,7 +241,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
   it('the store itself refuses to append what it could not hold (a bug, not a 4xx), and nothing is written', async () => {
     const before = await head();
     const stream = `hardening-${randomUUID()}`;
-    for (const data of [{ note: 'a\u0000b' }, { ['k\ud800']: 1 }, { list: ['ok', '\u0085'] }] as JsonObject[]) {
+    for (const data of [{ note: 'a\u0000b' }, { 'k\ud800': 1 }, { list: ['ok', '\u0085'] }] as JsonObject[]) {
       let thrown: unknown;
       try {
         await app.tally.store.append(stream, [{ id: randomUUID(), type: 'Planted', data }], 'any');

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
-import { activeUser, COMPLETE_PROFILE, login, registerUser } from '../support/identity';
-import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
+import type { PartnerCredentials, startTestApp } from '../support/app';
+import { activeUser, COMPLETE_PROFILE, kycStartedUser, login, registerUser } from '../support/identity';
+import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION, startWithCustomers } from '../support/ledger';
 
 /**
  * Route-level findings of the hardening review (decisions, "Input and hardening" and "Profile"):
@@ -16,11 +16,7 @@ describe('hardening: route inputs and rules', () => {
   let bob: Customer;
 
   before(async () => {
-    app = await startTestApp();
-    acme = await createPartner(app.http);
-    ada = await customer(app.http, acme);
-    bob = await customer(app.http, acme);
-    await fund(app.http, acme, ada, '100');
+    ({ app, acme, ada, bob } = await startWithCustomers());
   });
   after(() => app?.close());
 
@@ -180,16 +176,7 @@ describe('hardening: route inputs and rules', () => {
     });
 
     it('lets identity fields change before KYC is approved', async () => {
-      const user = await registerUser(app.http, acme);
-      expect(
-        (
-          await app.http
-            .post('/api/v1/user/profile')
-            .set(acme.headers)
-            .send({ userId: user.id, ...COMPLETE_PROFILE })
-        ).status,
-      ).to.equal(201);
-      expect((await app.http.post('/api/v1/partner/kyc').set(acme.headers).send({ userId: user.id })).status).to.equal(200);
+      const user = await kycStartedUser(app.http, acme);
       const res = await app.http.patch('/api/v1/user/profile').set(acme.headers).send({ userId: user.id, firstName: 'Augusta', governmentIdNumber: 'CD7' });
       expect(res.status).to.equal(200);
       expect(res.body.data.profile).to.include({ firstName: 'Augusta', governmentIdNumber: 'CD7' });

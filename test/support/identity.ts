@@ -28,8 +28,8 @@ export async function registerUser(http: supertest.Agent, partner: PartnerCreden
   return { id: res.body.data.user.id, email };
 }
 
-/** Registered, profiled, KYC approved through the sandbox provider's signed webhook: active. */
-export async function activeUser(
+/** Registered, profiled, with a verification started (its inquiry awaits the sandbox's decision): kyc_required. */
+export async function kycStartedUser(
   http: supertest.Agent,
   partner: PartnerCredentials,
   email = uniqueEmail(),
@@ -42,9 +42,19 @@ export async function activeUser(
   if (profile.status !== 201) throw new Error(`profile failed ${profile.status} ${JSON.stringify(profile.body)}`);
   const kyc = await http.post('/api/v1/partner/kyc').set(partner.headers).send({ userId: user.id });
   if (kyc.status !== 200) throw new Error(`kyc failed ${kyc.status} ${JSON.stringify(kyc.body)}`);
-  const done = await http.post(`/sandbox/v1/kyc/${kyc.body.inquiryId}/complete`).set(partner.headers).send({ outcome: 'approved' });
-  if (done.status !== 202) throw new Error(`complete failed ${done.status} ${JSON.stringify(done.body)}`);
   return { ...user, inquiryId: kyc.body.inquiryId };
+}
+
+/** Registered, profiled, KYC approved through the sandbox provider's signed webhook: active. */
+export async function activeUser(
+  http: supertest.Agent,
+  partner: PartnerCredentials,
+  email = uniqueEmail(),
+): Promise<{ id: string; email: string; inquiryId: string }> {
+  const user = await kycStartedUser(http, partner, email);
+  const done = await http.post(`/sandbox/v1/kyc/${user.inquiryId}/complete`).set(partner.headers).send({ outcome: 'approved' });
+  if (done.status !== 202) throw new Error(`complete failed ${done.status} ${JSON.stringify(done.body)}`);
+  return user;
 }
 
 export async function latestCode(http: supertest.Agent, partner: PartnerCredentials, email: string): Promise<string> {

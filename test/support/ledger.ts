@@ -1,5 +1,5 @@
 import type supertest from 'supertest';
-import type { PartnerCredentials } from './app';
+import { createPartner, type PartnerCredentials, startTestApp } from './app';
 import { activeUser, login } from './identity';
 
 export interface Customer {
@@ -48,3 +48,13 @@ export const PAYOUT_DESTINATION = {
   ownerDocumentType: 'CC',
   ownerDocumentNumber: '1020304050',
 };
+
+/** The app with a partner and two of its active, logged-in users: Ada, funded with 100 USDC, and Bob. */
+export async function startWithCustomers(): Promise<{ app: Awaited<ReturnType<typeof startTestApp>>; acme: PartnerCredentials; ada: Customer; bob: Customer }> {
+  const app = await startTestApp();
+  const acme = await createPartner(app.http);
+  const ada = await customer(app.http, acme);
+  const bob = await customer(app.http, acme);
+  await fund(app.http, acme, ada, '100');
+  return { app, acme, ada, bob };
+}
