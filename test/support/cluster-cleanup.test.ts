@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { removeOrphanClusters } from './postgres';
+import { alive, removeOrphanClusters } from './postgres';
 
 /**
  * The throwaway cluster does not outlive the test process: SIGINT (Ctrl-C) or SIGTERM stops it and
@@ -34,22 +34,8 @@ describe('test cluster cleanup', function () {
     expect(dirs).to.have.length(1);
     const dir = join(tmpdir(), dirs[0] ?? '');
     const postmaster = Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
-    expect(running(postmaster)).to.equal(true);
+    expect(alive(postmaster)).to.equal(true);
     return { child, dir, postmaster };
-  }
-
-  /** Whether the process runs (a zombie not reaped yet by init does not). */
-  function running(pid: number): boolean {
-    try {
-      process.kill(pid, 0);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-    }
-    try {
-      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
-    } catch {
-      return !existsSync('/proc/self'); // gone, unless there is no /proc to ask
-    }
   }
 
   function ended(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
@@ -62,7 +48,7 @@ describe('test cluster cleanup', function () {
       const end = ended(child);
       child.kill(signal);
       expect(await end).to.deep.equal({ code: null, signal });
-      expect(running(postmaster), 'postmaster still running').to.equal(false);
+      expect(alive(postmaster), 'postmaster still running').to.equal(false);
       expect(existsSync(dir), 'cluster folder still there').to.equal(false);
     });
   }
@@ -75,7 +61,7 @@ describe('test cluster cleanup', function () {
     // SIGKILL cannot be caught: the cluster is orphaned until a start sweeps it (another test run's
     // start may get there first, so this does not assert that it still runs here).
     removeOrphanClusters();
-    expect(running(postmaster), 'postmaster still running').to.equal(false);
+    expect(alive(postmaster), 'postmaster still running').to.equal(false);
     expect(existsSync(dir), 'cluster folder still there').to.equal(false);
   });
 });

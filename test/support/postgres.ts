@@ -256,7 +256,7 @@ function installCleanup(): void {
 const CLUSTER_DIR = /^tally-pg-(\d+)-/;
 
 /** Whether a process runs: a zombie not reaped yet (its parent gone too) does not. */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (error) {
