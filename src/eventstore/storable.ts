@@ -59,13 +59,17 @@ export class UnstorableEventError extends Error {
 
 /** The append guard of every adapter: the whole append is refused when one event could not be held. */
 export function assertStorable(appends: ReadonlyArray<{ stream: string; events: ReadonlyArray<{ type: string; data: unknown; metadata?: unknown }> }>): void {
+  // The events of one command share their metadata object: it is checked once.
+  const checkedMetadata = new Set<unknown>();
   for (const a of appends) {
     for (const e of a.events) {
+      const metadata = e.metadata ?? {};
       const where =
         (isStorableText(a.stream) && isStorableText(e.type) ? null : { path: 'stream or type', reason: 'characters' as const }) ??
         findUnstorable(e.data, 'data') ??
-        findUnstorable(e.metadata ?? {}, 'metadata');
+        (checkedMetadata.has(metadata) ? null : findUnstorable(metadata, 'metadata'));
       if (where) throw new UnstorableEventError(a.stream, e.type, where);
+      checkedMetadata.add(metadata);
     }
   }
 }
