@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism, tmpdir } from 'node:os';
-import { handle, StateCache } from '../src/app/commands';
+import { CommandHandler } from '../src/app/command-handler';
+import { StateCache } from '../src/app/commands';
 import { type UserCommand, userDecider, userStream } from '../src/domain/users/user';
 import type { EventStore, NewEvent } from '../src/eventstore/port';
 import { PostgresEventStore } from '../src/eventstore/postgres';
@@ -150,11 +151,12 @@ async function commandOp(store: EventStore, writers: number, cache?: StateCache)
     users.map(async (own) => {
       for (const u of own) {
         const data = { userId: u.id, partnerId, email: `${u.id}@bench.example`, countryCode: 'GB', phoneNumber: null, language: 'en' };
-        await handle(store, userStream(u.id), userDecider, { type: 'RegisterUser', data }, ctx());
+        await new CommandHandler(store).decide(ctx(), userStream(u.id), userDecider, { type: 'RegisterUser', data });
         u.length = 1;
       }
     }),
   );
+  const handler = new CommandHandler(store, cache);
   const commands = new Array<number>(writers).fill(0);
   const op = async (w: number) => {
     const own = users[w] ?? [];
@@ -163,7 +165,7 @@ async function commandOp(store: EventStore, writers: number, cache?: StateCache)
     const u = own[n % own.length];
     if (!u) return;
     const command: UserCommand = u.suspended ? { type: 'Reinstate', reason: 'bench' } : { type: 'Suspend', reason: 'bench' };
-    await handle(store, userStream(u.id), userDecider, command, ctx(), undefined, cache);
+    await handler.decide(ctx(), userStream(u.id), userDecider, command);
     u.suspended = !u.suspended;
     u.length++;
   };
@@ -175,7 +177,7 @@ async function commandOp(store: EventStore, writers: number, cache?: StateCache)
 }
 
 async function commandAppends(b: Bench): Promise<void> {
-  console.log(`\n3. Command appends: handle() = readStream + decide + appendMany at the loaded revision (${USERS_PER_WRITER} users per writer)`);
+  console.log(`\n3. Command appends: CommandHandler.decide() = readStream + decide + appendMany at the loaded revision (${USERS_PER_WRITER} users per writer)`);
   const timings = new CallTimings();
   const runs: Array<[string, EventStore, number, boolean?]> = [
     ...WRITER_COUNTS.map((w): [string, EventStore, number] => ['Suspend/Reinstate user', b.store, w]),
@@ -186,7 +188,7 @@ async function commandAppends(b: Bench): Promise<void> {
   if (await readStreamSortsAsText(b.store)) {
     console.log('  NOTE: store.readStream returns revisions in text order (0, 1, 10, 2, ...): its ORDER BY stream_revision binds to the');
     console.log('  `stream_revision::text` output column (src/eventstore/postgres.ts). load() then takes revision 9 for an 11-event stream');
-    console.log('  and handle() fails with WrongExpectedRevisionError on every stream past 10 events. This bench re-sorts readStream');
+    console.log('  and a command fails with WrongExpectedRevisionError on every stream past 10 events. This bench re-sorts readStream');
     console.log('  results by revision (in JS, negligible cost) so that the command path can be measured at all.');
     runs.forEach((run) => {
       run[1] = sortedReads(run[1]);

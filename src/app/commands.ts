@@ -1,14 +1,7 @@
 import type { Decider, DomainEvent } from '../domain/decider';
 import type { SnapshotStore } from './snapshots';
 import { eventIdFor, uuidV7 } from '../domain/ids';
-import {
-  type AppendResult,
-  type EventMetadata,
-  type EventStore,
-  type ExpectedRevision,
-  type StreamAppend,
-  WrongExpectedRevisionError,
-} from '../eventstore/port';
+import type { EventMetadata, EventStore } from '../eventstore/port';
 
 /** Who asked, and why: carried into every event's metadata. */
 export interface CommandContext {
@@ -97,7 +90,9 @@ export class StateCache {
     const state = events.reduce((s, e) => decider.evolve(s, e as Event), entry.state);
     const loaded = { state, revision: nextRevision };
     this.entries.set(key, loaded);
-    if (this.snapshots && decider.snapshot && Math.floor(nextRevision / this.snapshotEvery) > Math.floor(entry.revision / this.snapshotEvery))
+    // At every revision that is a multiple of `snapshotEvery`, never at a stream's first event (from -1 to 0).
+    const every = this.snapshotEvery;
+    if (this.snapshots && decider.snapshot && Math.floor(nextRevision / every) > Math.floor(Math.max(entry.revision, 0) / every))
       this.snapshots.write(stream, decider.snapshot, loaded);
   }
 
@@ -164,52 +159,4 @@ export function toNewEvents(ctx: CommandContext, stream: string, events: DomainE
     data: e.data,
     metadata,
   }));
-}
-
-const MAX_ATTEMPTS = 4;
-
-export interface Handled<State, Event> {
-  events: Event[];
-  state: State;
-  /** Undefined when the command produced no events. */
-  appended?: AppendResult;
-}
-
-/**
- * Load, decide, append with the revision the decision was made at; on a concurrent write, decide
- * again on the fresh state (bounded). `extra` appends other streams in the same atomic append.
- */
-export async function handle<State, Command, Event extends DomainEvent>(
-  store: EventStore,
-  stream: string,
-  decider: Decider<State, Command, Event>,
-  command: Command,
-  ctx: CommandContext,
-  extra: (events: Event[], state: State) => Array<Omit<StreamAppend, 'events'> & { events: DomainEvent[] }> = () => [],
-  cache?: StateCache,
-): Promise<Handled<State, Event>> {
-  for (let attempt = 1; ; attempt++) {
-    // First try on the cached state (no read); after a conflict, or before refusing, the stored one.
-    const trusted = attempt === 1 && cache !== undefined;
-    const { state, revision } = await load(store, stream, decider, { cache, trustCache: trusted });
-    let events: Event[];
-    try {
-      events = decider.decide(command, state);
-    } catch (error) {
-      if (trusted) continue;
-      throw error;
-    }
-    const next = events.reduce(decider.evolve, state);
-    if (events.length === 0) return { events, state: next };
-    const expected: ExpectedRevision = revision === -1 ? 'no_stream' : revision;
-    const others = extra(events, state).map((a) => ({ ...a, events: toNewEvents(ctx, a.stream, a.events) }));
-    try {
-      const [appended] = await store.appendMany([{ stream, events: toNewEvents(ctx, stream, events), expectedRevision: expected }, ...others]);
-      if (cache && appended) cache.advance(decider, stream, events, appended.nextRevision);
-      return { events, state: next, appended };
-    } catch (error) {
-      const retryable = error instanceof WrongExpectedRevisionError && error.stream === stream && attempt < MAX_ATTEMPTS;
-      if (!retryable) throw error;
-    }
-  }
 }

@@ -3,14 +3,13 @@ import { DomainError } from '../domain/decider';
 import { decideStart, type KycDocumentData, kycDecider, kycStream } from '../domain/kyc/kyc';
 import type { KycStatus } from '../domain/kyc/statuses';
 import { userDecider, userStream } from '../domain/users/user';
-import { WrongExpectedRevisionError } from '../eventstore/port';
 import type { IdentityProvider, IdentityWebhookEvent, InquiryPrefill, InquirySnapshot } from '../providers/identity/port';
-import { type CommandContext, load, toNewEvents } from './commands';
+import { at } from './command-handler';
+import { type CommandContext, load } from './commands';
 import type { Tally } from './tally';
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 const ts = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', ${ISO}) AS ${column}`;
-const MAX_ATTEMPTS = 4;
 
 interface VerificationRow {
   verification_id: string;
@@ -47,52 +46,51 @@ export class KycService {
   /** Start KYC: the existing in-progress verification, or a new inquiry at the provider. */
   async start(userId: string, prefill: InquiryPrefill, ctx: CommandContext): Promise<{ verificationUrl: string; inquiryId: string; isExisting: boolean }> {
     await this.tally.profiles.require(userId);
-    for (let attempt = 1; ; attempt++) {
-      const kyc = await load(this.tally.store, kycStream(userId), kycDecider);
-      const decision = decideStart(kyc.state);
-      if (decision.kind === 'existing') {
-        return { verificationUrl: decision.verification.verificationUrl, inquiryId: decision.verification.inquiryId, isExisting: true };
-      }
-      const provider = this.provider();
-      let created: Awaited<ReturnType<IdentityProvider['createInquiry']>>;
-      try {
-        created = await provider.createInquiry({ referenceId: userId, prefill });
-      } catch (error) {
-        this.tally.log.warn({ err: error, provider: provider.name }, 'identity provider could not create an inquiry');
-        throw new ProviderFailure('Failed to create identity inquiry');
-      }
-      const at = new Date().toISOString();
-      const kycEvents = kycDecider.decide(
-        {
-          type: 'RecordVerificationStarted',
-          userId,
-          verificationId: randomUUID(),
-          inquiryId: created.inquiryId,
-          provider: provider.name,
-          verificationUrl: created.verificationUrl,
-          at,
-        },
-        kyc.state,
-      );
-      const user = await load(this.tally.store, userStream(userId), userDecider);
-      const userEvents = userDecider.decide({ type: 'RequireKyc' }, user.state);
-      try {
-        const results = await this.tally.store.appendMany([
+    const done = await this.tally.commands.run(
+      ctx,
+      async (reads) => {
+        const kyc = await reads.stream(kycStream(userId), kycDecider);
+        // A concurrent start that won is found here on the next attempt, and answered with.
+        const decision = decideStart(kyc.state);
+        if (decision.kind === 'existing') {
+          const { verificationUrl, inquiryId } = decision.verification;
+          return { appends: [], result: { verificationUrl, inquiryId, isExisting: true } };
+        }
+        const provider = this.provider();
+        const created = await this.createInquiry(provider, userId, prefill);
+        const kycEvents = kycDecider.decide(
           {
-            stream: kycStream(userId),
-            events: toNewEvents(ctx, kycStream(userId), kycEvents),
-            expectedRevision: kyc.revision === -1 ? 'no_stream' : kyc.revision,
+            type: 'RecordVerificationStarted',
+            userId,
+            verificationId: randomUUID(),
+            inquiryId: created.inquiryId,
+            provider: provider.name,
+            verificationUrl: created.verificationUrl,
+            at: new Date().toISOString(),
           },
-          ...(userEvents.length
-            ? [{ stream: userStream(userId), events: toNewEvents(ctx, userStream(userId), userEvents), expectedRevision: user.revision }]
-            : []),
-        ]);
-        await this.tally.readYourWrites(results[results.length - 1]?.position, ['kyc', 'users']);
-        return { verificationUrl: created.verificationUrl, inquiryId: created.inquiryId, isExisting: false };
-      } catch (error) {
-        // A concurrent start won: the next round answers with its verification.
-        if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
-      }
+          kyc.state,
+        );
+        const user = await reads.stream(userStream(userId), userDecider);
+        return {
+          appends: [
+            { stream: kycStream(userId), events: kycEvents, expected: at(kyc), cached: kycDecider },
+            { stream: userStream(userId), events: userDecider.decide({ type: 'RequireKyc' }, user.state), expected: at(user) },
+          ],
+          result: { verificationUrl: created.verificationUrl, inquiryId: created.inquiryId, isExisting: false },
+        };
+      },
+      { cache: false },
+    );
+    await this.tally.readYourWrites(done.position, ['kyc', 'users']);
+    return done.result;
+  }
+
+  private async createInquiry(provider: IdentityProvider, userId: string, prefill: InquiryPrefill) {
+    try {
+      return await provider.createInquiry({ referenceId: userId, prefill });
+    } catch (error) {
+      this.tally.log.warn({ err: error, provider: provider.name }, 'identity provider could not create an inquiry');
+      throw new ProviderFailure('Failed to create identity inquiry');
     }
   }
 
@@ -104,40 +102,39 @@ export class KycService {
       commandId: `identity:${update.source}:${update.eventId}`,
       metadata: { actor: { kind: 'provider', id: update.source }, correlationId: update.eventId },
     };
-    for (let attempt = 1; ; attempt++) {
-      const kyc = await load(this.tally.store, kycStream(userId), kycDecider);
-      const s = update.snapshot;
-      const kycEvents = kycDecider.decide(
-        {
-          type: 'ApplyProviderStatus',
-          inquiryId: s.inquiryId,
-          status: s.status,
-          riskLevel: s.riskLevel,
-          riskScore: s.riskScore,
-          reasons: s.reasons,
-          document: s.document as KycDocumentData | null,
-          source: update.source,
-          at: update.at,
-        },
-        kyc.state,
-      );
-      if (kycEvents.length === 0) return;
-      const approved = kycEvents.some((e) => e.type === 'KycStatusChanged' && e.data.to === 'approved');
-      const user = await load(this.tally.store, userStream(userId), userDecider);
-      const userEvents = approved ? userDecider.decide({ type: 'ActivateAfterKyc' }, user.state) : [];
-      try {
-        const results = await this.tally.store.appendMany([
-          { stream: kycStream(userId), events: toNewEvents(ctx, kycStream(userId), kycEvents), expectedRevision: kyc.revision },
-          ...(userEvents.length
-            ? [{ stream: userStream(userId), events: toNewEvents(ctx, userStream(userId), userEvents), expectedRevision: user.revision }]
-            : []),
-        ]);
-        await this.tally.readYourWrites(results[results.length - 1]?.position, ['kyc', 'users']);
-        return;
-      } catch (error) {
-        if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
-      }
-    }
+    const s = update.snapshot;
+    const command = {
+      type: 'ApplyProviderStatus' as const,
+      inquiryId: s.inquiryId,
+      status: s.status,
+      riskLevel: s.riskLevel,
+      riskScore: s.riskScore,
+      reasons: s.reasons,
+      document: s.document as KycDocumentData | null,
+      source: update.source,
+      at: update.at,
+    };
+    const done = await this.tally.commands.run(
+      ctx,
+      async (reads) => {
+        const kyc = await reads.stream(kycStream(userId), kycDecider);
+        const kycEvents = kycDecider.decide(command, kyc.state);
+        const approved = kycEvents.some((e) => e.type === 'KycStatusChanged' && e.data.to === 'approved');
+        const user = await reads.stream(userStream(userId), userDecider);
+        const userEvents = approved ? userDecider.decide({ type: 'ActivateAfterKyc' }, user.state) : [];
+        return {
+          appends: kycEvents.length
+            ? [
+                { stream: kycStream(userId), events: kycEvents, expected: at(kyc), cached: kycDecider },
+                { stream: userStream(userId), events: userEvents, expected: at(user) },
+              ]
+            : [],
+          result: undefined,
+        };
+      },
+      { cache: false },
+    );
+    await this.tally.readYourWrites(done.position, ['kyc', 'users']);
   }
 
   async applyWebhook(providerName: string, event: IdentityWebhookEvent): Promise<void> {

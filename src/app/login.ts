@@ -1,16 +1,15 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { accountStream, accountDecider, userAccountStream } from '../domain/accounts/account';
+import { accountDecider, accountStream, userAccountDecider, userAccountStream } from '../domain/accounts/account';
 import { DomainError } from '../domain/decider';
 import { INVALID_CODE, loginDecider, loginStream, MAX_SENDS_PER_HOUR } from '../domain/login/login';
 import { INVALID_TOKEN, sessionDecider, sessionStream } from '../domain/sessions/session';
 import { normalizeEmail, userDecider, userStream } from '../domain/users/user';
-import { type StreamAppend, WrongExpectedRevisionError } from '../eventstore/port';
+import { type Append, at as atRevision, type Reads } from './command-handler';
 import { type CommandContext, load, toNewEvents } from './commands';
 import type { Tally } from './tally';
 import { newLoginCode, newRefreshToken, parseRefreshToken } from './tokens';
 
 export const SEND_MESSAGE = 'If the email is registered, a code has been sent';
-const MAX_ATTEMPTS = 4;
 
 export class TooManySends extends Error {}
 
@@ -83,25 +82,17 @@ export class LoginService {
   async verify(partnerId: string, email: string, code: string, ctx: CommandContext): Promise<LoginResult> {
     const user = await this.partnerUser(partnerId, email);
     if (!user) throw new DomainError('unauthenticated', INVALID_CODE);
-    for (let attempt = 1; ; attempt++) {
-      const at = new Date().toISOString();
-      const sessionId = randomUUID();
-      const login = await load(this.tally.store, loginStream(user.id), loginDecider);
-      const events = loginDecider.decide(
-        { type: 'VerifyCode', userId: user.id, presentedHash: this.tally.tokens.codeHash(user.id, code), sessionId, at },
-        login.state,
-      );
-      const loginAppend: StreamAppend = {
-        stream: loginStream(user.id),
-        events: toNewEvents(ctx, loginStream(user.id), events),
-        expectedRevision: login.revision,
-      };
-      try {
-        if (events.some((e) => e.type === 'LoginCodeAttemptFailed')) {
-          // The failed try must count even though the answer is an error.
-          await this.tally.store.appendMany([loginAppend]);
-          throw new DomainError('unauthenticated', INVALID_CODE);
-        }
+    const done = await this.tally.commands.run(
+      ctx,
+      async (reads) => {
+        const at = new Date().toISOString();
+        const sessionId = randomUUID();
+        const login = await reads.stream(loginStream(user.id), loginDecider);
+        const presentedHash = this.tally.tokens.codeHash(user.id, code);
+        const events = loginDecider.decide({ type: 'VerifyCode', userId: user.id, presentedHash, sessionId, at }, login.state);
+        const loginAppend: Append = { stream: loginStream(user.id), events, expected: atRevision(login) };
+        // The failed try is stored even though the answer is an error: it counts.
+        if (events.some((e) => e.type === 'LoginCodeAttemptFailed')) return { appends: [loginAppend], result: null };
         const account = await this.userState(user.id);
         if (account.status !== 'active') throw new DomainError('unauthenticated', `User account is ${account.status}`);
         const refresh = newRefreshToken(sessionId);
@@ -109,42 +100,43 @@ export class LoginService {
           { type: 'StartSession', sessionId, userId: user.id, partnerId, refreshHash: refresh.hash, userGeneration: account.sessionGeneration, at },
           sessionDecider.initialState(),
         );
-        const appends: StreamAppend[] = [
-          loginAppend,
-          { stream: sessionStream(sessionId), events: toNewEvents(ctx, sessionStream(sessionId), sessionEvents), expectedRevision: 'no_stream' },
-        ];
-        appends.push(...(await this.accountOpening(user.id, partnerId, at, ctx)));
-        const results = await this.tally.store.appendMany(appends);
-        await this.tally.readYourWrites(results[results.length - 1]?.position, ['sessions', 'ledger']);
+        const opening = await this.accountOpening(reads, user.id, partnerId, at);
         return {
-          success: true,
-          accessToken: this.tally.tokens.issueAccessToken({ userId: user.id, partnerId, sessionId }),
-          refreshToken: refresh.token,
-          tokenType: 'Bearer',
-          expiresIn: 900,
-          user: { id: user.id, email: user.email, status: 'active' },
+          appends: [loginAppend, { stream: sessionStream(sessionId), events: sessionEvents, expected: 'no_stream' }, ...opening],
+          result: { sessionId, refresh },
         };
-      } catch (error) {
-        // A concurrent verify moved the login stream (or opened the account): decide again.
-        if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
-      }
-    }
+      },
+      { cache: false },
+    );
+    if (!done.result) throw new DomainError('unauthenticated', INVALID_CODE);
+    await this.tally.readYourWrites(done.position, ['sessions', 'ledger']);
+    return {
+      success: true,
+      accessToken: this.tally.tokens.issueAccessToken({ userId: user.id, partnerId, sessionId: done.result.sessionId }),
+      refreshToken: done.result.refresh.token,
+      tokenType: 'Bearer',
+      expiresIn: 900,
+      user: { id: user.id, email: user.email, status: 'active' },
+    };
   }
 
   /** The first successful login opens the user's one USDC account, in the same atomic append. */
-  private async accountOpening(userId: string, partnerId: string, at: string, ctx: CommandContext): Promise<StreamAppend[]> {
-    const reservation = await this.tally.store.readStream(userAccountStream(userId), { maxCount: 1 });
-    if (reservation.length > 0) return [];
+  private async accountOpening(reads: Reads, userId: string, partnerId: string, at: string): Promise<Append[]> {
+    const reservation = await reads.stream(userAccountStream(userId), userAccountDecider);
+    if (reservation.state.accountId !== null) return [];
     const [row] = await this.tally.sql.query<{ id: string }>(`SELECT nextval('account_id_seq')::text AS id`);
     const accountId = Number(row?.id);
-    const opened = accountDecider.decide({ type: 'OpenAccount', accountId, userId, partnerId, at }, accountDecider.initialState());
     return [
       {
         stream: userAccountStream(userId),
-        events: toNewEvents(ctx, userAccountStream(userId), [{ type: 'UserAccountReserved', data: { userId, accountId } }]),
-        expectedRevision: 'no_stream',
+        events: userAccountDecider.decide({ type: 'Reserve', userId, accountId }, reservation.state),
+        expected: 'no_stream',
       },
-      { stream: accountStream(accountId), events: toNewEvents(ctx, accountStream(accountId), opened), expectedRevision: 'no_stream' },
+      {
+        stream: accountStream(accountId),
+        events: accountDecider.decide({ type: 'OpenAccount', accountId, userId, partnerId, at }, accountDecider.initialState()),
+        expected: 'no_stream',
+      },
     ];
   }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type PartnerCommand, partnerDecider, partnerStream } from '../domain/partners/partner';
 import { DomainError } from '../domain/decider';
-import { type CommandContext, handle, load } from './commands';
+import { type CommandContext, load } from './commands';
 import { SecretChecks } from './secret-checks';
 import { hashSecret, newApiKeyPair } from './secrets';
 import type { Tally } from './tally';
@@ -24,8 +24,8 @@ export class PartnerService {
     const { apiKey, apiSecret } = newApiKeyPair(options.sandbox);
     const secretHash = await hashSecret(apiSecret);
     const command: PartnerCommand = { type: 'CreatePartner', partnerId, name, sandbox: options.sandbox, apiKey, secretHash };
-    const result = await handle(this.tally.store, partnerStream(partnerId), partnerDecider, command, options.ctx);
-    await this.tally.readYourWrites(result.appended?.position, ['partners']);
+    const result = await this.tally.commands.decide(options.ctx, partnerStream(partnerId), partnerDecider, command);
+    await this.tally.readYourWrites(result.position, ['partners']);
     return { id: partnerId, name: name.trim(), apiKey, apiSecret };
   }
 
@@ -34,15 +34,15 @@ export class PartnerService {
     if (!partner) throw new DomainError('not_found', 'Partner not found');
     const { apiKey, apiSecret } = newApiKeyPair(partner.sandbox);
     const secretHash = await hashSecret(apiSecret);
-    const result = await handle(this.tally.store, partnerStream(partnerId), partnerDecider, { type: 'CreateApiKey', apiKey, secretHash }, ctx);
-    await this.tally.readYourWrites(result.appended?.position, ['partners']);
+    const result = await this.tally.commands.decide(ctx, partnerStream(partnerId), partnerDecider, { type: 'CreateApiKey', apiKey, secretHash });
+    await this.tally.readYourWrites(result.position, ['partners']);
     return { id: partnerId, apiKey, apiSecret };
   }
 
   async revokeKey(partnerId: string, apiKey: string, ctx: CommandContext): Promise<void> {
-    const result = await handle(this.tally.store, partnerStream(partnerId), partnerDecider, { type: 'RevokeApiKey', apiKey }, ctx);
+    const result = await this.tally.commands.decide(ctx, partnerStream(partnerId), partnerDecider, { type: 'RevokeApiKey', apiKey });
     this.secretChecks.forgetPartner(partnerId);
-    await this.tally.readYourWrites(result.appended?.position, ['partners']);
+    await this.tally.readYourWrites(result.position, ['partners']);
   }
 
   async get(partnerId: string): Promise<PartnerRecord | null> {

@@ -1,7 +1,7 @@
 import { DomainError } from '../domain/decider';
 import { missingFields, type ProfileFields, profileDecider, profileStream } from '../domain/profiles/profile';
 import { kycDecider, kycStream } from '../domain/kyc/kyc';
-import { type CommandContext, handle, load } from './commands';
+import { type CommandContext, load } from './commands';
 import type { Tally } from './tally';
 
 export interface ProfileView extends ProfileFields {
@@ -17,27 +17,27 @@ export class ProfileService {
   constructor(private readonly tally: Tally) {}
 
   async create(partnerId: string, userId: string, fields: ProfileFields, ctx: CommandContext): Promise<ProfileView> {
-    const result = await handle(
-      this.tally.store,
-      profileStream(userId),
-      profileDecider,
-      { type: 'CreateProfile', userId, partnerId, fields, today: today() },
-      ctx,
-    );
-    await this.tally.readYourWrites(result.appended?.position, ['profiles']);
+    const result = await this.tally.commands.decide(ctx, profileStream(userId), profileDecider, {
+      type: 'CreateProfile',
+      userId,
+      partnerId,
+      fields,
+      today: today(),
+    });
+    await this.tally.readYourWrites(result.position, ['profiles']);
     return this.require(userId);
   }
 
   async update(userId: string, changes: ProfileFields, ctx: CommandContext): Promise<ProfileView> {
     const identityVerified = await this.identityVerified(userId);
-    const result = await handle(
-      this.tally.store,
-      profileStream(userId),
-      profileDecider,
-      { type: 'UpdateProfile', userId, changes, today: today(), identityVerified },
-      ctx,
-    );
-    await this.tally.readYourWrites(result.appended?.position, ['profiles']);
+    const result = await this.tally.commands.decide(ctx, profileStream(userId), profileDecider, {
+      type: 'UpdateProfile',
+      userId,
+      changes,
+      today: today(),
+      identityVerified,
+    });
+    await this.tally.readYourWrites(result.position, ['profiles']);
     return this.require(userId);
   }
 

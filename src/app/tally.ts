@@ -6,6 +6,7 @@ import { allProjections } from '../projections';
 import { ProjectionEngine } from '../projections/runner';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from './keys';
+import { CommandHandler } from './command-handler';
 import { StateCache } from './commands';
 import { KycService } from './kyc';
 import { LedgerService } from './ledger';
@@ -41,6 +42,8 @@ export class Tally {
   readonly outage: Outage;
   /** Folded aggregate states, checked against the stored revision on every load. */
   readonly stateCache = new StateCache();
+  /** Every command goes through it: load, decide, append at the revisions decided on, retry. */
+  readonly commands: CommandHandler;
   /** Per scope, the last position appended without waiting for the projections (noteWrite). */
   private readonly lastWrites = new Map<string, string>();
   /** Hands stale held payouts to their provider again (Payouts.resubmitStale), while the server runs. */
@@ -62,6 +65,7 @@ export class Tally {
       await sql.query('SELECT 1');
     });
     this.stateCache.snapshots = new SnapshotStore(sql, log);
+    this.commands = new CommandHandler(store, this.stateCache);
     this.engine = new ProjectionEngine(store, sql, allProjections, log);
     this.engine.paceMs = config.projectionsPaceMs;
     this.partners = new PartnerService(this);

@@ -1,8 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { DomainError } from '../domain/decider';
 import { normalizeEmail, type UserCommand, type UserStatus, userDecider, userStream } from '../domain/users/user';
-import { WrongExpectedRevisionError } from '../eventstore/port';
-import { type CommandContext, handle, load } from './commands';
+import { type CommandContext, load } from './commands';
 import type { Tally } from './tally';
 
 export interface UserSummary {
@@ -85,17 +84,15 @@ export class UserService {
         language: input.language ?? 'en',
       },
     };
-    try {
-      const result = await handle(this.tally.store, userStream(userId), userDecider, command, ctx, () => [
-        { stream: emailStream(email), expectedRevision: 'no_stream', events: [{ type: 'UserEmailReserved', data: { userId } }] },
-      ]);
-      await this.tally.readYourWrites(result.appended?.position, ['users']);
-    } catch (error) {
-      if (error instanceof WrongExpectedRevisionError && error.stream === emailStream(email)) {
-        throw new DomainError('conflict', 'User with this email already exists');
-      }
-      throw error;
-    }
+    const result = await this.tally.commands.decide(ctx, userStream(userId), userDecider, command, () => [
+      {
+        stream: emailStream(email),
+        expected: 'no_stream',
+        events: [{ type: 'UserEmailReserved', data: { userId } }],
+        refuseOnConflict: new DomainError('conflict', 'User with this email already exists'),
+      },
+    ]);
+    await this.tally.readYourWrites(result.position, ['users']);
     const user = await this.get(partnerId, userId);
     if (user) return user;
     // The users read model is behind (stopped on an event, or slow): the answer comes from the log.
@@ -159,8 +156,8 @@ export class UserService {
     if (!state.exists || !state.partnerId) throw new DomainError('not_found', 'User not found');
     const command: UserCommand =
       action === 'suspend' ? { type: 'Suspend', reason } : action === 'ban' ? { type: 'Ban', reason } : { type: 'Reinstate', reason };
-    const result = await handle(this.tally.store, userStream(userId), userDecider, command, ctx, undefined, this.tally.stateCache);
-    await this.tally.readYourWrites(result.appended?.position, ['users']);
+    const result = await this.tally.commands.decide(ctx, userStream(userId), userDecider, command);
+    await this.tally.readYourWrites(result.position, ['users']);
     const user = await this.get(state.partnerId, userId);
     if (!user) throw new Error('an existing user is readable');
     return user;

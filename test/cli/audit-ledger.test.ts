@@ -80,7 +80,7 @@ describe('tally audit verify: the ledger’s books', () => {
     }
     const io = capture();
     expect((await auditVerify(config, io)).ok, io.text()).to.equal(true);
-    expect(io.lines).to.include('OK   state snapshots: 1 snapshots checked');
+    expect(io.lines, io.text()).to.include('OK   state snapshots: 1 snapshots checked');
     await rawSql(app.config.databaseUrl!, `UPDATE state_snapshots SET state = jsonb_set(state, '{creditsPosted}', '"1000"') WHERE stream_id = $1`, [stream]);
     const report = await auditVerify(config, capture());
     expect(report.ok).to.equal(false);

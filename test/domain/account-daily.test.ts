@@ -1,7 +1,8 @@
+import { money } from '../../src/domain/ledger/money';
 import { type AccountEvent, accountDecider } from '../../src/domain/accounts/account';
 import { deciderSpec } from './spec';
 
-const limits = { maxTransactionAmount: '100', dailyTransactionLimit: '100' };
+const limits = { maxTransactionAmount: money('100'), dailyTransactionLimit: money('100') };
 const opened: AccountEvent = {
   type: 'AccountOpened',
   data: { accountId: 7, userId: 'u', partnerId: 'p', asset: 'USDC', type: 'LIABILITY', at: '2026-11-24T09:00:00.000Z' },

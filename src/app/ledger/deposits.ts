@@ -1,14 +1,16 @@
-import { uuidV7 } from '../../domain/ids';
-import { accountDecider, accountStream } from '../../domain/accounts/account';
+import { accountCreditStream, accountDecider, accountStream } from '../../domain/accounts/account';
 import { DomainError } from '../../domain/decider';
+import { checkDeposit, decideDeposit, decidePaymentVerdict } from '../../domain/ledger/deposit';
 import { fixed, money } from '../../domain/ledger/money';
-import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
-import { type StreamAppend, WrongExpectedRevisionError } from '../../eventstore/port';
+import { storedUnderKey, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
+import { uuidV7 } from '../../domain/ids';
 import type { PaymentProvider, PaymentWebhookEvent } from '../../providers/payments/port';
-import { type CommandContext, load, toNewEvents } from '../commands';
+import { at } from '../command-handler';
+import type { CommandContext } from '../commands';
 import type { Tally } from '../tally';
-import { type LedgerAccounts, LedgerProviderFailure, MAX_ATTEMPTS } from './accounts';
-import { type IdempotencyKeys, requestHashOf, sameRequest } from './idempotency';
+import { headerKey, type IdempotencyKeys, requestHashOf } from './idempotency';
+import { LedgerProviderFailure } from './provider-failure';
+import type { TransactionIds } from './transaction-ids';
 
 interface DepositInput {
   toAccountId: number;
@@ -19,49 +21,72 @@ interface DepositInput {
   payer: { documentType: string; documentNumber: string };
 }
 
+type User = { userId: string; partnerId: string };
+
+const NEW_STREAM = { state: transactionDecider.initialState(), revision: -1 };
+
+export interface DepositDone {
+  transactionId: string;
+  paymentLink: string;
+  /** The deposit was made before, under the key: its payment is the one asked for again. */
+  replayed: boolean;
+}
+
 /** Deposits: a hosted payment link; the account is credited once, when the provider confirms. */
 export class Deposits {
   constructor(
     private readonly tally: Tally,
-    private readonly accounts: LedgerAccounts,
+    private readonly ids: TransactionIds,
     private readonly keys: IdempotencyKeys,
   ) {}
 
   /**
-   * A PENDING deposit and its payment link. With an idempotency key (per partner, see
-   * IdempotencyKeys), the same request again answers the first deposit's transactionId and link
-   * (the provider is asked again for the payment of that transactionId, which it keeps): a retry
-   * after a lost answer never makes a second link to pay. `replayed`: the deposit was made before,
-   * under the key.
+   * A PENDING deposit and its payment link. With an idempotency key (per partner), the same request
+   * again answers the first deposit's transactionId and link (the provider is asked again for the
+   * payment of that transactionId, which it keeps): a retry after a lost answer never makes a second
+   * link to pay.
    */
-  async deposit(
-    user: { userId: string; partnerId: string },
-    input: DepositInput,
-    ctx: CommandContext,
-    idempotencyKey?: string,
-  ): Promise<{ transactionId: string; paymentLink: string; replayed: boolean }> {
-    await this.accounts.ownAccount(user.userId, user.partnerId, input.toAccountId);
-    const provider = this.tally.providers.payments.get(input.provider);
-    if (!provider) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
-    if (idempotencyKey === undefined)
-      return { ...(await this.depositOnce(user, input, provider, ctx, { uuid: uuidV7(), requestHash: null })), replayed: false };
-    return this.keys.run(user.partnerId, idempotencyKey, async ({ uuid, commandId }) => {
-      const requestHash = requestHashOf({ ...input, amount: fixed(money(input.amount)), userId: user.userId });
-      const stored = async () => {
-        const { state } = await load(this.tally.store, transactionStream(uuid), transactionDecider);
-        if (state.created) sameRequest(state.created, 'DEPOSIT', requestHash);
-        return state.created !== null;
+  async deposit(user: User, input: DepositInput, ctx: CommandContext, idempotencyKey?: string): Promise<DepositDone> {
+    if (idempotencyKey === undefined) return this.depositOnce(user, input, ctx, { uuid: uuidV7(), requestHash: null });
+    const keyed = headerKey(user.partnerId, idempotencyKey);
+    const requestHash = requestHashOf({ ...input, amount: fixed(money(input.amount)), userId: user.userId });
+    return this.keys.run(keyed.key, 'refuse', () =>
+      this.depositOnce(user, input, { ...ctx, commandId: keyed.commandId, unkeyed: false }, { uuid: keyed.uuid, requestHash }),
+    );
+  }
+
+  /**
+   * The payment is made inside the decision: the provider is idempotent by transactionId, so a
+   * decision made again (after a concurrent write) asks for the same payment.
+   */
+  private async depositOnce(user: User, input: DepositInput, ctx: CommandContext, key: { uuid: string; requestHash: string | null }): Promise<DepositDone> {
+    const { uuid, requestHash } = key;
+    const done = await this.tally.commands.run(ctx, async (reads) => {
+      const destination = await reads.stream(accountStream(input.toAccountId), accountDecider);
+      checkDeposit(destination.state, { ...user, currency: input.currency });
+      const provider = this.tally.providers.payments.get(input.provider);
+      if (!provider) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
+      // Unkeyed, the uuid was made for this request: nothing can be stored under it yet.
+      const txn = requestHash === null ? NEW_STREAM : await reads.stream(transactionStream(uuid), transactionDecider, { cached: false });
+      const stored = requestHash !== null && storedUnderKey(txn.state, { kind: 'DEPOSIT', requestHash });
+      const payment = await this.payment(uuid, input, provider);
+      if (stored) return { appends: [], result: { transactionId: uuid, paymentLink: payment.paymentLink, replayed: true } };
+      const events = decideDeposit(destination.state, {
+        ...user,
+        ...input,
+        uuid,
+        id: await this.ids.next(),
+        requestHash,
+        payment: { provider: provider.name, paymentId: payment.paymentId, payerDocumentType: input.payer.documentType },
+        at: new Date().toISOString(),
+      });
+      return {
+        appends: [{ stream: transactionStream(uuid), events, expected: at(txn) }],
+        result: { transactionId: uuid, paymentLink: payment.paymentLink, replayed: false },
       };
-      // Stored (by an earlier copy, or by another node meanwhile): the same payment, asked for again.
-      const again = async () => ({ transactionId: uuid, paymentLink: (await this.payment(uuid, input, provider)).paymentLink, replayed: true });
-      if (await stored()) return again();
-      try {
-        return { ...(await this.depositOnce(user, input, provider, { ...ctx, commandId, unkeyed: false }, { uuid, requestHash })), replayed: false };
-      } catch (error) {
-        if (error instanceof WrongExpectedRevisionError && (await stored())) return again();
-        throw error;
-      }
     });
+    await this.tally.readYourWrites(done.position, ['ledger']);
+    return done.result;
   }
 
   /** The provider's payment for the deposit `uuid` (made now, or the one made before: it is idempotent by transactionId). */
@@ -81,75 +106,27 @@ export class Deposits {
     }
   }
 
-  private async depositOnce(
-    user: { userId: string; partnerId: string },
-    input: DepositInput,
-    provider: PaymentProvider,
-    ctx: CommandContext,
-    keyed: { uuid: string; requestHash: string | null },
-  ): Promise<{ transactionId: string; paymentLink: string }> {
-    const { uuid, requestHash } = keyed;
-    const amount = fixed(money(input.amount));
-    const payment = await this.payment(uuid, input, provider);
-    const id = await this.accounts.nextTransactionId();
-    const at = new Date().toISOString();
-    const created = transactionDecider.decide(
-      {
-        type: 'Create',
-        data: {
-          uuid,
-          id,
-          kind: 'DEPOSIT',
-          status: 'PENDING',
-          amount,
-          debitAccountId: null,
-          creditAccountId: input.toAccountId,
-          description: input.description,
-          userId: user.userId,
-          partnerId: user.partnerId,
-          requestHash,
-          details: { provider: provider.name, paymentId: payment.paymentId, currency: input.currency, payerDocumentType: input.payer.documentType },
-          at,
-        },
-      },
-      transactionDecider.initialState(),
-    );
-    const result = await this.tally.store.append(transactionStream(uuid), toNewEvents(ctx, transactionStream(uuid), created), 'no_stream');
-    await this.tally.readYourWrites(result.position, ['ledger']);
-    return { transactionId: uuid, paymentLink: payment.paymentLink };
-  }
-
   /** The payment provider's verdict: a confirmation credits the account once, however often it comes. */
   async applyPaymentWebhook(providerName: string, event: PaymentWebhookEvent): Promise<void> {
     const ctx: CommandContext = {
       commandId: `payment:${providerName}:${event.eventId}`,
       metadata: { actor: { kind: 'provider', id: providerName }, correlationId: event.eventId },
     };
-    for (let attempt = 1; ; attempt++) {
-      const txn = await load(this.tally.store, transactionStream(event.transactionId), transactionDecider);
-      const data = txn.state.created;
-      if (data?.kind !== 'DEPOSIT' || data.creditAccountId === null) throw new DomainError('not_found', 'Transaction not found');
-      const at = event.occurredAt;
-      const matches = money(event.amount).eq(data.amount) && event.currency === (data.details.currency ?? 'USDC');
-      const to = event.outcome === 'confirmed' && matches ? 'COMPLETED' : 'FAILED';
-      const reason = event.outcome === 'confirmed' && !matches ? 'amount_mismatch' : event.outcome === 'failed' ? 'payment_failed' : null;
-      const changed = transactionDecider.decide({ type: 'ChangeStatus', to, reason, details: { providerEventId: event.eventId }, at }, txn.state);
-      if (changed.length === 0) return;
-      const appends: StreamAppend[] = [
-        { stream: transactionStream(data.uuid), events: toNewEvents(ctx, transactionStream(data.uuid), changed), expectedRevision: txn.revision },
-      ];
-      if (to === 'COMPLETED') {
-        const account = await load(this.tally.store, accountStream(data.creditAccountId), accountDecider, { cache: this.accounts.cache });
-        const credit = accountDecider.decide({ type: 'Credit', transactionId: data.uuid, amount: data.amount, reason: 'deposit', at }, account.state);
-        appends.push(this.accounts.creditAppend(ctx, data.creditAccountId, credit));
-      }
-      try {
-        const results = await this.tally.store.appendMany(appends);
-        await this.tally.readYourWrites(results[results.length - 1]?.position, ['ledger']);
-        return;
-      } catch (error) {
-        if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
-      }
-    }
+    const done = await this.tally.commands.run(ctx, async (reads) => {
+      const txn = await reads.stream(transactionStream(event.transactionId), transactionDecider, { cached: false });
+      const accountId = txn.state.created?.creditAccountId;
+      if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
+      const account = await reads.account(accountId);
+      const verdict = { eventId: event.eventId, outcome: event.outcome, amount: event.amount, currency: event.currency, at: event.occurredAt };
+      const decided = decidePaymentVerdict(txn.state, account.state, verdict);
+      return {
+        appends: [
+          { stream: transactionStream(event.transactionId), events: decided.transaction, expected: at(txn) },
+          { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
+        ],
+        result: undefined,
+      };
+    });
+    await this.tally.readYourWrites(done.position, ['ledger']);
   }
 }

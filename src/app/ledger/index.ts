@@ -1,16 +1,19 @@
 import type { Tally } from '../tally';
 import { LedgerAccounts } from './accounts';
 import { Deposits } from './deposits';
+import { approvedLimits } from './facts';
 import { IdempotencyKeys } from './idempotency';
 import { Payouts } from './payouts';
 import { LedgerReads, ledgerScope } from './reads';
+import { TransactionIds } from './transaction-ids';
 import { Transfers } from './transfers';
 
-export { type AccountRow, LedgerProviderFailure } from './accounts';
+export type { AccountRow } from './accounts';
 export type { PayoutAnswer, PayoutInput } from './payouts';
+export { LedgerProviderFailure } from './provider-failure';
 export type { TransactionView } from './reads';
 
-/** The ledger's application services, one per kind of movement, over shared account access. */
+/** The ledger's application services, one per kind of movement. */
 export class LedgerService {
   readonly accounts: LedgerAccounts;
   readonly transfers: Transfers;
@@ -20,10 +23,12 @@ export class LedgerService {
 
   constructor(private readonly tally: Tally) {
     this.accounts = new LedgerAccounts(tally);
+    const ids = new TransactionIds(tally.sql, tally.log);
     const keys = new IdempotencyKeys();
-    this.transfers = new Transfers(tally, this.accounts, keys);
-    this.deposits = new Deposits(tally, this.accounts, keys);
-    this.payouts = new Payouts(tally, this.accounts);
+    const limits = approvedLimits(tally.config);
+    this.transfers = new Transfers(tally, ids, keys, limits);
+    this.deposits = new Deposits(tally, ids, keys);
+    this.payouts = new Payouts(tally, ids, keys, limits);
     this.reads = new LedgerReads(tally);
   }
 

@@ -1,4 +1,5 @@
 import { DomainError, type Decider, invariant } from '../decider';
+import type { Limits } from '../kyc/limits';
 import { type Amount, fixed, money, parseAmount, ZERO } from '../ledger/money';
 
 /**
@@ -28,11 +29,6 @@ export type AccountEvent =
 
 /** One per user, appended with "no stream": two concurrent first logins cannot open two accounts. */
 export type AccountReservationEvent = { type: 'UserAccountReserved'; data: { userId: string; accountId: number } };
-
-export interface Limits {
-  maxTransactionAmount: string;
-  dailyTransactionLimit: string;
-}
 
 export type AccountCommand =
   | { type: 'OpenAccount'; accountId: number; userId: string; partnerId: string; at: string }
@@ -70,23 +66,6 @@ function snapshotAmount(value: unknown): Amount {
   const amount = typeof value === 'string' ? parseAmount(value) : null;
   if (!amount) throw new Error(`Snapshot amount is not a plain decimal: ${JSON.stringify(value)}`);
   return amount;
-}
-
-/** A user's limits, parsed once per Limits object (one is shared by a user's requests for a while). */
-const parsedLimits = new WeakMap<Limits, { max: Amount; daily: Amount; maxText: string; dailyText: string }>();
-
-function limitAmounts(limits: Limits): { max: Amount; daily: Amount } {
-  let parsed = parsedLimits.get(limits);
-  if (!parsed || limits.maxTransactionAmount !== parsed.maxText || limits.dailyTransactionLimit !== parsed.dailyText) {
-    parsed = {
-      max: money(limits.maxTransactionAmount),
-      daily: money(limits.dailyTransactionLimit),
-      maxText: limits.maxTransactionAmount,
-      dailyText: limits.dailyTransactionLimit,
-    };
-    parsedLimits.set(limits, parsed);
-  }
-  return parsed;
 }
 
 export const available = (s: AccountState) => s.creditsPosted.minus(s.debitsPosted).minus(s.debitsPending);
@@ -206,7 +185,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         const amount = money(command.amount);
         invariant(amount.gt(0), 'a debit is positive');
         if (command.limits) {
-          const { max, daily } = limitAmounts(command.limits);
+          const { maxTransactionAmount: max, dailyTransactionLimit: daily } = command.limits;
           if (amount.gt(max)) throw new DomainError('invalid', `Amount exceeds maximum transaction amount of ${max.toFixed()}`);
           const today = utcDay(command.at) === state.day ? state.dayOutgoing : ZERO;
           if (today.plus(amount).gt(daily)) throw new DomainError('invalid', 'Daily transaction limit exceeded');
@@ -218,7 +197,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
             data: { accountId, transactionId: command.transactionId, amount: fixed(amount), reason: command.reason, pending: command.pending, at: command.at },
           },
         ];
-        invariant(available(events.reduce(accountDecider.evolve, state)).gte(0), 'a debit never leaves the balance below zero');
+        assertAccount(events.reduce(accountDecider.evolve, state));
         return events;
       }
       case 'PostHold': {
@@ -228,5 +207,42 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         return [{ type: 'HoldPosted', data: { accountId, transactionId: command.transactionId, amount: held, at: command.at, ...returned } }];
       }
     }
+  },
+};
+
+/**
+ * What holds of every account state after a decision that moves money (TigerBeetle style: a broken
+ * one is a bug, never a 4xx): nothing spent that was not there, and the holds are the pending debits.
+ */
+export function assertAccount(state: AccountState): void {
+  invariant(available(state).gte(0), `account ${state.accountId} is not overdrawn`);
+  invariant(state.debitsPending.gte(0) && state.debitsPosted.gte(0) && state.creditsPosted.gte(0), `account ${state.accountId} has no negative total`);
+  const held = Object.values(state.holds).reduce((sum, amount) => sum.plus(money(amount)), ZERO);
+  invariant(held.eq(state.debitsPending), `account ${state.accountId}: its holds sum to its pending debits`);
+}
+
+/**
+ * An account the user may act on: 404 when unknown or another partner's (its existence is not theirs
+ * to learn), 403 when another user's of the same partner.
+ */
+export function requireOwnAccount(account: AccountState, user: { userId: string; partnerId: string }): number {
+  if (!account.opened || account.accountId === null || account.partnerId !== user.partnerId) throw new DomainError('not_found', 'Account not found');
+  if (account.userId !== user.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
+  return account.accountId;
+}
+
+/** The account as it is seen when debits are decided: its stream's state with the credits of its credit stream. */
+export const withCredits = (main: AccountState, credits: AccountState): AccountState => ({
+  ...main,
+  creditsPosted: main.creditsPosted.plus(credits.creditsPosted),
+});
+
+/** Which account is the user's (reserved once, at the first successful login). */
+export const userAccountDecider: Decider<{ accountId: number | null }, { type: 'Reserve'; userId: string; accountId: number }, AccountReservationEvent> = {
+  initialState: () => ({ accountId: null }),
+  evolve: (state, event) => (state.accountId === null ? { accountId: event.data.accountId } : state),
+  decide(command, state) {
+    if (state.accountId !== null) throw new DomainError('conflict', 'The user already has an account');
+    return [{ type: 'UserAccountReserved', data: { userId: command.userId, accountId: command.accountId } }];
   },
 };

@@ -1,4 +1,4 @@
-import { DomainError, type Decider } from '../decider';
+import { DomainError, type Decider, invariant } from '../decider';
 
 /** Ledger transactions: what partners see in lists, with the statuses of the interface (3.3). */
 export const TRANSACTION_STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const;
@@ -121,3 +121,26 @@ export const transactionDecider: Decider<TransactionState, TransactionCommand, T
     }
   },
 };
+
+/**
+ * The transaction an idempotency key names, when one was made under it: the same request again is
+ * answered with it; another request under the key (another kind, body or user) is refused with
+ * `reused`. Null when nothing was made under the key yet.
+ */
+export function storedUnderKey(
+  txn: TransactionState,
+  request: { kind: TransactionKind; requestHash: string },
+  reused = new DomainError('unprocessable', 'Idempotency key reused with different parameters'),
+): TransactionCreatedData | null {
+  const created = txn.created;
+  if (!created) return null;
+  if (created.kind !== request.kind || created.requestHash !== request.requestHash) throw reused;
+  return created;
+}
+
+/** The transaction a Create decided. */
+export function createdBy(events: TransactionEvent[]): TransactionCreatedData {
+  const created = events.find((e) => e.type === 'TransactionCreated');
+  invariant(created?.type === 'TransactionCreated', 'a created transaction has its TransactionCreated');
+  return created.data;
+}

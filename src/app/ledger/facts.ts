@@ -1,0 +1,47 @@
+import { userAccountDecider, userAccountStream } from '../../domain/accounts/account';
+import { DomainError } from '../../domain/decider';
+import { kycDecider, kycStream } from '../../domain/kyc/kyc';
+import { type Limits, limitsAt } from '../../domain/kyc/limits';
+import { money } from '../../domain/ledger/money';
+import type { TransactionCreatedData } from '../../domain/ledger/transaction';
+import type { Config } from '../../config';
+import type { EventStore } from '../../eventstore/port';
+import type { Reads } from '../command-handler';
+import { load, type StateCache } from '../commands';
+import type { TransactionView } from './reads';
+
+/** The limits of an approved user, as configured (decisions.md). */
+export const approvedLimits = (config: Config): Limits => ({
+  maxTransactionAmount: money(String(config.kycLimits.maxTransactionAmount)),
+  dailyTransactionLimit: money(String(config.kycLimits.dailyTransactionLimit)),
+});
+
+/** The user's limits at `at`, from their KYC stream (the write side). */
+export async function limitsOf(reads: Reads, userId: string, at: string, approved: Limits): Promise<Limits> {
+  const kyc = await reads.stream(kycStream(userId), kycDecider);
+  return limitsAt(kyc.state, at, approved);
+}
+
+/**
+ * The user's account (reserved at the first login), from the write side. A state trusted from the
+ * cache may predate the reservation, so "none" is only said after a read of the stream.
+ */
+export async function accountOfUser(store: EventStore, cache: StateCache, userId: string): Promise<number> {
+  for (const trustCache of [true, false]) {
+    const { state } = await load(store, userAccountStream(userId), userAccountDecider, { cache, trustCache });
+    if (state.accountId !== null) return state.accountId;
+  }
+  throw new DomainError('not_found', 'Account not found');
+}
+
+/** How a transaction is shown, from the event that created it (a write's answer needs no read model). */
+export const viewOf = (created: TransactionCreatedData): TransactionView => ({
+  id: created.id,
+  uuid: created.uuid,
+  description: created.description,
+  status: created.status,
+  amount: created.amount,
+  debitAccountId: created.debitAccountId,
+  creditAccountId: created.creditAccountId,
+  created: created.at,
+});

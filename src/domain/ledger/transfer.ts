@@ -1,0 +1,115 @@
+import { type AccountEvent, type AccountState, accountDecider, assertAccount } from '../accounts/account';
+import { DomainError, invariant } from '../decider';
+import type { Limits } from '../kyc/limits';
+import { fixed, money, ZERO } from './money';
+import { type TransactionEvent, transactionDecider } from './transaction';
+
+/** A transfer as asked for, with the ids it was given (its uuid names its transaction stream). */
+export interface TransferRequest {
+  uuid: string;
+  /** The transaction's number in lists (from a sequence). */
+  id: number;
+  userId: string;
+  partnerId: string;
+  fromAccountId: number;
+  toAccountId: number;
+  /** A positive decimal string. */
+  amount: string;
+  description: string;
+  /** Set when the request came with an idempotency key: what the key was used for. */
+  requestHash: string | null;
+  at: string;
+}
+
+/** What a transfer's decision needs besides the source account: the destination and the user's limits. */
+export interface TransferFacts {
+  /** The destination account's state (its owner; a credit needs nothing else of it). */
+  destination: AccountState;
+  limits: Limits;
+}
+
+/** The events of an accepted transfer, per stream kind. */
+export interface TransferDecided {
+  /** On the source account's stream, decided at its revision. */
+  debit: AccountEvent[];
+  /** On the destination's credit stream (a credit never makes a debit unsafe). */
+  credit: AccountEvent[];
+  /** The new transaction stream. */
+  transaction: TransactionEvent[];
+}
+
+/** Who may move money from where: the same account, an unknown or foreign account, another user's. */
+function checkParties(source: AccountState, request: TransferRequest, destination: AccountState): void {
+  if (request.fromAccountId === request.toAccountId) throw new DomainError('invalid', 'Cannot transfer to the same account');
+  const known = (a: AccountState) => a.opened && a.partnerId === request.partnerId;
+  if (!known(source) || !known(destination)) throw new DomainError('invalid', 'One or both accounts do not exist');
+  if (source.userId !== request.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
+}
+
+/** One transfer out of `source`: every rule of it, or a DomainError naming the one it breaks. */
+export function decideTransfer(source: AccountState, request: TransferRequest, facts: TransferFacts): TransferDecided {
+  checkParties(source, request, facts.destination);
+  invariant(source.accountId === request.fromAccountId && facts.destination.accountId === request.toAccountId, 'the accounts are the ones asked for');
+  const amount = fixed(money(request.amount));
+  const { uuid, at } = request;
+  const debit = accountDecider.decide({ type: 'Debit', transactionId: uuid, amount, reason: 'transfer', pending: false, at, limits: facts.limits }, source);
+  const credit = accountDecider.decide({ type: 'Credit', transactionId: uuid, amount, reason: 'transfer', at }, facts.destination);
+  const transaction = transactionDecider.decide(
+    {
+      type: 'Create',
+      data: {
+        uuid,
+        id: request.id,
+        kind: 'TRANSFER',
+        status: 'COMPLETED',
+        amount,
+        debitAccountId: request.fromAccountId,
+        creditAccountId: request.toAccountId,
+        description: request.description,
+        userId: request.userId,
+        partnerId: request.partnerId,
+        requestHash: request.requestHash,
+        details: {},
+        at,
+      },
+    },
+    transactionDecider.initialState(),
+  );
+  return { debit, credit, transaction };
+}
+
+/**
+ * Transfers out of one account, decided in order, each on the state the accepted ones before it
+ * left: one that breaks a rule is refused alone (its DomainError in its place), the others go through.
+ */
+export function decideTransfers(
+  source: AccountState,
+  requests: ReadonlyArray<{ request: TransferRequest; facts: TransferFacts }>,
+): { outcomes: Array<TransferDecided | DomainError>; state: AccountState } {
+  let state = source;
+  const outcomes = requests.map(({ request, facts }) => {
+    try {
+      const decided = decideTransfer(state, request, facts);
+      state = decided.debit.reduce(accountDecider.evolve, state);
+      return decided;
+    } catch (error) {
+      if (error instanceof DomainError) return error;
+      throw error;
+    }
+  });
+  assertAccount(state);
+  assertConserved(outcomes.filter((o): o is TransferDecided => !(o instanceof DomainError)));
+  return { outcomes, state };
+}
+
+/** Money is neither made nor lost: what the accepted transfers debit, they credit, and record. */
+function assertConserved(accepted: TransferDecided[]): void {
+  const sum = (events: Array<AccountEvent | TransactionEvent>) =>
+    events.reduce(
+      (total, e) => (e.type === 'FundsDebited' || e.type === 'FundsCredited' || e.type === 'TransactionCreated' ? total.plus(money(e.data.amount)) : total),
+      ZERO,
+    );
+  const debited = sum(accepted.flatMap((d) => d.debit));
+  invariant(debited.eq(sum(accepted.flatMap((d) => d.credit))), 'a batch of transfers credits what it debits');
+  invariant(debited.eq(sum(accepted.flatMap((d) => d.transaction))), 'a batch of transfers records what it debits');
+}

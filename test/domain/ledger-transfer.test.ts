@@ -1,0 +1,175 @@
+import { expect } from 'chai';
+import { accountDecider, assertAccount, available } from '../../src/domain/accounts/account';
+import { DomainError } from '../../src/domain/decider';
+import { limitsAt, NO_LIMITS_GRANTED } from '../../src/domain/kyc/limits';
+import type { KycEvent } from '../../src/domain/kyc/kyc';
+import { fixed } from '../../src/domain/ledger/money';
+import { decideTransfer, decideTransfers, type TransferRequest } from '../../src/domain/ledger/transfer';
+import { AT, account, credited, kindAndMessage, kyc, limits, opened, refusal, ROOMY, withCredits } from './ledger-support';
+
+const request = (over: Partial<TransferRequest> = {}): TransferRequest => ({
+  uuid: 't-1',
+  id: 41,
+  userId: 'ada',
+  partnerId: 'acme',
+  fromAccountId: 7,
+  toAccountId: 8,
+  amount: '25',
+  description: 'rent',
+  requestHash: null,
+  at: AT,
+  ...over,
+});
+const ada = () => withCredits(account(opened(7)), account(credited(7, '100')));
+const bob = account(opened(8, 'bob'));
+
+describe('a transfer, decided', () => {
+  it('debits the source, credits the destination and records a COMPLETED transaction, for the same amount', () => {
+    const decided = decideTransfer(ada(), request(), { destination: bob, limits: ROOMY });
+    expect(decided.debit).to.deep.equal([
+      { type: 'FundsDebited', data: { accountId: 7, transactionId: 't-1', amount: '25.00000000', reason: 'transfer', pending: false, at: AT } },
+    ]);
+    expect(decided.credit).to.deep.equal([
+      { type: 'FundsCredited', data: { accountId: 8, transactionId: 't-1', amount: '25.00000000', reason: 'transfer', at: AT } },
+    ]);
+    expect(decided.transaction).to.have.length(1);
+    expect(decided.transaction[0]?.data).to.include({
+      uuid: 't-1',
+      id: 41,
+      kind: 'TRANSFER',
+      status: 'COMPLETED',
+      amount: '25.00000000',
+      debitAccountId: 7,
+      creditAccountId: 8,
+    });
+  });
+
+  const refusals: Array<[string, () => unknown, [string, string]]> = [
+    [
+      'to the same account',
+      () => decideTransfer(ada(), request({ toAccountId: 7 }), { destination: ada(), limits: ROOMY }),
+      ['invalid', 'Cannot transfer to the same account'],
+    ],
+    [
+      'to an account that does not exist',
+      () => decideTransfer(ada(), request({ toAccountId: 9 }), { destination: account(), limits: ROOMY }),
+      ['invalid', 'One or both accounts do not exist'],
+    ],
+    [
+      "to another partner's account",
+      () => decideTransfer(ada(), request(), { destination: account(opened(8, 'eve', 'globex')), limits: ROOMY }),
+      ['invalid', 'One or both accounts do not exist'],
+    ],
+    [
+      "out of another partner's account",
+      () => decideTransfer(withCredits(account(opened(7, 'ada', 'globex')), account(credited(7, '100'))), request(), { destination: bob, limits: ROOMY }),
+      ['invalid', 'One or both accounts do not exist'],
+    ],
+    [
+      "out of another user's account",
+      () => decideTransfer(ada(), request({ userId: 'bob' }), { destination: bob, limits: ROOMY }),
+      ['forbidden', 'Account does not belong to the authenticated user'],
+    ],
+    [
+      'over the balance',
+      () => decideTransfer(ada(), request({ amount: '100.00000001' }), { destination: bob, limits: ROOMY }),
+      ['invalid', 'Insufficient balance in account 7'],
+    ],
+    [
+      'over the maximum per transaction',
+      () => decideTransfer(ada(), request({ amount: '50.5' }), { destination: bob, limits: limits('50', '1000') }),
+      ['invalid', 'Amount exceeds maximum transaction amount of 50'],
+    ],
+    [
+      'over the daily limit',
+      () => decideTransfer(ada(), request({ amount: '30' }), { destination: bob, limits: limits('50', '20') }),
+      ['invalid', 'Daily transaction limit exceeded'],
+    ],
+    [
+      'before KYC is approved (no limits granted)',
+      () => decideTransfer(ada(), request(), { destination: bob, limits: limitsAt(kyc(), AT, ROOMY) }),
+      ['invalid', 'Amount exceeds maximum transaction amount of 0'],
+    ],
+  ];
+  for (const [name, fn, expected] of refusals) it(`is refused ${name}`, () => expect(kindAndMessage(refusal(fn))).to.deep.equal(expected));
+
+  it('spends the whole balance, to the last unit', () => {
+    const decided = decideTransfer(ada(), request({ amount: '100' }), { destination: bob, limits: ROOMY });
+    expect(fixed(available(decided.debit.reduce(accountDecider.evolve, ada())))).to.equal('0.00000000');
+  });
+});
+
+describe('transfers out of one account, decided as a batch', () => {
+  it('decides each on what the accepted ones before it left: the one that would overdraw is refused alone', () => {
+    const asks = ['60', '50', '40'].map((amount, i) => ({ request: request({ uuid: `t-${i}`, amount }), facts: { destination: bob, limits: ROOMY } }));
+    const { outcomes, state } = decideTransfers(ada(), asks);
+    expect(outcomes.map((o) => (o instanceof DomainError ? o.message : 'accepted'))).to.deep.equal([
+      'accepted',
+      'Insufficient balance in account 7',
+      'accepted',
+    ]);
+    expect(fixed(available(state))).to.equal('0.00000000');
+  });
+
+  it('counts the batch to the daily limit, in order', () => {
+    const asks = ['15', '10', '5'].map((amount, i) => ({
+      request: request({ uuid: `t-${i}`, amount }),
+      facts: { destination: bob, limits: limits('50', '20') },
+    }));
+    const { outcomes } = decideTransfers(ada(), asks);
+    expect(outcomes.map((o) => (o instanceof DomainError ? o.message : 'accepted'))).to.deep.equal([
+      'accepted',
+      'Daily transaction limit exceeded',
+      'accepted',
+    ]);
+  });
+});
+
+describe('the limits a user moves money under, from their KYC stream', () => {
+  const started: KycEvent = {
+    type: 'KycVerificationStarted',
+    data: {
+      userId: 'ada',
+      verificationId: 'v1',
+      inquiryId: 'inq',
+      provider: 'sandbox',
+      verificationUrl: 'u',
+      verificationLevel: 'basic',
+      at: '2026-01-01T00:00:00.000Z',
+    },
+  };
+  const moved = (from: string, to: string, at: string): KycEvent =>
+    ({
+      type: 'KycStatusChanged',
+      data: {
+        userId: 'ada',
+        verificationId: 'v1',
+        inquiryId: 'inq',
+        from,
+        to,
+        riskLevel: null,
+        riskScore: null,
+        rejectionReasons: null,
+        document: null,
+        source: 't',
+        at,
+      },
+    }) as KycEvent;
+
+  it('are none before an approval, the approved ones for a year after it, and none once it expired', () => {
+    expect(limitsAt(kyc(), AT, ROOMY)).to.equal(NO_LIMITS_GRANTED);
+    expect(limitsAt(kyc(started, moved('created', 'completed', '2026-01-02T00:00:00.000Z')), AT, ROOMY)).to.equal(NO_LIMITS_GRANTED);
+    const approved = kyc(started, moved('created', 'approved', '2026-01-02T00:00:00.000Z'));
+    expect(limitsAt(approved, AT, ROOMY)).to.equal(ROOMY);
+    expect(limitsAt(approved, '2027-01-02T00:00:00.001Z', ROOMY)).to.equal(NO_LIMITS_GRANTED);
+    expect(limitsAt(kyc(started, moved('created', 'declined', '2026-01-02T00:00:00.000Z')), AT, ROOMY)).to.equal(NO_LIMITS_GRANTED);
+  });
+});
+
+describe('account invariants, asserted after every decision that moves money', () => {
+  it('hold for a consistent account, and throw (a bug, not a refusal) for an overdrawn one or holds that are not its pending debits', () => {
+    expect(() => assertAccount(ada())).not.to.throw();
+    expect(() => assertAccount({ ...ada(), debitsPosted: ada().creditsPosted.plus('0.00000001') })).to.throw(/Invariant violated: account 7 is not overdrawn/);
+    expect(() => assertAccount({ ...ada(), holds: { p: '1.00000000' } })).to.throw(/its holds sum to its pending debits/);
+  });
+});
