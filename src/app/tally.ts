@@ -27,6 +27,12 @@ CREATE TABLE IF NOT EXISTS login_send_log (email_hash text NOT NULL, sent_at tim
 CREATE INDEX IF NOT EXISTS login_send_log_email ON login_send_log (email_hash, sent_at);
 `;
 
+/**
+ * A partner's writes to a read model that were answered without waiting for it (Tally.noteWrite):
+ * the partner's next read of that model waits for them.
+ */
+export const writeScope = (model: string, partnerId: string) => `${model}:${partnerId}`;
+
 /** The running service without its HTTP face: stores, projections and application services. */
 export class Tally {
   readonly engine: ProjectionEngine;

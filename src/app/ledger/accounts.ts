@@ -1,27 +1,11 @@
 import { type AccountState, accountCreditStream, accountDecider, accountStream, requireOwnAccount, withCredits } from '../../domain/accounts/account';
-import { fixed, money } from '../../domain/ledger/money';
+import { fixed } from '../../domain/ledger/money';
 import { type Loaded, load } from '../commands';
 import type { Tally } from '../tally';
 
-export interface AccountRow {
-  id: number;
-  asset: string;
-  type: string;
-  credits: string;
-  debits: string;
-}
-
-/** The user's accounts as the routes show them. */
+/** The write side's view of an account: who may act on it, and its balance at a past instant. */
 export class LedgerAccounts {
   constructor(private readonly tally: Tally) {}
-
-  async accountsOf(userId: string): Promise<AccountRow[]> {
-    const rows = await this.tally.sql.query<{ account_id: string; asset: string; type: string; credits: string; debits: string }>(
-      'SELECT account_id::text, asset, type, credits::text, debits::text FROM rm_accounts WHERE user_id = $1 ORDER BY account_id',
-      [userId],
-    );
-    return rows.map((r) => ({ id: Number(r.account_id), asset: r.asset, type: r.type, credits: fixed(money(r.credits)), debits: fixed(money(r.debits)) }));
-  }
 
   /** An account the token user may act on (404 unknown or another partner's, 403 another user's), from its stream. */
   async ownAccount(userId: string, partnerId: string, accountId: number): Promise<number> {

@@ -8,7 +8,7 @@ import type { Config } from '../../config';
 import type { EventStore } from '../../eventstore/port';
 import type { Reads } from '../command-handler';
 import { load, type StateCache } from '../commands';
-import type { TransactionView } from './reads';
+import type { TransactionView } from '../../projections/ledger';
 
 /** The limits of an approved user, as configured (decisions.md). */
 export const approvedLimits = (config: Config): Limits => ({

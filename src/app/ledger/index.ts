@@ -1,17 +1,16 @@
-import type { Tally } from '../tally';
+import { LedgerQueries } from '../../projections/ledger';
+import { type Tally, writeScope } from '../tally';
 import { LedgerAccounts } from './accounts';
 import { Deposits } from './deposits';
 import { approvedLimits } from './facts';
 import { IdempotencyKeys } from './idempotency';
 import { Payouts } from './payouts';
-import { LedgerReads, ledgerScope } from './reads';
 import { TransactionIds } from './transaction-ids';
 import { Transfers } from './transfers';
 
-export type { AccountRow } from './accounts';
+export type { AccountRow, TransactionView } from '../../projections/ledger';
 export type { PayoutAnswer, PayoutInput } from './payouts';
 export { LedgerProviderFailure } from './provider-failure';
-export type { TransactionView } from './reads';
 
 /** The ledger's application services, one per kind of movement. */
 export class LedgerService {
@@ -19,7 +18,7 @@ export class LedgerService {
   readonly transfers: Transfers;
   readonly deposits: Deposits;
   readonly payouts: Payouts;
-  readonly reads: LedgerReads;
+  readonly reads: LedgerQueries;
 
   constructor(private readonly tally: Tally) {
     this.accounts = new LedgerAccounts(tally);
@@ -29,11 +28,11 @@ export class LedgerService {
     this.transfers = new Transfers(tally, ids, keys, limits);
     this.deposits = new Deposits(tally, ids, keys);
     this.payouts = new Payouts(tally, ids, keys, limits);
-    this.reads = new LedgerReads(tally);
+    this.reads = new LedgerQueries(tally.sql);
   }
 
   /** Before a read of the ledger read model: waits (bounded) for the partner's last transfers to be in it. */
   async caughtUp(partnerId: string): Promise<void> {
-    await this.tally.readAfterWrites(ledgerScope(partnerId), ['ledger']);
+    await this.tally.readAfterWrites(writeScope('ledger', partnerId), ['ledger']);
   }
 }

@@ -7,10 +7,10 @@ import { decideTransfers, type TransferFacts, type TransferRequest } from '../..
 import { uuidV7 } from '../../domain/ids';
 import { type Append, at, type Batches, type Decision, type Reads } from '../command-handler';
 import type { CommandContext } from '../commands';
-import type { Tally } from '../tally';
+import type { TransactionView } from '../../projections/ledger';
+import { type Tally, writeScope } from '../tally';
 import { accountOfUser, limitsOf, viewOf } from './facts';
 import { headerKey, type IdempotencyKeys, requestHashOf } from './idempotency';
-import { ledgerScope, type TransactionView } from './reads';
 import type { TransactionIds } from './transaction-ids';
 
 type User = { userId: string; partnerId: string };
@@ -72,7 +72,7 @@ export class Transfers {
     const done = await this.batches.submit(accountStream(input.fromAccountId), ctx, { request, keyed: key.requestHash !== null, ctx });
     // The answer comes from the events, so nothing waits for the read model here: the partner's next
     // ledger read does (Tally.noteWrite).
-    this.tally.noteWrite(ledgerScope(user.partnerId), done.position);
+    this.tally.noteWrite(writeScope('ledger', user.partnerId), done.position);
     return done.result;
   }
 

@@ -165,7 +165,7 @@ export const ledgerRoutes = [
     },
     async handler({ tally, userId, partnerId }) {
       await tally.ledger.caughtUp(partnerId);
-      const items = await tally.ledger.accounts.accountsOf(userId);
+      const items = await tally.ledger.reads.accountsOf(userId);
       return { status: 200, body: { items, meta: { totalItems: items.length, currentPage: 1 } } };
     },
   }),
@@ -191,7 +191,7 @@ export const ledgerRoutes = [
     responses: { 200: { description: 'Balances', schema: Type.Object({ items: Type.Array(Account), meta: PageMeta }) } },
     async handler({ tally, userId, partnerId, query }) {
       await tally.ledger.caughtUp(partnerId);
-      let items = await tally.ledger.accounts.accountsOf(userId);
+      let items = await tally.ledger.reads.accountsOf(userId);
       if (query.at) {
         const at = new Date(instantOf(query.at, 'at'));
         items = await Promise.all(items.map(async (a) => ({ ...a, ...(await tally.ledger.accounts.balanceAt(a.id, at)) })));

@@ -1,6 +1,6 @@
 import { DomainError } from '../../domain/decider';
 import { fixed, money } from '../../domain/ledger/money';
-import type { Tally } from '../tally';
+import type { Sql } from '../../eventstore/sql';
 
 export interface TransactionView {
   id: number;
@@ -43,12 +43,25 @@ const toView = (r: TxnRow, withUpdated: boolean): TransactionView => ({
   ...(withUpdated ? { updated: r.updated } : {}),
 });
 
-/** The read-after-write scope of a partner's ledger (Tally.noteWrite). */
-export const ledgerScope = (partnerId: string) => `ledger:${partnerId}`;
+export interface AccountRow {
+  id: number;
+  asset: string;
+  type: string;
+  credits: string;
+  debits: string;
+}
 
-/** Transaction lists and single reads, from the ledger read model. */
-export class LedgerReads {
-  constructor(private readonly tally: Tally) {}
+/** What the routes read of the ledger read model: accounts with balances, transaction lists and single reads. */
+export class LedgerQueries {
+  constructor(private readonly sql: Sql) {}
+
+  async accountsOf(userId: string): Promise<AccountRow[]> {
+    const rows = await this.sql.query<{ account_id: string; asset: string; type: string; credits: string; debits: string }>(
+      'SELECT account_id::text, asset, type, credits::text, debits::text FROM rm_accounts WHERE user_id = $1 ORDER BY account_id',
+      [userId],
+    );
+    return rows.map((r) => ({ id: Number(r.account_id), asset: r.asset, type: r.type, credits: fixed(money(r.credits)), debits: fixed(money(r.debits)) }));
+  }
 
   /** `from`: the first instant listed; `to`: the last one, or (not inclusive) the first one left out. */
   async listTransactions(
@@ -66,7 +79,7 @@ export class LedgerReads {
       where.push(`created ${query.to.inclusive ? '<=' : '<'} $${params.length}::timestamptz`);
     }
     params.push(query.limit, (query.page - 1) * query.limit);
-    const rows = await this.tally.sql.query<TxnRow>(
+    const rows = await this.sql.query<TxnRow>(
       `SELECT ${TXN_COLUMNS} FROM rm_transactions WHERE ${where.join(' AND ')} ORDER BY created DESC, id DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,
       params,
     );
@@ -75,17 +88,17 @@ export class LedgerReads {
 
   /** A transaction the token user is party to (owns its debit or credit account). */
   async getTransaction(uuid: string, user: { userId: string; partnerId: string }): Promise<TransactionView> {
-    const [row] = await this.tally.sql.query<TxnRow & { partner_id: string }>(`SELECT ${TXN_COLUMNS}, partner_id::text FROM rm_transactions WHERE uuid = $1`, [
+    const [row] = await this.sql.query<TxnRow & { partner_id: string }>(`SELECT ${TXN_COLUMNS}, partner_id::text FROM rm_transactions WHERE uuid = $1`, [
       uuid,
     ]);
     if (!row) throw new DomainError('not_found', 'Transaction not found');
-    const mine = await this.tally.sql.query('SELECT 1 FROM rm_accounts WHERE user_id = $1 AND account_id = ANY($2::bigint[])', [
+    const mine = await this.sql.query('SELECT 1 FROM rm_accounts WHERE user_id = $1 AND account_id = ANY($2::bigint[])', [
       user.userId,
       [row.debit_account_id, row.credit_account_id].filter((x) => x !== null),
     ]);
     if (mine.length === 0) {
       // Another partner's transaction does not exist for this caller.
-      const [other] = await this.tally.sql.query<{ partner_id: string }>(
+      const [other] = await this.sql.query<{ partner_id: string }>(
         'SELECT partner_id::text FROM rm_accounts WHERE account_id = ANY($1::bigint[]) LIMIT 1',
         [[row.debit_account_id, row.credit_account_id].filter((x) => x !== null)],
       );

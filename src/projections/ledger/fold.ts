@@ -1,9 +1,9 @@
-import type { AccountEvent } from '../domain/accounts/account';
-import { fixed, money } from '../domain/ledger/money';
-import type { TransactionEvent } from '../domain/ledger/transaction';
-import { positionParts } from '../eventstore/postgres';
-import type { Projection, Tables } from './projection';
-import { type Row, rowProjection } from './rows';
+import type { AccountEvent } from '../../domain/accounts/account';
+import { fixed, money } from '../../domain/ledger/money';
+import type { TransactionEvent } from '../../domain/ledger/transaction';
+import { positionParts } from '../../eventstore/postgres';
+import type { Projection, Tables } from '../projection';
+import { type Row, rowProjection } from '../rows';
 
 const add = (a: Row[string] | undefined, b: string) => fixed(money(String(a ?? 0)).plus(b));
 const sub = (a: Row[string] | undefined, b: string) => fixed(money(String(a ?? 0)).minus(b));
