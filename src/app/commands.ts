@@ -11,7 +11,7 @@ export interface CommandContext {
   /**
    * The command id was made up for this one command (the caller gave no key), so no later request
    * can send the same command again: its events take random ids (time-ordered, version 7: the log's
-   * event-id index then grows at its right edge), which cost a tenth of derived ones.
+   * event-id index then grows at its right edge), cheaper to make than derived (name-hashed) ones.
    * (The store adapter's own retries re-send the same events, ids included; a command decided again
    * after a conflict had nothing stored, so its new ids repeat nothing.)
    */
@@ -82,9 +82,9 @@ export class StateCache {
     if (!entry) return;
     if (entry.revision !== nextRevision - events.length) {
       // Behind (another append, settled after this one, moved the stream in between) or ahead: the
-      // entry stays as it is. A load reads only the events after it; forgetting it made the next
-      // load read the stream from its snapshot, hundreds of events (appends at any revision, like
-      // credits, settle out of order all the time: -4 to -5% transfers/s at 50 accounts).
+      // entry stays as it is. A load reads only the events after it, where forgetting it would make
+      // the next load read the stream from its snapshot, hundreds of events (appends at any revision,
+      // like credits, settle out of order all the time).
       return;
     }
     const state = events.reduce((s, e) => decider.evolve(s, e as Event), entry.state);

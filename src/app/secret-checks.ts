@@ -42,7 +42,7 @@ export interface StoredKey {
 
 /**
  * The secret check of a partner's key pair. scrypt runs on libuv's small thread pool, which every
- * request shares: a flood of wrong secrets for one key once queued 13 s of scrypt in front of
+ * request shares: a flood of wrong secrets for one key could queue seconds of scrypt in front of
  * another partner's first call. So a pair is scrypted only when it is neither known right nor known
  * wrong, and not already being checked, and each key has a small budget of checks that refills
  * slowly (decisions.md, "Input and hardening": failed checks bounded per key, remembered briefly).
