@@ -1,9 +1,7 @@
-import { deliveryFor, type SandboxWebhookOptions, throughStore, type WebhookDelivery } from '../delivery';
-import type { SqlQueryable } from '../../eventstore/sql';
+import type { SandboxWebhookOptions } from '../delivery';
 import { isObject, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
-import { currentUnixSeconds } from '../identity/signature';
-import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, randomId, redeliverRecorded, verifiedEnvelope } from './mock-common';
+import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, type MockKind, MockProviderTable, randomId } from './mock-common';
 import type { CreatedPayment, PaymentOutcome, PaymentProvider, PaymentRequest, PaymentWebhookEvent } from './port';
 
 /**
@@ -128,22 +126,22 @@ function checkRequest(request: PaymentRequest): void {
   if (problem !== null) throw new ProviderError(`Mock payment refused: ${problem}`, PROVIDER);
 }
 
-export class MockPaymentProvider implements PaymentProvider {
-  readonly name = PROVIDER;
-  private readonly delivery: WebhookDelivery;
-  private readonly nowSeconds: () => number;
+const KIND: MockKind<PaymentRow, MockPayment> = {
+  label: 'Mock payment',
+  userAgent: 'tally-mock-payments/1',
+  table: TABLE,
+  columns: COLUMNS,
+  toItem: toPayment,
+  notFound: (paymentId) => new MockPaymentNotFoundError(paymentId),
+};
 
-  constructor(private readonly options: MockPaymentOptions) {
-    if (!options.webhookSecret) throw new Error('mock payment webhookSecret is required');
-    this.nowSeconds = options.nowSeconds ?? currentUnixSeconds;
-    this.delivery = deliveryFor({ provider: PROVIDER, label: 'Mock payment', userAgent: 'tally-mock-payments/1' }, { ...options, nowSeconds: this.nowSeconds });
+export class MockPaymentProvider extends MockProviderTable<PaymentRow, MockPayment> implements PaymentProvider {
+  constructor(options: MockPaymentOptions) {
+    super(options, KIND);
   }
 
-  /** Creates the mock's own table. Idempotent; serialised so several nodes can start at once. */
   async prepare(): Promise<void> {
-    await this.options.sql.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('tally.${TABLE}'))`);
-      await tx.query(`CREATE TABLE IF NOT EXISTS ${TABLE} (
+    await this.prepareTable(`
         payment_id text PRIMARY KEY,
         transaction_id uuid NOT NULL UNIQUE,
         amount numeric NOT NULL CHECK (amount > 0),
@@ -154,9 +152,7 @@ export class MockPaymentProvider implements PaymentProvider {
         created_at timestamptz NOT NULL DEFAULT now(),
         decided_at timestamptz,
         last_event_id text,
-        last_event text
-      )`);
-    });
+        last_event text`);
   }
 
   /**
@@ -165,46 +161,22 @@ export class MockPaymentProvider implements PaymentProvider {
    */
   async createPayment(request: PaymentRequest): Promise<CreatedPayment> {
     checkRequest(request);
-    const payment = await this.store(async () => {
-      const inserted = await this.options.sql.query<PaymentRow>(
-        `INSERT INTO ${TABLE} (payment_id, transaction_id, amount, currency, description, payer, status)
-         VALUES ($1, $2, $3::numeric, $4, $5, $6::jsonb, 'pending')
-         ON CONFLICT (transaction_id) DO NOTHING RETURNING ${COLUMNS}`,
-        [
-          randomId('pay_mock_'),
-          request.transactionId,
-          request.amount,
-          request.currency,
-          request.description,
-          JSON.stringify({ documentType: request.payer.documentType, documentNumber: request.payer.documentNumber }),
-        ],
-      );
-      if (inserted[0] !== undefined) return toPayment(inserted[0]);
-      const existing = await this.options.sql.query<PaymentRow & { same: boolean }>(
-        `SELECT ${COLUMNS}, (amount = $2::numeric AND currency = $3) AS same FROM ${TABLE} WHERE transaction_id = $1`,
-        [request.transactionId, request.amount, request.currency],
-      );
-      const row = existing[0];
-      if (row === undefined) throw new ProviderError(`Mock payment for ${request.transactionId} vanished`, PROVIDER);
-      if (!row.same) {
-        throw new ProviderError(`Mock payment refused: transactionId ${request.transactionId} was already used with another amount or currency`, PROVIDER);
-      }
-      return toPayment(row);
-    });
+    const payer = JSON.stringify({ documentType: request.payer.documentType, documentNumber: request.payer.documentNumber });
+    const payment = await this.createOnce(
+      {
+        columns: 'payment_id, transaction_id, amount, currency, description, payer, status',
+        values: `$1, $2, $3::numeric, $4, $5, $6::jsonb, 'pending'`,
+        params: [randomId('pay_mock_'), request.transactionId, request.amount, request.currency, request.description, payer],
+      },
+      { condition: 'amount = $2::numeric AND currency = $3', params: [request.amount, request.currency] },
+      () => new ProviderError(`Mock payment refused: transactionId ${request.transactionId} was already used with another amount or currency`, PROVIDER),
+    );
     return { paymentId: payment.paymentId, paymentLink: paymentLinkFor(payment) };
   }
 
   /** The payment (for the hosted page), or null when unknown. */
-  async findPayment(paymentId: string): Promise<MockPayment | null> {
-    const rows = await this.store(() => this.options.sql.query<PaymentRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE payment_id = $1`, [paymentId]));
-    return rows[0] === undefined ? null : toPayment(rows[0]);
-  }
-
-  /** The payment created for our transaction uuid, or null. */
-  async findByTransaction(transactionId: string): Promise<MockPayment | null> {
-    if (!isUuid(transactionId)) return null;
-    const rows = await this.store(() => this.options.sql.query<PaymentRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE transaction_id = $1`, [transactionId]));
-    return rows[0] === undefined ? null : toPayment(rows[0]);
+  findPayment(paymentId: string): Promise<MockPayment | null> {
+    return this.find(paymentId);
   }
 
   /**
@@ -216,69 +188,32 @@ export class MockPaymentProvider implements PaymentProvider {
    */
   async decide(paymentId: string, outcome: PaymentOutcome): Promise<string> {
     if (!isPaymentOutcome(outcome)) throw new Error(`outcome must be one of ${PAYMENT_OUTCOMES.join(', ')}`);
-    const body = await this.store(() => this.options.sql.transaction((tx) => this.decideIn(tx, paymentId, outcome)));
-    await this.delivery.deliver(body.id, JSON.stringify(body));
-    return body.id;
-  }
-
-  /**
-   * Sends the last decision's webhook again, byte for byte with the SAME event id (a provider retrying
-   * a delivery). Resolves with that id; throws ProviderError when the payment is unknown or undecided.
-   */
-  async redeliver(paymentId: string): Promise<string> {
-    return redeliverRecorded({
-      provider: PROVIDER,
-      label: 'Mock payment',
-      sql: this.options.sql,
-      table: TABLE,
-      paymentId,
-      delivery: this.delivery,
-      notFound: (id) => new MockPaymentNotFoundError(id),
+    return this.decideAndDeliver(paymentId, async (tx, current) => {
+      if (current.status !== 'pending' && current.status !== outcome) throw new MockPaymentConflictError(paymentId, current.status);
+      const body: MockPaymentWebhookBody = {
+        id: randomId('evt_pay_'),
+        type: `payment.${outcome}`,
+        createdAt: new Date().toISOString(),
+        data: { paymentId: current.paymentId, transactionId: current.transactionId, amount: current.amount, currency: current.currency },
+      };
+      // decided_at keeps the first decision's time; the last event is what redeliver() sends.
+      await tx.query(`UPDATE ${TABLE} SET status = $2, decided_at = COALESCE(decided_at, now()), last_event_id = $3, last_event = $4 WHERE payment_id = $1`, [
+        paymentId,
+        outcome,
+        body.id,
+        JSON.stringify(body),
+      ]);
+      return body;
     });
   }
 
   parseWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>): PaymentWebhookEvent {
-    const envelope = verifiedEnvelope(
-      {
-        provider: PROVIDER,
-        label: 'mock payment',
-        secret: this.options.webhookSecret,
-        toleranceSeconds: this.options.webhookToleranceSeconds,
-        nowSeconds: this.nowSeconds(),
-      },
-      rawBody,
-      headers,
-    );
+    const envelope = this.envelope(rawBody, headers);
     const outcome = envelope.type === 'payment.confirmed' ? 'confirmed' : envelope.type === 'payment.failed' ? 'failed' : null;
     const amount = stringAt(envelope.data, 'amount');
     const currency = stringAt(envelope.data, 'currency');
     if (outcome === null || !isPositiveDecimal(amount) || !isNonEmptyString(currency)) throw new ProviderError('Malformed mock payment webhook', PROVIDER);
     const { eventId, paymentId, transactionId, occurredAt } = envelope;
     return { eventId, paymentId, transactionId, outcome, amount, currency, occurredAt };
-  }
-
-  private async decideIn(tx: SqlQueryable, paymentId: string, outcome: PaymentOutcome): Promise<MockPaymentWebhookBody> {
-    const rows = await tx.query<PaymentRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE payment_id = $1 FOR UPDATE`, [paymentId]);
-    if (rows[0] === undefined) throw new MockPaymentNotFoundError(paymentId);
-    const current = toPayment(rows[0]);
-    if (current.status !== 'pending' && current.status !== outcome) throw new MockPaymentConflictError(paymentId, current.status);
-    const body: MockPaymentWebhookBody = {
-      id: randomId('evt_pay_'),
-      type: `payment.${outcome}`,
-      createdAt: new Date().toISOString(),
-      data: { paymentId: current.paymentId, transactionId: current.transactionId, amount: current.amount, currency: current.currency },
-    };
-    // decided_at keeps the first decision's time; the last event is what redeliver() sends.
-    await tx.query(`UPDATE ${TABLE} SET status = $2, decided_at = COALESCE(decided_at, now()), last_event_id = $3, last_event = $4 WHERE payment_id = $1`, [
-      paymentId,
-      outcome,
-      body.id,
-      JSON.stringify(body),
-    ]);
-    return body;
-  }
-
-  private store<T>(fn: () => Promise<T>): Promise<T> {
-    return throughStore(PROVIDER, 'Mock payment', fn);
   }
 }

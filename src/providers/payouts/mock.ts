@@ -1,9 +1,7 @@
-import { deliveryFor, type SandboxWebhookOptions, throughStore, type WebhookDelivery } from '../delivery';
-import type { SqlQueryable } from '../../eventstore/sql';
+import type { SandboxWebhookOptions } from '../delivery';
 import { isObject, objectAt, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
-import { currentUnixSeconds } from '../identity/signature';
-import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, randomId, redeliverRecorded, verifiedEnvelope } from '../payments/mock-common';
+import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, type MockKind, MockProviderTable, randomId } from '../payments/mock-common';
 import { type AcceptedPayout, type PayoutOutcome, type PayoutProvider, PayoutRefused, type PayoutRequest, type PayoutWebhookEvent } from './port';
 
 /**
@@ -154,23 +152,24 @@ function checkRequest(request: PayoutRequest): void {
   if (problem !== null) throw new PayoutRefused(`Mock payout refused: ${problem}`, PROVIDER);
 }
 
-export class MockPayoutProvider implements PayoutProvider {
-  readonly name = PROVIDER;
-  private readonly delivery: WebhookDelivery;
-  private readonly nowSeconds: () => number;
+const KIND: MockKind<PayoutRow, MockPayout> = {
+  label: 'Mock payout',
+  userAgent: 'tally-mock-payouts/1',
+  table: TABLE,
+  columns: COLUMNS,
+  toItem: toPayout,
+  notFound: (paymentId) => new MockPayoutNotFoundError(paymentId),
+};
+
+export class MockPayoutProvider extends MockProviderTable<PayoutRow, MockPayout> implements PayoutProvider {
   private available = true;
 
-  constructor(private readonly options: MockPayoutOptions) {
-    if (!options.webhookSecret) throw new Error('mock payout webhookSecret is required');
-    this.nowSeconds = options.nowSeconds ?? currentUnixSeconds;
-    this.delivery = deliveryFor({ provider: PROVIDER, label: 'Mock payout', userAgent: 'tally-mock-payouts/1' }, { ...options, nowSeconds: this.nowSeconds });
+  constructor(options: MockPayoutOptions) {
+    super(options, KIND);
   }
 
-  /** Creates the mock's own table. Idempotent; serialised so several nodes can start at once. */
   async prepare(): Promise<void> {
-    await this.options.sql.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('tally.${TABLE}'))`);
-      await tx.query(`CREATE TABLE IF NOT EXISTS ${TABLE} (
+    await this.prepareTable(`
         payment_id text PRIMARY KEY,
         transaction_id uuid NOT NULL UNIQUE,
         amount numeric NOT NULL CHECK (amount > 0),
@@ -183,9 +182,7 @@ export class MockPayoutProvider implements PayoutProvider {
         created_at timestamptz NOT NULL DEFAULT now(),
         decided_at timestamptz,
         last_event_id text,
-        last_event text
-      )`);
-    });
+        last_event text`);
   }
 
   /**
@@ -208,48 +205,24 @@ export class MockPayoutProvider implements PayoutProvider {
   async submitPayout(request: PayoutRequest): Promise<AcceptedPayout> {
     if (!this.available) throw new ProviderError('provider unavailable', PROVIDER);
     checkRequest(request);
-    const payout = await this.store(async () => {
-      const inserted = await this.options.sql.query<PayoutRow>(
-        `INSERT INTO ${TABLE} (payment_id, transaction_id, amount, asset, description, source, destination, status)
-         VALUES ($1, $2, $3::numeric, $4, $5, $6::jsonb, $7::jsonb, 'processing')
-         ON CONFLICT (transaction_id) DO NOTHING RETURNING ${COLUMNS}`,
-        [
-          randomId('po_mock_'),
-          request.transactionId,
-          request.amount,
-          request.asset,
-          request.description,
-          JSON.stringify({ metadata: request.source.metadata }),
-          JSON.stringify(destinationFrom(request.destination)),
-        ],
-      );
-      if (inserted[0] !== undefined) return toPayout(inserted[0]);
-      const existing = await this.options.sql.query<PayoutRow & { same: boolean }>(
-        `SELECT ${COLUMNS}, (amount = $2::numeric AND asset = $3) AS same FROM ${TABLE} WHERE transaction_id = $1`,
-        [request.transactionId, request.amount, request.asset],
-      );
-      const row = existing[0];
-      if (row === undefined) throw new ProviderError(`Mock payout for ${request.transactionId} vanished`, PROVIDER);
-      if (!row.same) {
-        throw new PayoutRefused(`Mock payout refused: transactionId ${request.transactionId} was already used with another amount or asset`, PROVIDER);
-      }
-      return toPayout(row);
-    });
+    const source = JSON.stringify({ metadata: request.source.metadata });
+    const destination = JSON.stringify(destinationFrom(request.destination));
+    const payout = await this.createOnce(
+      {
+        columns: 'payment_id, transaction_id, amount, asset, description, source, destination, status',
+        values: `$1, $2, $3::numeric, $4, $5, $6::jsonb, $7::jsonb, 'processing'`,
+        params: [randomId('po_mock_'), request.transactionId, request.amount, request.asset, request.description, source, destination],
+      },
+      { condition: 'amount = $2::numeric AND asset = $3', params: [request.amount, request.asset] },
+      () => new PayoutRefused(`Mock payout refused: transactionId ${request.transactionId} was already used with another amount or asset`, PROVIDER),
+    );
     // Acceptance is what is answered, even when a replay finds the payout already settled or failed.
     return { paymentId: payout.paymentId, status: 'PROCESSING' };
   }
 
   /** The payout, or null when unknown. */
-  async findPayout(paymentId: string): Promise<MockPayout | null> {
-    const rows = await this.store(() => this.options.sql.query<PayoutRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE payment_id = $1`, [paymentId]));
-    return rows[0] === undefined ? null : toPayout(rows[0]);
-  }
-
-  /** The payout submitted for our transaction uuid, or null. */
-  async findByTransaction(transactionId: string): Promise<MockPayout | null> {
-    if (!isUuid(transactionId)) return null;
-    const rows = await this.store(() => this.options.sql.query<PayoutRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE transaction_id = $1`, [transactionId]));
-    return rows[0] === undefined ? null : toPayout(rows[0]);
+  findPayout(paymentId: string): Promise<MockPayout | null> {
+    return this.find(paymentId);
   }
 
   /**
@@ -264,69 +237,32 @@ export class MockPayoutProvider implements PayoutProvider {
     if (!isPayoutOutcome(outcome)) throw new Error(`outcome must be one of ${PAYOUT_OUTCOMES.join(', ')}`);
     const given = typeof reason === 'string' && reason.trim() !== '' ? reason.trim() : null;
     const why = given ?? (outcome === 'failed' ? DEFAULT_FAILURE_REASON : null);
-    const body = await this.store(() => this.options.sql.transaction((tx) => this.decideIn(tx, paymentId, outcome, why)));
-    await this.delivery.deliver(body.id, JSON.stringify(body));
-    return body.id;
-  }
-
-  /**
-   * Sends the last result's webhook again, byte for byte with the SAME event id (a provider retrying
-   * a delivery). Resolves with that id; throws ProviderError when the payout is unknown or undecided.
-   */
-  async redeliver(paymentId: string): Promise<string> {
-    return redeliverRecorded({
-      provider: PROVIDER,
-      label: 'Mock payout',
-      sql: this.options.sql,
-      table: TABLE,
-      paymentId,
-      delivery: this.delivery,
-      notFound: (id) => new MockPayoutNotFoundError(id),
+    return this.decideAndDeliver(paymentId, async (tx, current) => {
+      if (current.status !== 'processing' && current.status !== outcome) throw new MockPayoutConflictError(paymentId, current.status);
+      const firstDecision = current.status === 'processing';
+      const body: MockPayoutWebhookBody = {
+        id: randomId('evt_po_'),
+        type: `payout.${outcome}`,
+        createdAt: new Date().toISOString(),
+        data: { paymentId: current.paymentId, transactionId: current.transactionId, reason: firstDecision ? why : current.reason },
+      };
+      // decided_at and the reason keep the first decision's; the last event is what redeliver() sends.
+      await tx.query(
+        `UPDATE ${TABLE} SET status = $2, reason = CASE WHEN status = 'processing' THEN $3 ELSE reason END,
+           decided_at = COALESCE(decided_at, now()), last_event_id = $4, last_event = $5 WHERE payment_id = $1`,
+        [paymentId, outcome, why, body.id, JSON.stringify(body)],
+      );
+      return body;
     });
   }
 
   parseWebhook(rawBody: Buffer, headers: Record<string, string | string[] | undefined>): PayoutWebhookEvent {
-    const envelope = verifiedEnvelope(
-      {
-        provider: PROVIDER,
-        label: 'mock payout',
-        secret: this.options.webhookSecret,
-        toleranceSeconds: this.options.webhookToleranceSeconds,
-        nowSeconds: this.nowSeconds(),
-      },
-      rawBody,
-      headers,
-    );
+    const envelope = this.envelope(rawBody, headers);
     const outcome = envelope.type === 'payout.settled' ? 'settled' : envelope.type === 'payout.failed' ? 'failed' : null;
     const reason = envelope.data === null ? undefined : envelope.data.reason;
     if (outcome === null || (reason !== undefined && reason !== null && typeof reason !== 'string'))
       throw new ProviderError('Malformed mock payout webhook', PROVIDER);
     const { eventId, paymentId, transactionId, occurredAt } = envelope;
     return { eventId, paymentId, transactionId, outcome, reason: typeof reason === 'string' ? reason : null, occurredAt };
-  }
-
-  private async decideIn(tx: SqlQueryable, paymentId: string, outcome: PayoutOutcome, reason: string | null): Promise<MockPayoutWebhookBody> {
-    const rows = await tx.query<PayoutRow>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE payment_id = $1 FOR UPDATE`, [paymentId]);
-    if (rows[0] === undefined) throw new MockPayoutNotFoundError(paymentId);
-    const current = toPayout(rows[0]);
-    if (current.status !== 'processing' && current.status !== outcome) throw new MockPayoutConflictError(paymentId, current.status);
-    const firstDecision = current.status === 'processing';
-    const body: MockPayoutWebhookBody = {
-      id: randomId('evt_po_'),
-      type: `payout.${outcome}`,
-      createdAt: new Date().toISOString(),
-      data: { paymentId: current.paymentId, transactionId: current.transactionId, reason: firstDecision ? reason : current.reason },
-    };
-    // decided_at and the reason keep the first decision's; the last event is what redeliver() sends.
-    await tx.query(
-      `UPDATE ${TABLE} SET status = $2, reason = CASE WHEN status = 'processing' THEN $3 ELSE reason END,
-         decided_at = COALESCE(decided_at, now()), last_event_id = $4, last_event = $5 WHERE payment_id = $1`,
-      [paymentId, outcome, reason, body.id, JSON.stringify(body)],
-    );
-    return body;
-  }
-
-  private store<T>(fn: () => Promise<T>): Promise<T> {
-    return throughStore(PROVIDER, 'Mock payout', fn);
   }
 }
