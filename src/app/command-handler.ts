@@ -1,18 +1,18 @@
 import { type AccountState, accountCreditStream, accountDecider, accountStream, withCredits } from '../domain/accounts/account';
 import { type Decider, DomainError, type DomainEvent, invariant } from '../domain/decider';
-import { type AppendResult, comparePositions, type EventStore, type ExpectedRevision, type StreamAppend, WrongExpectedRevisionError } from '../eventstore/port';
+import {
+  type AppendResult,
+  comparePositions,
+  type EventStore,
+  type ExpectedRevision,
+  OverloadedError,
+  type StreamAppend,
+  WrongExpectedRevisionError,
+} from '../eventstore/port';
 import { type CommandContext, type Loaded, load, type StateCache, toNewEvents } from './commands';
 
 /** Decisions made again after a concurrent write to a stream they read, before the caller gets a 409. */
 export const MAX_ATTEMPTS = 8;
-
-/** Too many commands wait on one key (a hot account): 503, try again shortly. */
-export class QueueFull extends Error {
-  constructor(key: string) {
-    super(`too many commands wait on ${key}`);
-    this.name = 'QueueFull';
-  }
-}
 
 type Evolving = Pick<Decider<unknown, unknown, DomainEvent>, 'initialState' | 'evolve' | 'snapshot'>;
 
@@ -193,7 +193,7 @@ interface Waiting<Request, Result> {
  * wait, then go together: one decision over the state in memory and one append for all of them,
  * each request getting its own result or refusal. Correctness rests on the expected revision of
  * the append, across nodes too; batching only turns N round trips into one, and stops hot accounts
- * racing themselves into conflicts. Bounded: past `maxQueued` waiting on a key, QueueFull.
+ * racing themselves into conflicts. Bounded: past `maxQueued` waiting on a key, OverloadedError (503).
  */
 export class Batches<Request, Result> {
   private readonly waiting = new Map<string, Array<Waiting<Request, Result>>>();
@@ -212,7 +212,7 @@ export class Batches<Request, Result> {
   submit(key: string, ctx: CommandContext, request: Request): Promise<Done<Result>> {
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(key);
-      if (queue && queue.length >= this.maxQueued) throw new QueueFull(key);
+      if (queue && queue.length >= this.maxQueued) throw new OverloadedError(`${queue.length} commands wait on ${key}`);
       if (queue) queue.push({ request, resolve, reject });
       else {
         this.waiting.set(key, [{ request, resolve, reject }]);
@@ -231,6 +231,11 @@ export class Batches<Request, Result> {
           const decision = await this.process(
             batch.map((b) => b.request),
             reads,
+          );
+          // The batch's requests are commands of their own: each append says whose it is (its ids derive from it).
+          invariant(
+            decision.appends.every((a) => a.ctx !== undefined),
+            'every append of a batch names its command',
           );
           return { ...decision, refused: decision.refused || decision.result.some((r) => r instanceof DomainError) };
         });

@@ -119,6 +119,17 @@ export function comparePositions(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/**
+ * A bounded queue is full (too much waits already): nothing was done, try again shortly. The HTTP
+ * layer answers 503 with Retry-After, like a store out of reach, without calling it an outage.
+ */
+export class OverloadedError extends Error {
+  constructor(what: string) {
+    super(`Overloaded: ${what}`);
+    this.name = 'OverloadedError';
+  }
+}
+
 export class WrongExpectedRevisionError extends Error {
   constructor(
     readonly stream: string,

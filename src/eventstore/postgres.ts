@@ -10,6 +10,7 @@ import {
   type JsonObject,
   type NewEvent,
   normalizeExpected,
+  OverloadedError,
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
@@ -117,6 +118,8 @@ export interface PostgresEventStoreOptions {
   maxBatchRequests?: number;
   /** Most events in one batch; a single larger request still goes, alone. Default 1,000. */
   maxBatchEvents?: number;
+  /** Most requests waiting to be sent; past it a call fails at once with OverloadedError. Default 20,000. */
+  maxQueued?: number;
 }
 
 /** Counters of the group commit, for tests and diagnostics. */
@@ -259,6 +262,7 @@ export class PostgresEventStore implements EventStore {
   private queuedEvents = 0;
   private readonly maxBatchRequests: number;
   private readonly maxBatchEvents: number;
+  private readonly maxQueued: number;
   /** Requests not yet sent, in call order; a batch takes them from the front. */
   private readonly queue: QueuedAppend[] = [];
   private inFlight = 0;
@@ -274,6 +278,7 @@ export class PostgresEventStore implements EventStore {
     this.minConcurrentEvents = Math.max(1, options.minConcurrentEvents ?? 24);
     this.maxBatchRequests = Math.max(1, options.maxBatchRequests ?? 100);
     this.maxBatchEvents = Math.max(1, options.maxBatchEvents ?? 1_000);
+    this.maxQueued = Math.max(1, options.maxQueued ?? 20_000);
   }
 
   static async create(sql: Sql, options: PostgresEventStoreOptions = {}): Promise<PostgresEventStore> {
@@ -295,6 +300,7 @@ export class PostgresEventStore implements EventStore {
    */
   async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
     if (appends.length === 0) return [];
+    if (this.queue.length >= this.maxQueued) throw new OverloadedError(`${this.queue.length} appends wait for the event log`);
     const names = new Set<string>();
     let events = 0;
     for (const a of appends) {

@@ -1,6 +1,7 @@
 import { DomainError } from '../../domain/decider';
 import { uuidV5 } from '../../domain/ids';
 import { canonicalJson, sha256Hex } from '../../eventstore/hash';
+import { OverloadedError } from '../../eventstore/port';
 
 /**
  * One mechanism for every keyed command (transfers and deposits keyed by `Idempotency-Key` or
@@ -12,12 +13,15 @@ import { canonicalJson, sha256Hex } from '../../eventstore/hash';
  */
 export class IdempotencyKeys {
   private readonly running = new Map<string, Promise<unknown>>();
+  /** Copies waiting per key ('wait'), bounded. */
+  private readonly waiting = new Map<string, number>();
+
+  constructor(private readonly maxWaiting = 100) {}
 
   async run<T>(key: string, copies: 'refuse' | 'wait', body: () => Promise<T>): Promise<T> {
     for (let earlier = this.running.get(key); earlier; earlier = this.running.get(key)) {
       if (copies === 'refuse') throw new DomainError('invalid', 'Duplicate request in progress');
-      // Its outcome is its own caller's; this copy only waits for it to be over, then decides alone.
-      await Promise.allSettled([earlier]);
+      await this.waitFor(key, earlier);
     }
     const mine = body();
     this.running.set(key, mine);
@@ -25,6 +29,20 @@ export class IdempotencyKeys {
       return await mine;
     } finally {
       if (this.running.get(key) === mine) this.running.delete(key);
+    }
+  }
+
+  /** Its outcome is its own caller's: this copy only waits for it to be over, then decides alone. */
+  private async waitFor(key: string, earlier: Promise<unknown>): Promise<void> {
+    const waiting = this.waiting.get(key) ?? 0;
+    if (waiting >= this.maxWaiting) throw new OverloadedError(`${waiting} copies of one request wait`);
+    this.waiting.set(key, waiting + 1);
+    try {
+      await Promise.allSettled([earlier]);
+    } finally {
+      const left = (this.waiting.get(key) ?? 1) - 1;
+      if (left === 0) this.waiting.delete(key);
+      else this.waiting.set(key, left);
     }
   }
 }
