@@ -80,7 +80,8 @@ export class Transfers {
   private async decideBatch(batch: Asked[], reads: Reads): Promise<Decision<Array<TransferDone | DomainError>>> {
     const now = new Date().toISOString();
     const source = await reads.account(batch[0]?.request.fromAccountId as number);
-    const results: Array<TransferDone | DomainError | undefined> = await Promise.all(batch.map((asked) => this.madeBefore(asked, reads)));
+    const keyed = batch.some((asked) => asked.keyed);
+    const results: Array<TransferDone | DomainError | undefined> = keyed ? await Promise.all(batch.map((asked) => this.madeBefore(asked, reads))) : [];
     const toDecide = batch.flatMap((asked, i) => (results[i] === undefined ? [{ asked, index: i }] : []));
     const facts = await Promise.all(toDecide.map(({ asked }) => this.factsOf(asked.request, now, reads)));
     const { outcomes } = decideTransfers(

@@ -217,7 +217,8 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
 export function assertAccount(state: AccountState): void {
   invariant(available(state).gte(0), `account ${state.accountId} is not overdrawn`);
   invariant(state.debitsPending.gte(0) && state.debitsPosted.gte(0) && state.creditsPosted.gte(0), `account ${state.accountId} has no negative total`);
-  const held = Object.values(state.holds).reduce((sum, amount) => sum.plus(money(amount)), ZERO);
+  const holds = Object.values(state.holds);
+  const held = holds.length === 0 ? ZERO : holds.reduce((sum, amount) => sum.plus(money(amount)), ZERO);
   invariant(held.eq(state.debitsPending), `account ${state.accountId}: its holds sum to its pending debits`);
 }
 

@@ -1,7 +1,7 @@
-import { type AccountEvent, type AccountState, accountDecider, assertAccount } from '../accounts/account';
+import { type AccountEvent, type AccountState, accountDecider } from '../accounts/account';
 import { DomainError, invariant } from '../decider';
 import type { Limits } from '../kyc/limits';
-import { fixed, money, ZERO } from './money';
+import { fixed, money } from './money';
 import { type TransactionEvent, transactionDecider } from './transaction';
 
 /** A transfer as asked for, with the ids it was given (its uuid names its transaction stream). */
@@ -75,7 +75,9 @@ export function decideTransfer(source: AccountState, request: TransferRequest, f
     },
     transactionDecider.initialState(),
   );
-  return { debit, credit, transaction };
+  const decided = { debit, credit, transaction };
+  assertConserved(decided);
+  return decided;
 }
 
 /**
@@ -97,19 +99,17 @@ export function decideTransfers(
       throw error;
     }
   });
-  assertAccount(state);
-  assertConserved(outcomes.filter((o): o is TransferDecided => !(o instanceof DomainError)));
+  // Each accepted debit was checked by assertAccount as it was decided (accountDecider, Debit).
   return { outcomes, state };
 }
 
-/** Money is neither made nor lost: what the accepted transfers debit, they credit, and record. */
-function assertConserved(accepted: TransferDecided[]): void {
-  const sum = (events: Array<AccountEvent | TransactionEvent>) =>
-    events.reduce(
-      (total, e) => (e.type === 'FundsDebited' || e.type === 'FundsCredited' || e.type === 'TransactionCreated' ? total.plus(money(e.data.amount)) : total),
-      ZERO,
-    );
-  const debited = sum(accepted.flatMap((d) => d.debit));
-  invariant(debited.eq(sum(accepted.flatMap((d) => d.credit))), 'a batch of transfers credits what it debits');
-  invariant(debited.eq(sum(accepted.flatMap((d) => d.transaction))), 'a batch of transfers records what it debits');
+/**
+ * Money is neither made nor lost: a transfer debits, credits and records one amount, once each (so
+ * a batch of them credits what it debits). Amounts are compared in their one written form.
+ */
+function assertConserved({ debit, credit, transaction }: TransferDecided): void {
+  const [d, c, t] = [debit[0], credit[0], transaction[0]];
+  invariant(debit.length === 1 && credit.length === 1 && transaction.length === 1, 'a transfer is one debit, one credit, one transaction');
+  invariant(d?.type === 'FundsDebited' && c?.type === 'FundsCredited' && t?.type === 'TransactionCreated', 'a transfer debits, credits and records');
+  invariant(d.data.amount === c.data.amount && c.data.amount === t.data.amount, 'a transfer credits and records what it debits');
 }
