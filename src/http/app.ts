@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parse as parseQuery } from 'node:querystring';
 import type { TSchema } from '@sinclair/typebox';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import proxyAddr from 'proxy-addr';
@@ -32,17 +31,14 @@ import { webhookRoutes } from './routes/webhooks';
 import { validate } from './validation';
 
 const BODY_LIMIT = '100kb';
-const BODY_LIMIT_BYTES = 100 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
-/** JSON bodies the front reads itself (what express.json accepts, in UTF-8 or without a charset). */
-const JSON_BODY = /^application\/(?:json|[^\s;/]+\+json)\s*(?:;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
 const JSON_TYPE = /^application\/(?:[^\s;/]+\+)?json\s*(?:;|$)/i;
 const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(?:;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 
-/** What a request carries between its steps, on either path (express keeps it in res.locals). */
+/** What a request carries between its steps (in express's res.locals). */
 interface RequestLocals {
   requestId: string;
   routePath?: string;
@@ -53,8 +49,6 @@ interface RouteInput {
   query: unknown;
   body: unknown;
 }
-
-type ExpressHandle = (req: IncomingMessage, res: ServerResponse, callback?: (error?: unknown) => void) => void;
 
 /** A request header as one string (node joins repeated ones, as express's req.get returns them). */
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -217,75 +211,6 @@ export function createApp(tally: Tally): express.Express {
     res.end(JSON.stringify(body));
   }
 
-  // The front: a route without parameters, asked for by its exact method and path, with no body or
-  // a JSON body of declared length within the limit, is served straight from Node's request. On this
-  // machine express's per-request work (prototype swaps, the middleware chain, the router trying each
-  // pattern, body-parser) costs ~60 us of the main thread per request against ~15 us for Node alone:
-  // a quarter of a transfer's. Everything else (parameters, forms, other spellings, HEAD, chunked or
-  // compressed bodies, other charsets) goes through express below, to the same begin/serve/fail.
-  const exact = new Map<string, RouteSpec>();
-  const expressHandle = (app as unknown as { handle: ExpressHandle }).handle.bind(app);
-  (app as unknown as { handle: ExpressHandle }).handle = (req, res, callback) => {
-    if (!front(req, res)) expressHandle(req, res, callback);
-  };
-
-  function front(req: HttpRequest, res: ServerResponse): boolean {
-    const url = req.url ?? '';
-    const q = url.indexOf('?');
-    const spec = exact.get(`${req.method} ${q === -1 ? url : url.slice(0, q)}`);
-    if (!spec) return false;
-    const headers = req.headers;
-    const length = headers['content-length'];
-    const chunked = headers['transfer-encoding'] !== undefined;
-    const hasBody = chunked || (length !== undefined && length !== '0');
-    if (hasBody) {
-      const encoding = headers['content-encoding'];
-      if (
-        chunked ||
-        !/^\d{1,9}$/.test(length ?? '') ||
-        Number(length) > BODY_LIMIT_BYTES ||
-        !JSON_BODY.test(headers['content-type'] ?? '') ||
-        (encoding !== undefined && encoding.toLowerCase() !== 'identity')
-      )
-        return false;
-    }
-    const locals: RequestLocals = { requestId: '', routePath: spec.path };
-    const run = (body: unknown) => {
-      const input = { params: {}, query: parseQuery(q === -1 ? '' : url.slice(q + 1)), body };
-      serve(spec, req, res, locals.requestId, input).catch((error) => fail(error, res, locals));
-    };
-    try {
-      begin(req, res, locals);
-    } catch (error) {
-      fail(error, res, locals);
-      req.resume();
-      return true;
-    }
-    if (!hasBody) {
-      req.resume();
-      run(undefined);
-      return true;
-    }
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('error', (error) => fail(error, res, locals));
-    req.on('end', () => {
-      const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-      req.rawBody = raw;
-      let body: unknown;
-      try {
-        const text = raw.toString('utf8');
-        // As body-parser: a byte order mark is dropped; an empty body is {}.
-        body = text.length === 0 ? {} : JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-      } catch {
-        fail(new HttpError(400, MESSAGES.invalidJson), res, locals);
-        return;
-      }
-      run(body);
-    });
-    return true;
-  }
-
   app.use((req, res, next) => {
     begin(req, res, res.locals as RequestLocals);
     next();
@@ -299,13 +224,11 @@ export function createApp(tally: Tally): express.Express {
   // The sandbox hosted pages post plain HTML forms.
   app.use(express.urlencoded({ limit: BODY_LIMIT, extended: false }));
 
-  for (const [index, spec] of routes.entries()) {
+  for (const spec of routes) {
     app[spec.method](expressPath(spec.path), async (req: Request, res: Response) => {
       res.locals.routePath = spec.path;
       await serve(spec, req, res, res.locals.requestId as string, { params: req.params, query: req.query, body: req.body });
     });
-    if (!spec.path.includes('{') && !routes.slice(0, index).some((earlier) => earlier.method === spec.method && pathPattern(earlier.path).test(spec.path)))
-      exact.set(`${spec.method.toUpperCase()} ${spec.path}`, spec);
   }
 
   async function authenticate(spec: RouteSpec, req: HttpRequest, res: ServerResponse, requestId: string): Promise<RequestContext> {
@@ -391,12 +314,6 @@ function declaredHeaders(schema: TSchema, req: IncomingMessage): Record<string, 
     if (value !== undefined) out[name] = value;
   }
   return out;
-}
-
-/** What express's router matches for a route path: each parameter is one non-empty segment (case-insensitive). */
-function pathPattern(path: string): RegExp {
-  const escaped = path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+');
-  return new RegExp(`^${escaped}/?$`, 'i');
 }
 
 export function toErrorReply(error: unknown): { status: number; body: Record<string, unknown>; headers: Record<string, string> } {
