@@ -10,7 +10,7 @@ import { HttpError, MESSAGES } from './errors';
 import type { HttpMetrics } from './metrics';
 import { carriesOperatorToken } from './operator-token';
 import { RateLimiter } from './ratelimit';
-import type { Credential, HttpRequest, Reply, RequestContext, RouteSpec } from './route';
+import { type Credential, type HttpRequest, type Reply, type RequestContext, type RouteSpec, readAfterWritesScope } from './route';
 import { validate } from './validation';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -68,8 +68,8 @@ class Context implements RequestContext {
 
 /**
  * The one path of every request, as express middleware: begin (request id, headers, metrics and log
- * line, per-IP limit), then the route's serve (credentials, input, handler, answer), and fail for
- * anything thrown on the way.
+ * line, per-IP limit), then the route's serve (credentials, input, the wait for the caller's
+ * writes where the route reads after them, handler, answer), and fail for anything thrown on the way.
  */
 export class RequestPath {
   private readonly partnerLimiter: RateLimiter;
@@ -106,13 +106,14 @@ export class RequestPath {
     next();
   };
 
-  /** A route's work once its body is read: credentials, input, the handler, the answer. */
+  /** A route's work once its body is read: credentials, input, the read-after-writes wait, the handler, the answer. */
   serve(spec: RouteSpec): RequestHandler {
     return async (req, res) => {
       const locals = res.locals as RequestLocals;
       locals.routePath = spec.path;
       const ctx = await this.authenticate(spec, req, res, locals.requestId);
       readInput(spec, req, ctx);
+      if (spec.readsAfterWrites) await this.tally.readAfterWrites(readAfterWritesScope(spec.readsAfterWrites, ctx.partnerId), [spec.readsAfterWrites]);
       send(res, await spec.handler(ctx));
     };
   }
