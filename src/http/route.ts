@@ -7,6 +7,14 @@ import type { Tally } from '../app/tally';
 export type HttpRequest = IncomingMessage & { rawBody?: Buffer };
 
 export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed';
+
+/**
+ * The read models some writes do not wait for (a transfer answers from its own events): each notes
+ * its position under `<read model>:<partner id>` (Tally.noteWrite), and a read of that model waits
+ * for it (Tally.readAfterWrites).
+ */
+export type ReadModelWrittenWithoutWaiting = 'ledger';
+
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 export interface Reply {
@@ -55,6 +63,12 @@ export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
   params?: TSchema;
   /** Request headers the route reads, by lower-case name (validated like the body; documented as header parameters). */
   headers?: TSchema;
+  /**
+   * The read model the handler reads, when writes to it do not wait for it: the request waits
+   * (bounded) until it has the caller's partner's last writes, after its credentials and input are
+   * checked and before its handler runs, so a caller that wrote reads what it wrote.
+   */
+  readsAfterWrites?: ReadModelWrittenWithoutWaiting;
   responses: Record<number, { description: string; schema?: TSchema }>;
   handler(ctx: RequestContext<Body, Query, Params>): Promise<Reply>;
 }

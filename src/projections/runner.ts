@@ -165,9 +165,11 @@ export class ProjectionEngine {
     await Promise.all(this.loops);
     this.resetObservers(this.owned);
     for (const name of this.owned) {
+      // Released so another node takes over at once; one that cannot be released (the database out
+      // of reach) lapses by itself within LEASE_SECONDS, so stopping goes on.
       await this.sql
         .query(`UPDATE projection_checkpoints SET owner = NULL, lease_until = NULL WHERE name = $1 AND owner = $2`, [name, this.nodeId])
-        .catch(() => {});
+        .catch((error) => this.log?.warn({ err: error, projection: name }, 'projection lease not released at stop: it lapses by itself'));
     }
     this.owned.clear();
   }
@@ -581,12 +583,15 @@ export class ProjectionEngine {
           const events = await next;
           if (events.length === 0) break;
           next = read(events[events.length - 1]?.position ?? position);
-          next.catch(() => {});
+          // The read ahead and the write behind are awaited later, where their errors are thrown to
+          // the rebuild's caller; handled now too, so that one failing while this awaits something
+          // else is not an unhandled rejection. Logged at debug only: an error that is not thrown
+          // where awaited follows another one that ended the rebuild first, and that one is thrown.
+          next.catch((error) => this.log?.debug({ err: error, projection: p.name }, 'rebuild read ahead failed'));
           const writes = p.prepareBulk ? await p.prepareBulk(events, tables, memory) : null;
           await writing;
           writing = writes ? inTransaction(writes) : inTransaction((tx) => p.apply(tx, events, tables, memory));
-          // Awaited later: handled now, so that a failure meanwhile is not an unhandled rejection.
-          writing.catch(() => {});
+          writing.catch((error) => this.log?.debug({ err: error, projection: p.name }, 'rebuild write behind failed'));
           // Without prepared writes, the next batch reads rows back: it must see this one's.
           if (!writes) await writing;
           position = events[events.length - 1]?.position ?? position;
@@ -615,7 +620,7 @@ export class ProjectionEngine {
       });
       this.failures.delete(p.name);
     } catch (error) {
-      for (const table of Object.values(tables)) await this.sql.query(`DROP TABLE IF EXISTS ${table}`).catch(() => {});
+      await this.dropScratchTables(p.name, tables);
       throw error;
     }
     this.resetObservers([p.name]);
@@ -673,7 +678,20 @@ export class ProjectionEngine {
       }
       throw new Error(`Projection ${name} kept moving; verify again`);
     } finally {
-      for (const table of Object.values(tables)) await this.sql.query(`DROP TABLE IF EXISTS ${table}`).catch(() => {});
+      await this.dropScratchTables(p.name, tables);
+    }
+  }
+
+  /**
+   * Drops the tables a rebuild or a verification built beside the live ones, after it failed or was
+   * compared. Nothing reads them, so one that cannot be dropped (the database out of reach) is left
+   * behind, said in the log, and the caller's own answer or error goes on.
+   */
+  private async dropScratchTables(projection: string, tables: Record<string, string>): Promise<void> {
+    for (const table of Object.values(tables)) {
+      await this.sql
+        .query(`DROP TABLE IF EXISTS ${table}`)
+        .catch((error) => this.log?.warn({ err: error, projection, table }, 'scratch table of a rebuild or verification left behind: drop it by hand'));
     }
   }
 }

@@ -1,5 +1,5 @@
 import { LedgerQueries } from '../../projections/ledger';
-import { type Tally, writeScope } from '../tally';
+import type { Tally } from '../tally';
 import { LedgerAccounts } from './accounts';
 import { Deposits } from './deposits';
 import { approvedLimits } from './facts';
@@ -20,7 +20,7 @@ export class LedgerService {
   readonly payouts: Payouts;
   readonly reads: LedgerQueries;
 
-  constructor(private readonly tally: Tally) {
+  constructor(tally: Tally) {
     this.accounts = new LedgerAccounts(tally);
     const ids = new TransactionIds(tally.sql, tally.log);
     const keys = new IdempotencyKeys();
@@ -29,10 +29,5 @@ export class LedgerService {
     this.deposits = new Deposits(tally, ids, keys);
     this.payouts = new Payouts(tally, ids, keys, limits);
     this.reads = new LedgerQueries(tally.sql);
-  }
-
-  /** Before a read of the ledger read model: waits (bounded) for the partner's last transfers to be in it. */
-  async caughtUp(partnerId: string): Promise<void> {
-    await this.tally.readAfterWrites(writeScope('ledger', partnerId), ['ledger']);
   }
 }

@@ -163,8 +163,8 @@ export const ledgerRoutes = [
         schema: Type.Object({ items: Type.Array(Account), meta: Type.Object({ totalItems: Type.Integer(), currentPage: Type.Integer() }) }),
       },
     },
-    async handler({ tally, userId, partnerId }) {
-      await tally.ledger.caughtUp(partnerId);
+    readsAfterWrites: 'ledger',
+    async handler({ tally, userId }) {
       const items = await tally.ledger.reads.accountsOf(userId);
       return { status: 200, body: { items, meta: { totalItems: items.length, currentPage: 1 } } };
     },
@@ -189,8 +189,8 @@ export const ledgerRoutes = [
     summary: 'Balances (credits and debits); with `at`, as they were at that instant, computed from the log.',
     query: BalanceQuery,
     responses: { 200: { description: 'Balances', schema: Type.Object({ items: Type.Array(Account), meta: PageMeta }) } },
-    async handler({ tally, userId, partnerId, query }) {
-      await tally.ledger.caughtUp(partnerId);
+    readsAfterWrites: 'ledger',
+    async handler({ tally, userId, query }) {
       let items = await tally.ledger.reads.accountsOf(userId);
       if (query.at) {
         const at = new Date(instantOf(query.at, 'at'));
@@ -258,6 +258,7 @@ export const ledgerRoutes = [
     tag: 'Transactions',
     summary: 'Transactions of one of the token user’s accounts, newest first.',
     query: TransactionsQuery,
+    readsAfterWrites: 'ledger',
     responses: {
       200: { description: 'A plain array of transactions', schema: Type.Array(TransactionListItem) },
       403: { description: 'The account is not the token user’s' },
@@ -267,7 +268,6 @@ export const ledgerRoutes = [
       const from = query.from === undefined ? undefined : dateBound(query.from, 'from').at;
       const to = query.to === undefined ? undefined : dateBound(query.to, 'to');
       const accountId = await tally.ledger.accounts.ownAccount(ctx.userId, ctx.partnerId, query.accountId);
-      await tally.ledger.caughtUp(ctx.partnerId);
       return { status: 200, body: await tally.ledger.reads.listTransactions(accountId, { limit: query.limit, page: query.page, from, to }) };
     },
   }),
@@ -278,10 +278,10 @@ export const ledgerRoutes = [
     tag: 'Transactions',
     summary: 'One transaction by its uuid, with `updated`.',
     params: TransactionParams,
+    readsAfterWrites: 'ledger',
     responses: { 200: { description: 'The transaction', schema: Transaction }, 403: { description: 'The transaction is not the token user’s' } },
     async handler(ctx) {
       if (!UUID_RE.test(ctx.params.id)) throw new DomainError('not_found', 'Transaction not found');
-      await ctx.tally.ledger.caughtUp(ctx.partnerId);
       return { status: 200, body: await ctx.tally.ledger.reads.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
     },
   }),

@@ -51,7 +51,7 @@ export const partnerUserRoutes = [
     query: ListUsersQuery,
     responses: { 200: { description: 'A page of users', schema: Success(Type.Object({ items: Type.Array(User), meta: PageMeta })) } },
     async handler({ tally, query, partnerId }) {
-      // Bounds outside 1970-9999 are 400 naming the field (year 0 was the database's 500).
+      // Bounds outside 1970-9999 are 400 naming the field (year 0 would otherwise be the database's 500).
       for (const name of ['createdFrom', 'createdTo'] as const) {
         const bound = query[name];
         if (bound !== undefined) parseInstant(bound, name);

@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TSchema } from '@sinclair/typebox';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { CommandContext } from '../app/commands';
+import { type Tally, writeScope } from '../app/tally';
+import { OverloadedError } from '../eventstore/port';
+import { checkedJsonText } from './body';
+import { isUnavailable, toErrorReply } from './error-reply';
+import { HttpError, MESSAGES } from './errors';
+import type { HttpMetrics } from './metrics';
+import { carriesOperatorToken } from './operator-token';
+import { RateLimiter } from './ratelimit';
+import type { Credential, HttpRequest, Reply, RequestContext, RouteSpec } from './route';
+import { validate } from './validation';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+const BEARER = /^Bearer\s+(\S+)$/i;
+
+/** What a request carries between its steps, in express's res.locals. */
+interface RequestLocals {
+  requestId: string;
+  routePath?: string;
+  startedNs: bigint;
+}
+
+/** A request header as one string (node joins repeated ones, as express's req.get returns them). */
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** What a handler is given; its command() names who acts, from the request's credentials. */
+class Context implements RequestContext {
+  body: unknown = undefined;
+  query: unknown = undefined;
+  params: unknown = undefined;
+  headers: Record<string, string | undefined> = {};
+  partnerId = '';
+  userId = '';
+
+  constructor(
+    readonly tally: Tally,
+    readonly locals: Record<string, unknown>,
+    readonly req: HttpRequest,
+    readonly res: ServerResponse,
+    readonly requestId: string,
+    private readonly auth: Credential,
+  ) {}
+
+  /** An own function, not a method: handlers take it out of the context (`{ command }`). */
+  readonly command = (commandId?: string): CommandContext => ({
+    commandId: commandId ?? randomUUID(),
+    unkeyed: commandId === undefined,
+    metadata: {
+      correlationId: this.requestId,
+      actor: this.userId
+        ? { kind: 'user', id: this.userId }
+        : this.partnerId
+          ? { kind: 'partner', id: this.partnerId }
+          : this.auth === 'admin'
+            ? { kind: 'operator', id: 'admin' }
+            : { kind: 'system', id: 'public' },
+      ...(this.partnerId && this.userId ? { partnerId: this.partnerId } : {}),
+    },
+  });
+}
+
+/**
+ * The one path of every request, as express middleware: begin (request id, headers, metrics and log
+ * line, per-IP limit), then the route's serve (credentials, input, the wait for the caller's
+ * writes where the route reads after them, handler, answer), and fail for anything thrown on the way.
+ */
+export class RequestPath {
+  private readonly partnerLimiter: RateLimiter;
+  private readonly ipLimiter: RateLimiter;
+  private readonly userLimiter: RateLimiter;
+  /** One listener for every response's finish. */
+  private readonly finished: (this: Response) => void;
+
+  constructor(
+    private readonly tally: Tally,
+    private readonly locals: Record<string, unknown>,
+    metrics: HttpMetrics,
+    private readonly clientIp: (req: IncomingMessage) => string,
+  ) {
+    this.partnerLimiter = new RateLimiter(tally.config.rateLimit.partnerRps);
+    this.ipLimiter = new RateLimiter(tally.config.rateLimit.ipRps);
+    this.userLimiter = new RateLimiter(tally.config.rateLimit.userRps);
+    this.finished = recordRequest(metrics, tally);
+  }
+
+  /** Every request, matched or not: its id, its metrics and log line once answered, the per-IP limit. */
+  readonly begin: RequestHandler = (req, res, next) => {
+    const incoming = header(req, 'x-request-id');
+    const locals = res.locals as RequestLocals;
+    locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    locals.startedNs = process.hrtime.bigint();
+    res.setHeader('X-Request-Id', locals.requestId);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    // Answers carry tokens, codes, secrets and account data: no cache (browser, proxy) keeps any.
+    res.setHeader('Cache-Control', 'no-store');
+    res.on('finish', this.finished);
+    const wait = this.ipLimiter.take(this.clientIp(req));
+    if (wait > 0) throw tooManyRequests(wait);
+    next();
+  };
+
+  /** A route's work once its body is read: credentials, input, the read-after-writes wait, the handler, the answer. */
+  serve(spec: RouteSpec): RequestHandler {
+    return async (req, res) => {
+      const locals = res.locals as RequestLocals;
+      locals.routePath = spec.path;
+      const ctx = await this.authenticate(spec, req, res, locals.requestId);
+      readInput(spec, req, ctx);
+      if (spec.readsAfterWrites) await this.tally.readAfterWrites(writeScope(spec.readsAfterWrites, ctx.partnerId), [spec.readsAfterWrites]);
+      send(res, await spec.handler(ctx));
+    };
+  }
+
+  /** The error envelope for anything a request ran into (an express error handler: four parameters). */
+  readonly fail = (error: unknown, _req: Request, res: Response, _next: NextFunction): void => {
+    const { status, body, headers } = toErrorReply(error);
+    const locals = res.locals as RequestLocals;
+    // A store out of reach is logged once per outage (tally.outage); each request only by its request line.
+    if (status === 503 && isUnavailable(error)) this.tally.outage.unavailable(error);
+    // A full queue is load, not a fault: each such request is told by its request line (status 503).
+    else if (status >= 500 && !(error instanceof OverloadedError))
+      this.tally.log.error({ err: error, requestId: locals.requestId, route: locals.routePath }, 'request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    for (const name in headers) res.setHeader(name, headers[name] as string);
+    res.statusCode = status;
+    res.setHeader('Content-Type', JSON_CONTENT_TYPE);
+    res.end(JSON.stringify(body));
+  };
+
+  /** The request's credentials, as the route requires them (401, or 429 past the partner's or user's limit). */
+  private async authenticate(spec: RouteSpec, req: HttpRequest, res: ServerResponse, requestId: string): Promise<Context> {
+    const ctx = new Context(this.tally, this.locals, req, res, requestId, spec.auth);
+    switch (spec.auth) {
+      case 'partner': {
+        const key = header(req, 'x-api-key') ?? '';
+        const secret = header(req, 'x-api-secret') ?? '';
+        const partnerId = key && secret ? await this.tally.partners.authenticate(key, secret) : null;
+        if (!partnerId) throw new HttpError(401, MESSAGES.invalidPartner);
+        const wait = this.partnerLimiter.take(key);
+        if (wait > 0) throw tooManyRequests(wait);
+        ctx.partnerId = partnerId;
+        return ctx;
+      }
+      case 'admin': {
+        const token = this.tally.config.adminToken;
+        // The operator API does not exist while ADMIN_TOKEN is unset.
+        if (!token) throw new HttpError(404, MESSAGES.notFound);
+        if (!carriesOperatorToken(header(req, 'authorization'), token)) throw new HttpError(401, 'Invalid admin token');
+        return ctx;
+      }
+      case 'bearer': {
+        const token = BEARER.exec(header(req, 'authorization') ?? '')?.[1];
+        const claims = token ? await this.tally.login.authenticateBearer(token) : null;
+        if (!claims) throw new HttpError(401, spec.bearerError ?? MESSAGES.invalidToken);
+        const wait = this.userLimiter.take(claims.userId);
+        if (wait > 0) throw tooManyRequests(wait);
+        ctx.userId = claims.userId;
+        ctx.partnerId = claims.partnerId;
+        return ctx;
+      }
+      default:
+        return ctx;
+    }
+  }
+}
+
+/** Once a request is answered: its metrics and its log line (a listener of the response's finish). */
+function recordRequest(metrics: HttpMetrics, tally: Tally): (this: Response) => void {
+  return function finished(this: Response): void {
+    const { requestId, routePath = 'unmatched', startedNs } = this.locals as RequestLocals;
+    const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
+    const method = this.req.method;
+    metrics.requests.inc({ method, route: routePath, status: String(this.statusCode) });
+    metrics.duration.observe({ method, route: routePath }, seconds);
+    // Path only: query strings may carry emails or tokens.
+    tally.log.info({ requestId, method, route: routePath, status: this.statusCode, ms: Math.round(seconds * 1000) }, 'request');
+  };
+}
+
+function tooManyRequests(retryAfterSeconds: number): HttpError {
+  return new HttpError(429, MESSAGES.tooManyRequests, {}, { 'Retry-After': String(retryAfterSeconds) });
+}
+
+/** The route's input, checked against its schemas (400 naming the field), into the handler's context. */
+function readInput(spec: RouteSpec, req: Request, ctx: Context): void {
+  const jsonText = checkedJsonText(spec, req);
+  // Validation fills defaults and coerces in place: on copies, not express's own objects.
+  ctx.params = spec.params ? validate(spec.params, { ...req.params }, { coerce: true }) : req.params;
+  ctx.query = spec.query ? validate(spec.query, { ...(req.query as object) }, { coerce: true }) : {};
+  if (spec.headers) ctx.headers = validate(spec.headers, declaredHeaders(spec.headers, req), { coerce: false });
+  if (spec.body) ctx.body = validate(spec.body, req.body ?? {}, { coerce: false, jsonText });
+}
+
+/** The request's values of the headers a route declares (those it does not carry left out). */
+function declaredHeaders(schema: TSchema, req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys((schema as { properties?: object }).properties ?? {})) {
+    const value = header(req, name);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** The handler's answer: JSON unless it names another content type (HTML pages). */
+function send(res: ServerResponse, reply: Reply): void {
+  if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name] as string);
+  res.statusCode = reply.status;
+  if (reply.contentType) {
+    res.setHeader('Content-Type', reply.contentType);
+    // Hosted pages (payment, identity) are never framed by another site (clickjacking).
+    if (reply.contentType.startsWith('text/html')) res.setHeader('Content-Security-Policy', "frame-ancestors 'none'");
+    res.end(reply.body as string);
+  } else if (reply.body === undefined) res.end();
+  else {
+    // No ETag, no freshness check: answers are computed fresh. Node adds the Content-Length of a
+    // body given whole to end().
+    res.setHeader('Content-Type', JSON_CONTENT_TYPE);
+    res.end(JSON.stringify(reply.body));
+  }
+}
