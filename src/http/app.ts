@@ -2,12 +2,12 @@ import type { IncomingMessage } from 'node:http';
 import express, { type Request, type Response } from 'express';
 import proxyAddr from 'proxy-addr';
 import type { Tally } from '../app/tally';
-import { bodyParsers } from './body';
 import { HttpError, MESSAGES } from './errors';
 import { httpMetrics, registerDomainMetrics } from './metrics';
 import { buildOpenApi, renderDocs } from './openapi';
 import { RequestPath } from './request-path';
-import { expressPath, type RouteSpec } from './route';
+import type { RouteSpec } from './route';
+import { RouteTable } from './route-table';
 import { adminRoutes } from './routes/admin';
 import { operationsRoutes } from './routes/operations';
 import { exchangeRoutes } from './routes/exchange';
@@ -59,8 +59,9 @@ export function allRoutes(): RouteSpec[] {
 }
 
 /**
- * The service over HTTP: every request takes one path through express (begin, the route's body
- * parsers and serve, or 404), and anything thrown on it is answered by fail.
+ * The service over HTTP: every request takes one path through express: begin, then its route found
+ * in the route table (its body read, its work done) or the 404, and anything thrown on the way is
+ * answered by fail.
  */
 export function createApp(tally: Tally): express.Express {
   const app = express();
@@ -75,7 +76,7 @@ export function createApp(tally: Tally): express.Express {
   Object.assign(app.locals, { openapi, docs: renderDocs(openapi), metrics });
   const path = new RequestPath(tally, app.locals, metrics, clientIpResolver(tally.config.trustProxy));
   app.use(path.begin);
-  for (const spec of routes) app[spec.method](expressPath(spec.path), ...bodyParsers(spec), path.serve(spec));
+  app.use(path.route(new RouteTable(routes)));
   app.use((_req: Request, _res: Response) => {
     throw new HttpError(404, MESSAGES.notFound);
   });

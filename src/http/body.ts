@@ -1,28 +1,65 @@
-import express, { type Request, type RequestHandler, type Response } from 'express';
+import type { Readable } from 'node:stream';
+import { createGunzip, createInflate } from 'node:zlib';
+import express, { type RequestHandler } from 'express';
 import { HttpError, MESSAGES } from './errors';
 import type { HttpRequest, RouteSpec } from './route';
 
 const BODY_LIMIT = '100kb';
+const BODY_LIMIT_BYTES = 100 * 1024;
 const JSON_TYPE = /^application\/(?:[^\s;/]+\+)?json\s*(?:;|$)/i;
 const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(?:;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 
-/** Provider callbacks are verified over their raw bytes, so the JSON parser keeps them. */
-function keepRaw(req: Request, _res: Response, buf: Buffer): void {
-  (req as HttpRequest).rawBody = buf;
-}
-
-const jsonParser = express.json({ limit: BODY_LIMIT, strict: false, type: ['application/json', 'application/*+json'], verify: keepRaw });
 // The sandbox hosted pages post plain HTML forms.
-const formParser = express.urlencoded({ limit: BODY_LIMIT, extended: false });
+export const formParser: RequestHandler = express.urlencoded({ limit: BODY_LIMIT, extended: false });
 
 /**
- * The body parsers a route runs before its handler: none where it takes no body (what is sent is
- * not read), JSON where it takes one, and forms too where it takes them (RouteSpec.forms).
+ * A JSON body, read as body-parser's json reads it (any JSON value; empty is {}; a byte order mark
+ * dropped; gzip or deflate inflated; at most 100 kB once inflated: 413), its raw bytes kept on the
+ * request (provider callbacks are verified over them). Undefined when the request carries no JSON
+ * body (none at all, or another type: checkedJsonText then answers 415 where the route needs JSON).
  */
-export function bodyParsers(spec: RouteSpec): RequestHandler[] {
-  if (!spec.body) return [];
-  return spec.forms ? [jsonParser, formParser] : [jsonParser];
+export function readJsonBody(req: HttpRequest): Promise<unknown> | undefined {
+  if (!carriesBody(req) || !JSON_TYPE.test(req.headers['content-type'] ?? '')) return undefined;
+  const charset = CHARSET.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8') throw new HttpError(415, 'Unsupported body encoding');
+  const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  const stream = decoded(req);
+  if (stream === req && declared > BODY_LIMIT_BYTES) throw new HttpError(413, MESSAGES.tooLarge);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= BODY_LIMIT_BYTES) chunks.push(chunk);
+      else {
+        // The rest is left unread: node discards it once the answer (413) is sent.
+        stream.pause();
+        reject(new HttpError(413, MESSAGES.tooLarge));
+      }
+    });
+    stream.on('error', (error) => reject(stream === req ? error : new HttpError(400, 'Invalid request body')));
+    stream.on('end', () => {
+      if (size > BODY_LIMIT_BYTES) return;
+      const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+      req.rawBody = raw;
+      const text = raw.toString('utf8');
+      try {
+        resolve(text.length === 0 ? {} : JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text));
+      } catch {
+        reject(new HttpError(400, MESSAGES.invalidJson));
+      }
+    });
+  });
+}
+
+/** The body as sent, or inflated (gzip, deflate); any other content encoding is 415. */
+function decoded(req: HttpRequest): Readable {
+  const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
+  if (encoding === 'identity') return req;
+  if (encoding === 'gzip') return req.pipe(createGunzip());
+  if (encoding === 'deflate') return req.pipe(createInflate());
+  throw new HttpError(415, 'Unsupported body encoding');
 }
 
 /**

@@ -5,13 +5,14 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { CommandContext } from '../app/commands';
 import { type Tally, writeScope } from '../app/tally';
 import { OverloadedError } from '../eventstore/port';
-import { checkedJsonText } from './body';
+import { checkedJsonText, formParser, readJsonBody } from './body';
 import { isUnavailable, toErrorReply } from './error-reply';
 import { HttpError, MESSAGES } from './errors';
 import type { HttpMetrics } from './metrics';
 import { carriesOperatorToken } from './operator-token';
 import { RateLimiter } from './ratelimit';
 import type { Credential, HttpRequest, Reply, RequestContext, RouteSpec } from './route';
+import type { RouteTable } from './route-table';
 import { validate } from './validation';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -107,11 +108,19 @@ export class RequestPath {
     next();
   };
 
-  /** A route's work once its body is read: credentials, input, the read-after-writes wait, the handler, the answer. */
-  serve(spec: RouteSpec): RequestHandler {
-    return async (req, res) => {
+  /**
+   * The route the request names in the route table (none: on to the 404), its body read where the
+   * route takes one, then its work: credentials, input, the read-after-writes wait, the handler, the answer.
+   */
+  route(table: RouteTable): RequestHandler {
+    return async (req, res, next) => {
+      const match = table.match(req.method, req.url);
+      if (!match) return next();
+      const { spec } = match;
       const locals = res.locals as RequestLocals;
       locals.routePath = spec.path;
+      req.params = match.params;
+      if (spec.body) await readBody(spec, req, res);
       const ctx = await this.authenticate(spec, req, res, locals.requestId);
       readInput(spec, req, ctx);
       if (spec.readsAfterWrites) await this.tally.readAfterWrites(writeScope(spec.readsAfterWrites, ctx.partnerId), [spec.readsAfterWrites]);
@@ -190,6 +199,13 @@ function recordRequest(metrics: HttpMetrics, tally: Tally): (this: Response) => 
 
 function tooManyRequests(retryAfterSeconds: number): HttpError {
   return new HttpError(429, MESSAGES.tooManyRequests, {}, { 'Retry-After': String(retryAfterSeconds) });
+}
+
+/** A route's body: JSON (readJsonBody), or a form where the route takes them. */
+async function readBody(spec: RouteSpec, req: Request, res: Response): Promise<void> {
+  const json = readJsonBody(req);
+  if (json) req.body = await json;
+  else if (spec.forms) await new Promise<void>((resolve, reject) => formParser(req, res, (error?: unknown) => (error ? reject(error) : resolve())));
 }
 
 /** The route's input, checked against its schemas (400 naming the field), into the handler's context. */

@@ -77,5 +77,3 @@ export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
 export function route<Body = unknown, Query = unknown, Params = unknown>(spec: RouteSpec<Body, Query, Params>): RouteSpec {
   return spec as unknown as RouteSpec;
 }
-
-export const expressPath = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1');
