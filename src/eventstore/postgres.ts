@@ -65,7 +65,7 @@ function toRecorded(row: EventRow): RecordedEvent {
  * A position's parts as SQL parameters (xid8, bigint); the start of the log ('') is (0, 0), before
  * every event.
  */
-export function positionParts(position: string): [string, string] {
+function positionParts(position: string): [string, string] {
   if (position === '') return ['0', '0'];
   const [xid, gp] = position.split(':');
   if (!xid || !gp || !/^\d{20}$/.test(xid) || !/^\d{20}$/.test(gp)) throw new Error(`Invalid position ${position}`);

@@ -26,15 +26,6 @@ export interface Projection {
   /** `memory`: given by a rebuild, which alone writes its new tables (see BuildMemory). */
   apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables, memory?: BuildMemory): Promise<void>;
   /**
-   * A fold done by the database itself, when the events live in the same Postgres as the read model
-   * (the Postgres event store): the events after `after`, up to `upTo` and at most `limit` of them
-   * (in log order, of `eventTypes`), are folded by SQL, so they never travel to this process.
-   * Returns how many it folded and the position it reached (`upTo` when it took every one there
-   * was). It must leave the very rows `apply` leaves for the same events: the engine uses it live,
-   * to rebuild and to verify whenever it can, and `apply` otherwise (another event store).
-   */
-  applyRange?(tx: SqlQueryable, range: { after: string; upTo: string; limit: number }, t: Tables): Promise<{ applied: number; reached: string }>;
-  /**
    * For a rebuild whose memory holds every row: folds the batch without the database and returns
    * its writes, so that the next batch can be folded while these are written. Null when the memory
    * no longer holds every row (then `apply`).

@@ -309,12 +309,8 @@ export class ProjectionEngine {
         const from = owned.map((p) => this.positions.get(p.name) ?? '').reduce((a, b) => (comparePositions(a, b) <= 0 ? a : b));
         const batchStarted = Date.now();
         const head = await this.store.headPosition();
-        // Events of the projections folded here; those the database folds itself never come over.
-        const types = [...new Set(owned.filter((p) => !this.databaseFold(p)).flatMap((p) => p.eventTypes))];
-        const events =
-          types.length > 0
-            ? await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount: BATCH_SIZE, projectionOnly: true })
-            : [];
+        const types = [...new Set(owned.flatMap((p) => p.eventTypes))];
+        const events = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount: BATCH_SIZE, projectionOnly: true });
         const last = events[events.length - 1]?.position ?? from;
         // A short read drained every visible event of these types: all of them up to `head` (read
         // before) are in it, so the checkpoints may move to the head, past events nobody here needs.
@@ -324,9 +320,8 @@ export class ProjectionEngine {
           await this.store.waitForAppend(POLL_INTERVAL_MS);
           continue;
         }
-        let folded: number;
         try {
-          folded = await this.commit(behind, to, events);
+          await this.commit(behind, to, events);
         } catch (error) {
           // The batch of all of them failed: unless the database is out of reach, find which
           // projection (and which event) it was, moving each of them as far as it can go alone.
@@ -335,7 +330,7 @@ export class ProjectionEngine {
           for (const p of behind) await this.advanceAlone(p, to);
           continue;
         }
-        const size = Math.max(events.length, folded);
+        const size = events.length;
         if (this.paceMs > 0 && size >= PACE_MIN_EVENTS && size < BATCH_SIZE) {
           const pause = batchStarted + this.paceMs - Date.now();
           if (pause > 0 && this.waiting === 0) await this.sleep(pause, 'hurry');
@@ -358,11 +353,8 @@ export class ProjectionEngine {
    * Read models are derived and their checkpoints commit with them, so the commit need not wait for
    * its WAL flush: a commit lost in a crash is replayed from the log.
    */
-  private async commit(projections: Projection[], to: string, events: RecordedEvent[]): Promise<number> {
+  private async commit(projections: Projection[], to: string, events: RecordedEvent[]): Promise<void> {
     const from = projections.map((p) => this.positions.get(p.name) ?? '');
-    // Where each projection the database folds stopped, when it stopped short of `to`.
-    const reached = new Map<string, string>();
-    let folded = 0;
     const moved = await this.sql
       .transaction(async (tx) => {
         await tx.query('SET LOCAL synchronous_commit = off');
@@ -376,16 +368,6 @@ export class ProjectionEngine {
         if (rows.length !== projections.length) throw new CheckpointMoved();
         for (const [i, p] of projections.entries()) {
           const position = from[i] ?? '';
-          const applyRange = this.databaseFold(p);
-          if (applyRange) {
-            const result = await applyRange(tx, { after: position, upTo: to, limit: BATCH_SIZE }, liveTables(p));
-            folded = Math.max(folded, result.applied);
-            if (result.reached !== to) {
-              await tx.query(`UPDATE projection_checkpoints SET position = $2 WHERE name = $1`, [p.name, result.reached]);
-              reached.set(p.name, result.reached);
-            }
-            continue;
-          }
           const mine = events.filter((e) => comparePositions(e.position, position) > 0 && p.eventTypes.includes(e.type));
           if (mine.length) await p.apply(tx, mine, liveTables(p));
         }
@@ -401,10 +383,9 @@ export class ProjectionEngine {
     if (moved) {
       const names = new Set(projections.map((p) => p.name));
       for (const o of this.observers) if (o.names.some((n) => names.has(n))) o.onEvents(events);
-      for (const p of projections) this.positions.set(p.name, reached.get(p.name) ?? to);
+      for (const p of projections) this.positions.set(p.name, to);
     }
     this.progress.emit('progress');
-    return moved ? folded : 0;
   }
 
   /**
@@ -480,14 +461,6 @@ export class ProjectionEngine {
     return Math.max(10, soonest);
   }
 
-  /**
-   * The projection's fold inside the database (Projection.applyRange), when it can run: when the log
-   * is the Postgres event store on this very connection pool, so in the same database.
-   */
-  private databaseFold(p: Projection): Projection['applyRange'] {
-    return (this.store as { sql?: unknown }).sql === this.sql ? p.applyRange?.bind(p) : undefined;
-  }
-
   /** Takes or renews, in one statement, the lease of every projection no one else holds. */
   private async holdLeases(): Promise<void> {
     const rows = await this.sql.query<{ name: string; position: string; failure: ProjectionFailure | null }>(
@@ -561,45 +534,30 @@ export class ProjectionEngine {
           await tx.query('SET LOCAL synchronous_commit = off');
           await fn(tx);
         });
-      const applyRange = this.databaseFold(p);
-      if (applyRange) {
-        // Folded by the database, a batch at a time, up to the head as it was when the rebuild began.
-        const head = await this.store.headPosition();
-        while (comparePositions(position, head) < 0) {
-          let result = { applied: 0, reached: head };
-          await inTransaction(async (tx) => {
-            result = await applyRange(tx, { after: position, upTo: head, limit: REBUILD_BATCH }, tables);
-          });
-          position = result.reached;
-          applied += result.applied;
-          onProgress?.(applied, position);
-        }
-      } else {
-        // Three stages overlap: the next batch is read (another connection on a server) and folded
-        // (from memory) while the previous one is written. Writes stay in batch order.
-        let writing: Promise<void> = Promise.resolve();
-        let next = read(position);
-        while (true) {
-          const events = await next;
-          if (events.length === 0) break;
-          next = read(events[events.length - 1]?.position ?? position);
-          // The read ahead and the write behind are awaited later, where their errors are thrown to
-          // the rebuild's caller; handled now too, so that one failing while this awaits something
-          // else is not an unhandled rejection. Logged at debug only: an error that is not thrown
-          // where awaited follows another one that ended the rebuild first, and that one is thrown.
-          next.catch((error) => this.log?.debug({ err: error, projection: p.name }, 'rebuild read ahead failed'));
-          const writes = p.prepareBulk ? await p.prepareBulk(events, tables, memory) : null;
-          await writing;
-          writing = writes ? inTransaction(writes) : inTransaction((tx) => p.apply(tx, events, tables, memory));
-          writing.catch((error) => this.log?.debug({ err: error, projection: p.name }, 'rebuild write behind failed'));
-          // Without prepared writes, the next batch reads rows back: it must see this one's.
-          if (!writes) await writing;
-          position = events[events.length - 1]?.position ?? position;
-          applied += events.length;
-          onProgress?.(applied, position);
-        }
+      // Three stages overlap: the next batch is read (another connection on a server) and folded
+      // (from memory) while the previous one is written. Writes stay in batch order.
+      let writing: Promise<void> = Promise.resolve();
+      let next = read(position);
+      while (true) {
+        const events = await next;
+        if (events.length === 0) break;
+        next = read(events[events.length - 1]?.position ?? position);
+        // The read ahead and the write behind are awaited later, where their errors are thrown to
+        // the rebuild's caller; handled now too, so that one failing while this awaits something
+        // else is not an unhandled rejection. Logged at debug only: an error that is not thrown
+        // where awaited follows another one that ended the rebuild first, and that one is thrown.
+        next.catch((error) => this.log?.debug({ err: error, projection: p.name }, 'rebuild read ahead failed'));
+        const writes = p.prepareBulk ? await p.prepareBulk(events, tables, memory) : null;
         await writing;
+        writing = writes ? inTransaction(writes) : inTransaction((tx) => p.apply(tx, events, tables, memory));
+        writing.catch((error) => this.log?.debug({ err: error, projection: p.name }, 'rebuild write behind failed'));
+        // Without prepared writes, the next batch reads rows back: it must see this one's.
+        if (!writes) await writing;
+        position = events[events.length - 1]?.position ?? position;
+        applied += events.length;
+        onProgress?.(applied, position);
       }
+      await writing;
       if (p.finishBulk) {
         const finish = p.finishBulk;
         await this.sql.transaction(async (tx) => {
@@ -648,13 +606,6 @@ export class ProjectionEngine {
         const [row] = await this.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = $1`, [p.name]);
         const target = row?.position ?? '';
         while (comparePositions(position, target) < 0) {
-          const applyRange = this.databaseFold(p);
-          if (applyRange) {
-            const from = position;
-            const result = await this.sql.transaction((tx) => applyRange(tx, { after: from, upTo: target, limit: 5_000 }, tables));
-            position = result.reached;
-            continue;
-          }
           const events = (
             await this.store.readAll({ fromPosition: position || undefined, filter: { eventTypes: p.eventTypes }, maxCount: 5_000, projectionOnly: true })
           ).filter((e) => comparePositions(e.position, target) <= 0);

@@ -43,19 +43,13 @@ describe('reads after the caller’s writes (RouteSpec.readsAfterWrites)', () =>
     /** Every batch the ledger projection applies waits `lagMs` first: a transfer's answer comes well before its read model has it. */
     function delayLedgerProjection(lagMs: number): () => void {
       const ledger = env.app.tally.engine.get('ledger');
-      const { apply, applyRange } = ledger;
+      const { apply } = ledger;
       ledger.apply = async (...args) => {
         await sleep(lagMs);
         return apply.apply(ledger, args);
       };
-      if (applyRange)
-        ledger.applyRange = async (...args) => {
-          await sleep(lagMs);
-          return applyRange.apply(ledger, args);
-        };
       return () => {
         ledger.apply = apply;
-        ledger.applyRange = applyRange;
       };
     }
 
