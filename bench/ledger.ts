@@ -333,12 +333,10 @@ const heavy = { accountId: 0 };
 
 function instrumentTransferPath(tally: Tally, timings: CallTimings): void {
   const transfers = tally.ledger.transfers as unknown as Record<string, unknown>;
-  const accounts = tally.ledger.accounts as unknown as Record<string, unknown>;
   const cls = (accountId: unknown) => (heavy.accountId && accountId === heavy.accountId ? ' (long account)' : '');
   instrument(transfers, 'transfer', (args) => `ledger.transfer${cls((args[1] as { fromAccountId?: number })?.fromAccountId)}`, timings);
-  instrument(transfers, 'transferBatch', 'transferBatch (load, decide all, one appendMany)', timings);
-  instrument(accounts, 'limitsOf', 'limitsOf (SQL)', timings);
-  instrument(accounts, 'nextTransactionId', 'nextTransactionId (SQL)', timings);
+  instrument(transfers, 'decideBatch', 'decideBatch (load the source and the facts, decide all)', timings);
+  instrument(tally.commands, 'run', 'CommandHandler.run (decide, one appendMany, retries)', timings);
   instrument(
     tally.store,
     'readStream',

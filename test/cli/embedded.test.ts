@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
@@ -7,13 +6,14 @@ import { openTally } from '../../src/app/open';
 import { CliError, EXIT } from '../../src/cli/context';
 import { readEvents } from '../../src/cli/events';
 import { createPartner } from '../../src/cli/partners';
+import { tempDir } from '../support/temp';
 import { capture, cliConfig, runBinary } from './support';
 
 /** The embedded PGlite store in DATA_DIR (no DATABASE_URL): one process at a time. */
 describe('tally on the embedded store', function () {
   // Creating a PGlite database on disk takes seconds, more on a loaded machine.
   this.timeout(90_000);
-  const freshDataDir = () => mkdtempSync(join(tmpdir(), 'tally-cli-'));
+  const freshDataDir = () => tempDir('tally-cli-');
   const inUse = (dataDir: string, pid: number) =>
     `The embedded store in ${dataDir} is in use by the running server (pid ${pid}): stop it first, or point DATABASE_URL at a Postgres server`;
 

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { CliError } from '../../src/cli/context';
@@ -7,6 +6,7 @@ import { exportEvents, readEvents, tailEvents } from '../../src/cli/events';
 import { buildProgram } from '../../src/cli/index';
 import type { RecordedEvent } from '../../src/eventstore/port';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { tempDir } from '../support/temp';
 import { capture, cliConfig, eventually, rawSql, registerUser, sleep, suspendUser } from './support';
 
 describe('tally events', () => {
@@ -158,7 +158,7 @@ describe('tally events', () => {
     });
 
     it('writes NDJSON to --out, leaving no partial file behind', async () => {
-      const file = join(mkdtempSync(join(tmpdir(), 'tally-export-')), 'events.ndjson');
+      const file = join(tempDir('tally-export-'), 'events.ndjson');
       const io = capture();
       const count = await exportEvents(config, { from: between.toISOString(), to: '2100-01-01', out: file }, io);
       const lines = readFileSync(file, 'utf8').trimEnd().split('\n');

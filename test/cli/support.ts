@@ -1,6 +1,4 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
@@ -8,6 +6,7 @@ import type supertest from 'supertest';
 import type { CliIo } from '../../src/cli/context';
 import { type Config, loadConfig } from '../../src/config';
 import { ADMIN_TOKEN, type PartnerCredentials, uniqueEmail } from '../support/app';
+import { tempDir } from '../support/temp';
 
 /** What a command printed: `out` lines (stdout) and `err` text (stderr). */
 export interface Captured extends CliIo {
@@ -32,7 +31,7 @@ export function capture(signal?: AbortSignal): Captured {
 
 /** The CLI's configuration for a Postgres database (what DATABASE_URL gives it); its own DATA_DIR, for the keys file. */
 export function cliConfig(overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({}), dataDir: mkdtempSync(join(tmpdir(), 'tally-cli-')), sandbox: true, ...overrides };
+  return { ...loadConfig({}), dataDir: tempDir('tally-cli-'), sandbox: true, ...overrides };
 }
 
 /** One statement straight on the database, the way someone tampering with it would. */
