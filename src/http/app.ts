@@ -1,5 +1,4 @@
-import { IncomingMessage, type ServerOptions, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import express, { type Request, type Response } from 'express';
 import proxyAddr from 'proxy-addr';
 import type { Tally } from '../app/tally';
@@ -40,24 +39,6 @@ export function clientIpResolver(trustProxy: string | undefined): (req: Incoming
           .filter(Boolean),
       );
   return (req) => proxyAddr(req, trust);
-}
-
-/**
- * Node's request and response classes for a server that hands every request to `app`: their objects
- * are born with express's prototypes (app.request, app.response), so that express's per-request
- * Object.setPrototypeOf finds the prototype already set and changes nothing. Changing the prototype
- * of a live object is what costs (V8 gives it a new hidden class on every request).
- */
-export function bornForExpress(app: express.Express): Pick<ServerOptions, 'IncomingMessage' | 'ServerResponse'> {
-  function Request(socket: Socket) {
-    return Reflect.construct(IncomingMessage, [socket], Request);
-  }
-  Request.prototype = app.request;
-  function Response(req: IncomingMessage, options?: object) {
-    return Reflect.construct(ServerResponse, [req, options], Response);
-  }
-  Response.prototype = app.response;
-  return { IncomingMessage: Request as unknown as typeof IncomingMessage, ServerResponse: Response as unknown as typeof ServerResponse };
 }
 
 /** Every route of the service, in one list: served, validated and documented from it. */
