@@ -5,7 +5,7 @@ import { IdempotencyKeys } from '../../src/app/ledger/idempotency';
 import { type Decider, DomainError } from '../../src/domain/decider';
 import { type EventStore, OverloadedError, WrongExpectedRevisionError } from '../../src/eventstore/port';
 import { PostgresEventStore } from '../../src/eventstore/postgres';
-import { PgliteSql } from '../../src/eventstore/sql';
+import { embeddedStore } from '../support/embedded-store';
 
 /** A counter that refuses to go above a ceiling: enough rules to see how commands are carried out. */
 type Added = { type: 'Added'; data: { by: number } };
@@ -23,18 +23,11 @@ const ctx = (): CommandContext => ({ commandId: `c${next++}`, metadata: {} });
 const added = (by: number, stream: string) => toNewEvents(ctx(), stream, [{ type: 'Added', data: { by } }]);
 
 describe('the command handler (on the embedded store)', () => {
-  let sql: PgliteSql;
+  const embedded = embeddedStore();
   let store: EventStore;
   let stream: string;
-  before(async () => {
-    sql = await PgliteSql.open();
-    store = await PostgresEventStore.create(sql);
-  });
-  after(async () => {
-    await store.close();
-    await sql.close();
-  });
   beforeEach(() => {
+    store = embedded.store();
     stream = `counter-${next++}`;
   });
 
@@ -128,7 +121,7 @@ describe('the command handler (on the embedded store)', () => {
   });
 
   it('has a bounded queue in front of the event log', async () => {
-    const small = new PostgresEventStore(sql, { maxQueued: 1, maxInFlight: 1 });
+    const small = new PostgresEventStore(embedded.sql(), { maxQueued: 1, maxInFlight: 1 });
     const results = await Promise.allSettled([1, 2, 3].map((n) => small.append(`bounded-${next++}`, added(n, 'x'), 'any')));
     expect(results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason)).to.satisfy(
       (errors: unknown[]) => errors.length > 0 && errors.every((e) => e instanceof OverloadedError),

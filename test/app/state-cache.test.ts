@@ -2,20 +2,14 @@ import { expect } from 'chai';
 import { load, StateCache, toNewEvents } from '../../src/app/commands';
 import { accountCreditStream, accountDecider, type AccountState } from '../../src/domain/accounts/account';
 import type { EventStore } from '../../src/eventstore/port';
-import { PostgresEventStore } from '../../src/eventstore/postgres';
-import { PgliteSql } from '../../src/eventstore/sql';
+import { embeddedStore } from '../support/embedded-store';
 
 /** The state cache against the embedded store: what it keeps when appends settle out of order. */
 describe('state cache', () => {
-  let sql: PgliteSql;
+  const embedded = embeddedStore();
   let store: EventStore;
-  before(async () => {
-    sql = await PgliteSql.open();
-    store = await PostgresEventStore.create(sql);
-  });
-  after(async () => {
-    await store.close();
-    await sql.close();
+  beforeEach(() => {
+    store = embedded.store();
   });
 
   const stream = accountCreditStream(4242);
