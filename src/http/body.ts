@@ -43,9 +43,11 @@ export function readJsonBody(req: HttpRequest): Promise<unknown> | undefined {
       if (size > BODY_LIMIT_BYTES) return;
       const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       req.rawBody = raw;
-      const text = raw.toString('utf8');
+      const decoded = raw.toString('utf8');
+      const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
+      req.jsonText = text;
       try {
-        resolve(text.length === 0 ? {} : JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text));
+        resolve(text.length === 0 ? {} : JSON.parse(text));
       } catch {
         reject(new HttpError(400, MESSAGES.invalidJson));
       }
@@ -63,18 +65,14 @@ function decoded(req: HttpRequest): Readable {
 }
 
 /**
- * For a route that takes a body, checks the body's type: JSON in UTF-8 (or a form where the route
- * takes them), else 415. Returns the very text a JSON body was parsed from (both parsers drop a byte
- * order mark), for the validation's checks of what JSON.parse hides (duplicate keys, imprecise numbers).
+ * For a route that takes a body, checks the body's type: JSON (read by readJsonBody, which refused
+ * other charsets) or a form where the route takes them, else 415. Returns the very text a JSON body
+ * was parsed from, for the validation's checks of what JSON.parse hides (duplicate keys, imprecise numbers).
  */
 export function checkedJsonText(spec: RouteSpec, req: HttpRequest): string | undefined {
   if (!spec.body || !carriesBody(req)) return undefined;
   const type = req.headers['content-type'] ?? '';
-  if (JSON_TYPE.test(type)) {
-    const charset = CHARSET.exec(type)?.[1];
-    if (charset && charset.toLowerCase() !== 'utf-8') throw new HttpError(415, 'Unsupported body encoding');
-    return req.rawBody?.toString('utf8').replace(/^\uFEFF/, '');
-  }
+  if (JSON_TYPE.test(type)) return req.jsonText;
   if (spec.forms && FORM_TYPE.test(type)) return undefined;
   throw new HttpError(415, MESSAGES.jsonOnly);
 }

@@ -4,7 +4,8 @@ import type { CommandContext } from '../app/commands';
 import type { Tally } from '../app/tally';
 
 /** A request as handlers see it: Node's, with the raw bytes of a body that was read. */
-export type HttpRequest = IncomingMessage & { rawBody?: Buffer };
+/** `jsonText`: the text a JSON body was parsed from (its byte order mark dropped). */
+export type HttpRequest = IncomingMessage & { rawBody?: Buffer; jsonText?: string };
 
 export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed';
 
