@@ -605,7 +605,7 @@ async function history(b: Bench, senders: Customer[], historyEvents: number, sam
   );
 
   // What a cache miss costs (restart, another node, eviction). Both of the account's streams, as
-  // loadAccount reads them (its 100,000 events are credits): folded from the start, and as the
+  // a command's Reads.account reads them (its 100,000 events are credits): folded from the start, and as the
   // service loads them, from their snapshot (taken by the first such load if none was yet).
   const streams = [accountStream(long.accountId), accountCreditStream(long.accountId)];
   const timed = async (fn: () => Promise<unknown>) => {

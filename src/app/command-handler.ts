@@ -3,6 +3,7 @@ import { type Decider, DomainError, type DomainEvent, invariant } from '../domai
 import {
   type AppendResult,
   comparePositions,
+  EventIdConflictError,
   type EventStore,
   type ExpectedRevision,
   OverloadedError,
@@ -20,12 +21,14 @@ type Evolving = Pick<Decider<unknown, unknown, DomainEvent>, 'initialState' | 'e
 export const at = (loaded: { revision: number }): ExpectedRevision => (loaded.revision === -1 ? 'no_stream' : loaded.revision);
 
 /**
- * The streams one decision reads. On a command's first attempt the state cache is trusted (no read):
- * a stale state then fails the append at its revision, or gives a refusal, and either way the command
- * is decided again on what is stored.
+ * The streams one decision reads. On a command's first attempt the state cache is trusted (no read).
+ * A stale state of a stream the command appends to at its revision fails that append; any refusal
+ * on the first attempt is decided again on what is stored. Streams read only for facts are safe as
+ * well: an account's owner never changes once opened, credits only ever add, and a KYC approval
+ * is final, so a stale fact can only refuse, never allow more.
  */
 export class Reads {
-  private readonly loaded = new Map<string, Promise<Loaded<unknown>>>();
+  private readonly loaded = new Map<string, { decider: object; loading: Promise<Loaded<unknown>> }>();
 
   constructor(
     private readonly store: EventStore,
@@ -38,14 +41,16 @@ export class Reads {
     stream: string,
     decider: Pick<Decider<State, unknown, DomainEvent>, 'initialState' | 'evolve' | 'snapshot'>,
     options: { cached?: boolean } = {},
-  ) {
-    let loading = this.loaded.get(stream);
-    if (!loading) {
-      const cache = options.cached === false ? undefined : this.cache;
-      loading = load(this.store, stream, decider as Evolving, { cache, trustCache: this.trusted && cache !== undefined });
-      this.loaded.set(stream, loading);
+  ): Promise<Loaded<State>> {
+    const known = this.loaded.get(stream);
+    if (known) {
+      invariant(known.decider === decider, `${stream} is read with one decider in one decision`);
+      return known.loading as Promise<Loaded<State>>;
     }
-    return loading as Promise<Loaded<State>>;
+    const cache = options.cached === false ? undefined : this.cache;
+    const loading = load(this.store, stream, decider as Evolving, { cache, trustCache: this.trusted && cache !== undefined }) as Promise<Loaded<State>>;
+    this.loaded.set(stream, { decider, loading });
+    return loading;
   }
 
   /** An account as debits are decided on it: its stream at its revision, with its credit stream's credits. */
@@ -97,7 +102,10 @@ export class CommandHandler {
 
   /**
    * `cache: false` for commands whose streams are read once (a session's, a login's) or that call a
-   * provider before they append (a state trusted from the cache could make it ask for nothing).
+   * provider that is not idempotent before they append (a KYC inquiry: a state trusted from the
+   * cache could make it ask for one it does not need). A concurrent write decides the command again:
+   * a conflicting revision, or an event id already stored (the same keyed command made meanwhile by
+   * another node: the next decision finds it and answers with it).
    */
   async run<Result>(ctx: CommandContext, decide: (reads: Reads) => Promise<Decision<Result>>, options: { cache?: boolean } = {}): Promise<Done<Result>> {
     const cache = options.cache === false ? undefined : this.cache;
@@ -116,6 +124,7 @@ export class CommandHandler {
         const results = await this.append(ctx, decision.appends);
         return { result: decision.result, position: lastPosition(results) };
       } catch (error) {
+        if (error instanceof EventIdConflictError && attempt < MAX_ATTEMPTS) continue;
         if (!(error instanceof WrongExpectedRevisionError)) throw error;
         const refusal = decision.appends.find((a) => a.stream === error.stream)?.refuseOnConflict;
         if (refusal) throw refusal;
@@ -160,9 +169,14 @@ export class CommandHandler {
 /** One append per stream, events in the order decided, each with the ids and metadata of its command. */
 function mergeByStream(ctx: CommandContext, appends: Append[]) {
   const byStream = new Map<string, { append: StreamAppend; events: DomainEvent[]; cached: Append['cached'] }>();
+  /** Events already given to a command on a stream: a second append of it there goes on from them. */
+  const given = new Map<string, number>();
   for (const a of appends) {
     if (a.events.length === 0) continue;
-    const events = toNewEvents(a.ctx ?? ctx, a.stream, a.events);
+    const command = a.ctx ?? ctx;
+    const offset = given.get(`${command.commandId}|${a.stream}`) ?? 0;
+    given.set(`${command.commandId}|${a.stream}`, offset + a.events.length);
+    const events = toNewEvents(command, a.stream, a.events, offset);
     const known = byStream.get(a.stream);
     if (!known) {
       byStream.set(a.stream, { append: { stream: a.stream, events, expectedRevision: a.expected }, events: [...a.events], cached: a.cached });

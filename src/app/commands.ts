@@ -25,9 +25,11 @@ export interface Loaded<State> {
 }
 
 /**
- * Folded states of recently used streams, keyed by decider and stream. Never trusted blindly: a load
- * reads the events after the cached revision (usually none) and folds them in, so a state is always
- * the stored one; the cache only saves re-reading a long stream from its start.
+ * Folded states of recently used streams, keyed by decider and stream. A load reads the events after
+ * the cached revision (usually none) and folds them in, so its state is the stored one; only a load
+ * that says so (`trustCache`, a command's first attempt, see Reads) takes the state without reading,
+ * and that command appends at the state's revision or decides again. The cache saves re-reading a
+ * long stream from its start.
  */
 export class StateCache {
   private readonly entries = new Map<string, Loaded<unknown>>();

@@ -46,7 +46,7 @@ export class Tally {
   readonly sessionGate: SessionGate;
   /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
   readonly outage: Outage;
-  /** Folded aggregate states, checked against the stored revision on every load. */
+  /** Folded aggregate states: loads read what follows them; a command's first attempt trusts them (see Reads). */
   readonly stateCache = new StateCache();
   /** Every command goes through it: load, decide, append at the revisions decided on, retry. */
   readonly commands: CommandHandler;

@@ -20,8 +20,6 @@ import { sandboxIdentityRoutes } from './routes/sandbox';
 import { sandboxLedgerRoutes } from './routes/sandbox-ledger';
 import { webhookRoutes } from './routes/webhooks';
 
-export { toErrorReply } from './error-reply';
-
 /**
  * Who the client is for the per-IP limit: the socket's peer, unless TRUST_PROXY says which proxies
  * in front may name it in X-Forwarded-For (a hop count, or their addresses/CIDRs). Anyone can send

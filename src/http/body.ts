@@ -59,9 +59,15 @@ export function readJsonBody(req: HttpRequest): Promise<unknown> | undefined {
 function decoded(req: HttpRequest): Readable {
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding === 'identity') return req;
-  if (encoding === 'gzip') return req.pipe(createGunzip());
-  if (encoding === 'deflate') return req.pipe(createInflate());
-  throw new HttpError(415, 'Unsupported body encoding');
+  const inflater = encoding === 'gzip' ? createGunzip() : encoding === 'deflate' ? createInflate() : undefined;
+  if (!inflater) throw new HttpError(415, 'Unsupported body encoding');
+  // An aborted or failing request fails the inflater, whose error the reader listens for: the
+  // request never waits for an end that will not come.
+  req.on('error', (error) => inflater.destroy(error));
+  req.on('close', () => {
+    if (!req.complete) inflater.destroy(new Error('request aborted'));
+  });
+  return req.pipe(inflater);
 }
 
 /**

@@ -52,12 +52,7 @@ function bodyParserReply(error: unknown): ErrorReply | undefined {
 }
 
 function unavailableOrInternal(error: unknown): ErrorReply {
-  if (error instanceof StoreUnavailableError || isUnavailable(error))
+  if (error instanceof StoreUnavailableError || isOutage(error))
     return { status: 503, body: { success: false, error: MESSAGES.unavailable }, headers: { 'Retry-After': '1' } };
   return { status: 500, body: { success: false, error: MESSAGES.internal }, headers: {} };
-}
-
-/** The store (or the database under it) out of reach. */
-export function isUnavailable(error: unknown): boolean {
-  return isOutage(error);
 }

@@ -3,10 +3,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TSchema } from '@sinclair/typebox';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { CommandContext } from '../app/commands';
+import { isOutage } from '../app/outage';
 import { type Tally, writeScope } from '../app/tally';
 import { OverloadedError } from '../eventstore/port';
 import { checkedJsonText, formParser, readJsonBody } from './body';
-import { isUnavailable, toErrorReply } from './error-reply';
+import { toErrorReply } from './error-reply';
 import { HttpError, MESSAGES } from './errors';
 import type { HttpMetrics } from './metrics';
 import { carriesOperatorToken } from './operator-token';
@@ -133,7 +134,7 @@ export class RequestPath {
     const { status, body, headers } = toErrorReply(error);
     const locals = res.locals as RequestLocals;
     // A store out of reach is logged once per outage (tally.outage); each request only by its request line.
-    if (status === 503 && isUnavailable(error)) this.tally.outage.unavailable(error);
+    if (status === 503 && isOutage(error)) this.tally.outage.unavailable(error);
     // A full queue is load, not a fault: each such request is told by its request line (status 503).
     else if (status >= 500 && !(error instanceof OverloadedError))
       this.tally.log.error({ err: error, requestId: locals.requestId, route: locals.routePath }, 'request failed');

@@ -69,6 +69,23 @@ describe('the command handler (on the embedded store)', () => {
     expect(refused).to.equal(taken);
   });
 
+  it('decides again when its events are already stored with other content (the same keyed command made by another node)', async () => {
+    const handler = new CommandHandler(store);
+    const keyed = ctx();
+    // "Another node" made the keyed command first: one of its event ids is stored, with another content.
+    await store.append(stream, toNewEvents(keyed, stream, [{ type: 'Added', data: { by: 7 } }]), 'any');
+    let attempts = 0;
+    const done = await handler.run(keyed, async (reads) => {
+      attempts++;
+      const loaded = await reads.stream(stream, counter);
+      // The decision that finds the command made answers with it, appending nothing.
+      if (attempts > 1) return { appends: [], result: loaded.state };
+      const events = [1, 2].map((by) => ({ type: 'Added', data: { by } }));
+      return { appends: [{ stream, events, expected: 'any' }], result: -1 };
+    });
+    expect([attempts, done.result, done.position]).to.deep.equal([2, 7, undefined]);
+  });
+
   it('refuses only after a decision on the stored state, never on a state trusted from the cache', async () => {
     const cache = new StateCache();
     const handler = new CommandHandler(store, cache);

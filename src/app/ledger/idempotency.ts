@@ -7,8 +7,9 @@ import { OverloadedError } from '../../eventstore/port';
  * One mechanism for every keyed command (transfers and deposits keyed by `Idempotency-Key` or
  * `x-idempotency-key`, payouts by their `transactionId`): the key names the command's transaction
  * stream, whose TransactionCreated (or TransactionRejected) keeps the request's hash, and the
- * decision reads that stream first (domain `storedUnderKey`): the same request again is answered
- * with what was made, another one under the key is refused. Here: copies of a request running at
+ * decision reads that stream first (domain `storedUnderKey`; payouts' `storedPayout`, which also
+ * answers a stored refusal): the same request again is answered with what was made, another one
+ * under the key is refused. Here: copies of a request running at
  * the same time in this process, refused (400) or made to wait for the first.
  */
 export class IdempotencyKeys {

@@ -6,7 +6,7 @@ import { createdBy, storedUnderKey, transactionDecider, transactionStream } from
 import { decideTransfers, type TransferFacts, type TransferRequest } from '../../domain/ledger/transfer';
 import { uuidV7 } from '../../domain/ids';
 import { type Append, at, type Batches, type Decision, type Reads } from '../command-handler';
-import type { CommandContext } from '../commands';
+import { type CommandContext, load } from '../commands';
 import type { TransactionView } from '../../projections/ledger';
 import { type Tally, writeScope } from '../tally';
 import { accountOfUser, limitsOf, viewOf } from './facts';
@@ -73,7 +73,18 @@ export class Transfers {
     // The answer comes from the events, so nothing waits for the read model here: the partner's next
     // ledger read does (Tally.noteWrite).
     this.tally.noteWrite(writeScope('ledger', user.partnerId), done.position);
-    return done.result;
+    return key.requestHash === null ? done.result : this.storedAnswer(key.uuid, id, done.result);
+  }
+
+  /**
+   * A keyed transfer answers with what is stored under its key: another node may have made it first
+   * (its events have the same ids, so this append was taken as a retry of that one), with its own
+   * number and time.
+   */
+  private async storedAnswer(uuid: string, id: number, mine: TransferDone): Promise<TransferDone> {
+    const { state } = await load(this.tally.store, transactionStream(uuid), transactionDecider);
+    if (!state.created) throw new Error(`transfer ${uuid} was appended but is not in its stream`);
+    return { transfer: viewOf(state.created), replayed: mine.replayed || state.created.id !== id };
   }
 
   /** Transfers out of one account, decided in order against its state and appended together. */

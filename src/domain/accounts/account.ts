@@ -215,11 +215,11 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
  * one is a bug, never a 4xx): nothing spent that was not there, and the holds are the pending debits.
  */
 export function assertAccount(state: AccountState): void {
-  invariant(available(state).gte(0), `account ${state.accountId} is not overdrawn`);
-  invariant(state.debitsPending.gte(0) && state.debitsPosted.gte(0) && state.creditsPosted.gte(0), `account ${state.accountId} has no negative total`);
+  invariant(available(state).gte(0), 'an account is not overdrawn');
+  invariant(state.debitsPending.gte(0) && state.debitsPosted.gte(0) && state.creditsPosted.gte(0), 'an account has no negative total');
   const holds = Object.values(state.holds);
   const held = holds.length === 0 ? ZERO : holds.reduce((sum, amount) => sum.plus(money(amount)), ZERO);
-  invariant(held.eq(state.debitsPending), `account ${state.accountId}: its holds sum to its pending debits`);
+  invariant(held.eq(state.debitsPending), "an account's holds sum to its pending debits");
 }
 
 /**

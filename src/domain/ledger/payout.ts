@@ -89,7 +89,7 @@ export function decidePayout(txn: TransactionState, account: AccountState, reque
     );
     return { kind: 'refused', transaction: rejected, refusal: error };
   }
-  assertAccount(debit.reduce(accountDecider.evolve, account));
+  // The Debit decision asserted the account it leaves (assertAccount).
   const transaction = transactionDecider.decide(
     {
       type: 'Create',
