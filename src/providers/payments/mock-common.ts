@@ -46,7 +46,7 @@ export const ISO_FORMAT = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
  * Sends a decision's recorded webhook again, byte for byte with the SAME event id (a provider
  * retrying a delivery). Both mocks keep `last_event_id`/`last_event` beside `payment_id`.
  */
-export async function redeliverRecorded(options: {
+async function redeliverRecorded(options: {
   provider: string;
   label: string;
   sql: Sql;
@@ -70,7 +70,7 @@ export async function redeliverRecorded(options: {
 }
 
 /** The part of a mock provider's webhook both mocks share: signature, envelope, ids. */
-export interface MockEnvelope {
+interface MockEnvelope {
   type: string | null;
   eventId: string;
   occurredAt: string;
@@ -79,7 +79,7 @@ export interface MockEnvelope {
   data: Record<string, unknown> | null;
 }
 
-export function verifiedEnvelope(
+function verifiedEnvelope(
   options: { provider: string; label: string; secret: string; toleranceSeconds?: number; nowSeconds: number },
   rawBody: Buffer,
   headers: Record<string, string | string[] | undefined>,
@@ -144,6 +144,7 @@ export abstract class MockProviderTable<Row, Item> {
    * condition over $2, $3 ...) holds of it; `refused` otherwise (the uuid reused for another one).
    */
   protected createOnce(
+    transactionId: string,
     insert: { columns: string; values: string; params: unknown[] },
     sameAs: { condition: string; params: unknown[] },
     refused: () => Error,
@@ -155,13 +156,12 @@ export abstract class MockProviderTable<Row, Item> {
         insert.params,
       );
       if (inserted[0] !== undefined) return this.kind.toItem(inserted[0]);
-      const transactionId = insert.params[1];
       const existing = await this.options.sql.query<Row & { same: boolean }>(
         `SELECT ${columns}, (${sameAs.condition}) AS same FROM ${table} WHERE transaction_id = $1`,
         [transactionId, ...sameAs.params],
       );
       const row = existing[0];
-      if (row === undefined) throw new ProviderError(`${this.kind.label} for ${String(transactionId)} vanished`, this.name);
+      if (row === undefined) throw new ProviderError(`${this.kind.label} for ${transactionId} vanished`, this.name);
       if (!row.same) throw refused();
       return this.kind.toItem(row);
     });

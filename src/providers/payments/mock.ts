@@ -163,6 +163,7 @@ export class MockPaymentProvider extends MockProviderTable<PaymentRow, MockPayme
     checkRequest(request);
     const payer = JSON.stringify({ documentType: request.payer.documentType, documentNumber: request.payer.documentNumber });
     const payment = await this.createOnce(
+      request.transactionId,
       {
         columns: 'payment_id, transaction_id, amount, currency, description, payer, status',
         values: `$1, $2, $3::numeric, $4, $5, $6::jsonb, 'pending'`,

@@ -208,6 +208,7 @@ export class MockPayoutProvider extends MockProviderTable<PayoutRow, MockPayout>
     const source = JSON.stringify({ metadata: request.source.metadata });
     const destination = JSON.stringify(destinationFrom(request.destination));
     const payout = await this.createOnce(
+      request.transactionId,
       {
         columns: 'payment_id, transaction_id, amount, asset, description, source, destination, status',
         values: `$1, $2, $3::numeric, $4, $5, $6::jsonb, $7::jsonb, 'processing'`,
