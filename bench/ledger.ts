@@ -431,23 +431,37 @@ function describeStatuses(statuses: Record<string, number>, samples: Record<stri
 const sortedOf = (latencies: number[]) => Float64Array.from(latencies).sort();
 const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
 
-/** BENCH_CPU_PROFILE=<dir>: the server's main thread is profiled during each measured loop (a .cpuprofile per loop). */
+/**
+ * BENCH_CPU_PROFILE=<dir>: the server's main thread is profiled during each measured loop (a
+ * .cpuprofile per loop). BENCH_HEAP_PROFILE=<dir>: a sampled heap profile of the objects that
+ * outlived young collections (the ones that make scavenges slow and fill the old space), a
+ * .heapprofile per loop; bench/profile-diff.ts reads two of them.
+ */
 async function profiled<T>(name: string, body: (started: () => Promise<void>) => Promise<T>): Promise<T> {
-  const dir = process.env.BENCH_CPU_PROFILE;
+  const cpuDir = process.env.BENCH_CPU_PROFILE;
+  const heapDir = process.env.BENCH_HEAP_PROFILE;
+  const dir = cpuDir ?? heapDir;
   if (!dir) return body(async () => {});
+  const [domain, start, stop, extension] = cpuDir
+    ? ['Profiler', 'start', 'stop', 'cpuprofile']
+    : ['HeapProfiler', 'startSampling', 'stopSampling', 'heapprofile'];
   const session = new Session();
   session.connect();
   const post = (method: string, params?: object) =>
     new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result))));
   try {
-    await post('Profiler.enable');
+    await post(`${domain}.enable`);
     const result = await body(async () => {
-      await post('Profiler.start');
+      await post(
+        `${domain}.${start}`,
+        cpuDir ? {} : { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false },
+      );
     });
-    const { profile } = (await post('Profiler.stop')) as { profile: object };
+    const { profile } = (await post(`${domain}.${stop}`)) as { profile: object };
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
-    console.log(`      CPU profile of the main thread: ${join(dir, `${name}.cpuprofile`)}`);
+    const file = join(dir, `${name}.${extension}`);
+    writeFileSync(file, JSON.stringify(profile));
+    console.log(`      ${cpuDir ? 'CPU' : 'Heap'} profile of the main thread: ${file}`);
     return result;
   } finally {
     session.disconnect();

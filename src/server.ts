@@ -6,7 +6,7 @@ import pino, { type Logger } from 'pino';
 import { openTally } from './app/open';
 import type { Tally } from './app/tally';
 import type { Config } from './config';
-import { createApp } from './http/app';
+import { createApp, expressServerOptions } from './http/app';
 
 export interface RunningServer {
   tally: Tally;
@@ -57,7 +57,7 @@ export async function startServer(config: Config, log: Logger = makeLogger(confi
   // Answers in flight, so a drain can tell their keep-alive connections to close once answered.
   const inFlight = new Set<ServerResponse>();
   let draining = false;
-  const server = createServer((req, res) => {
+  const server = createServer(expressServerOptions(app), (req, res) => {
     if (draining) res.setHeader('Connection', 'close');
     inFlight.add(res);
     res.once('close', () => inFlight.delete(res));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TSchema } from '@sinclair/typebox';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { CommandContext } from '../app/commands';
 import { isOutage } from '../app/outage';
 import { type Tally, writeScope } from '../app/tally';
@@ -70,8 +70,8 @@ class Context implements RequestContext {
 }
 
 /**
- * The one path of every request, as express middleware: begin (request id, headers, metrics and log
- * line, per-IP limit), then the route's serve (credentials, input, the wait for the caller's
+ * The one path of every request, as express's one middleware: begin (request id, headers, metrics and
+ * log line, per-IP limit), then the route's work (credentials, input, the wait for the caller's
  * writes where the route reads after them, handler, answer), and fail for anything thrown on the way.
  */
 export class RequestPath {
@@ -93,10 +93,35 @@ export class RequestPath {
     this.finished = recordRequest(metrics, tally);
   }
 
+  /**
+   * Every request, as express's one middleware: begin, its route found in the route table (none:
+   * 404), its work, and fail for anything thrown on the way. One middleware, not four: each layer
+   * express's router walks costs the request a closure and a path match.
+   */
+  serve(table: RouteTable): RequestHandler {
+    return async (req, res) => {
+      const locals = res.locals as RequestLocals;
+      try {
+        this.begin(req, res, locals);
+        const match = table.match(req.method, req.url);
+        if (!match) throw new HttpError(404, MESSAGES.notFound);
+        const { spec } = match;
+        locals.routePath = spec.path;
+        req.params = match.params;
+        if (spec.body) await readBody(spec, req, res);
+        const ctx = await this.authenticate(spec, req, res, locals.requestId);
+        readInput(spec, req, ctx);
+        if (spec.readsAfterWrites) await this.tally.readAfterWrites(writeScope(spec.readsAfterWrites, ctx.partnerId), [spec.readsAfterWrites]);
+        send(res, await spec.handler(ctx));
+      } catch (error) {
+        this.fail(error, res, locals);
+      }
+    };
+  }
+
   /** Every request, matched or not: its id, its metrics and log line once answered, the per-IP limit. */
-  readonly begin: RequestHandler = (req, res, next) => {
+  private begin(req: IncomingMessage, res: Response, locals: RequestLocals): void {
     const incoming = header(req, 'x-request-id');
-    const locals = res.locals as RequestLocals;
     locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     locals.startedNs = process.hrtime.bigint();
     res.setHeader('X-Request-Id', locals.requestId);
@@ -106,33 +131,11 @@ export class RequestPath {
     res.on('finish', this.finished);
     const wait = this.ipLimiter.take(this.clientIp(req));
     if (wait > 0) throw tooManyRequests(wait);
-    next();
-  };
-
-  /**
-   * The route the request names in the route table (none: on to the 404), its body read where the
-   * route takes one, then its work: credentials, input, the read-after-writes wait, the handler, the answer.
-   */
-  route(table: RouteTable): RequestHandler {
-    return async (req, res, next) => {
-      const match = table.match(req.method, req.url);
-      if (!match) return next();
-      const { spec } = match;
-      const locals = res.locals as RequestLocals;
-      locals.routePath = spec.path;
-      req.params = match.params;
-      if (spec.body) await readBody(spec, req, res);
-      const ctx = await this.authenticate(spec, req, res, locals.requestId);
-      readInput(spec, req, ctx);
-      if (spec.readsAfterWrites) await this.tally.readAfterWrites(writeScope(spec.readsAfterWrites, ctx.partnerId), [spec.readsAfterWrites]);
-      send(res, await spec.handler(ctx));
-    };
   }
 
-  /** The error envelope for anything a request ran into (an express error handler: four parameters). */
-  readonly fail = (error: unknown, _req: Request, res: Response, _next: NextFunction): void => {
+  /** The error envelope for anything a request ran into. */
+  private fail(error: unknown, res: ServerResponse, locals: RequestLocals): void {
     const { status, body, headers } = toErrorReply(error);
-    const locals = res.locals as RequestLocals;
     // A store out of reach is logged once per outage (tally.outage); each request only by its request line.
     if (status === 503 && isOutage(error)) this.tally.outage.unavailable(error);
     // A full queue is load, not a fault: each such request is told by its request line (status 503).
@@ -146,7 +149,7 @@ export class RequestPath {
     res.statusCode = status;
     res.setHeader('Content-Type', JSON_CONTENT_TYPE);
     res.end(JSON.stringify(body));
-  };
+  }
 
   /** The request's credentials, as the route requires them (401, or 429 past the partner's or user's limit). */
   private async authenticate(spec: RouteSpec, req: HttpRequest, res: ServerResponse, requestId: string): Promise<Context> {

@@ -12,11 +12,14 @@ describe('HTTP request path (one, through express)', () => {
   let partner: PartnerCredentials;
   /** Per request path, whether express handled it (it swaps the request's prototype). */
   const viaExpress = new Map<string, boolean>();
+  /** Per request path, whether node made the request with express's prototype already (expressServerOptions). */
+  const bornForExpress = new Map<string, boolean>();
 
   before(async () => {
     app = await startTestApp();
     partner = await createPartner(app.http, 'Front');
     app.server.on('request', (req: IncomingMessage, res) => {
+      bornForExpress.set(`${req.method} ${req.url}`, Object.getPrototypeOf(req) !== IncomingMessage.prototype && 'get' in req && 'json' in res);
       res.on('finish', () => viaExpress.set(`${req.method} ${req.url}`, Object.getPrototypeOf(req) !== IncomingMessage.prototype));
     });
   });
@@ -37,6 +40,7 @@ describe('HTTP request path (one, through express)', () => {
     const exact = answer(await prepare(app.http[method](path)));
     const withSlash = answer(await prepare(app.http[method](slashed)));
     expect(viaExpress.get(`${method.toUpperCase()} ${path}`), `${method} ${path} by express`).to.equal(true);
+    expect(bornForExpress.get(`${method.toUpperCase()} ${path}`), `${method} ${path} born for express`).to.equal(true);
     expect(viaExpress.get(`${method.toUpperCase()} ${slashed}`), `${method} ${slashed} by express`).to.equal(true);
     expect(exact, `${method} ${path}`).to.deep.equal(withSlash);
     return exact;
