@@ -21,6 +21,7 @@ const UNSAMPLED: Record<string, string> = {
   'POST /webhooks/identity/persona': 'the persona provider is not configured in tests (404, sampled)',
   'POST /webhooks/payments/mock': 'the mock payment provider signs and delivers these itself (the sandbox confirm/fail routes drive them)',
   'POST /webhooks/payouts/mock': 'the mock payout provider signs and delivers these itself (the sandbox settle/fail routes drive them)',
+  'POST /webhooks/cards/sandbox': 'the sandbox card issuer signs and delivers these itself (its application decisions drive them)',
 };
 
 /** Every object that lists its properties gets additionalProperties: false unless it says otherwise: undocumented fields fail. */

@@ -174,3 +174,19 @@ export function requireApproved(state: CardApplicationState): CardApplication {
   if (current.applicationStatus !== 'approved') throw new DomainError('conflict', `Card application is ${current.applicationStatus}`);
   return current;
 }
+
+/** Which user an issuer's application id belongs to: written once, when the application is submitted. */
+export type IssuerApplicationLinked = {
+  type: 'CardIssuerApplicationLinked';
+  data: { issuer: string; issuerApplicationId: string; userId: string; applicationId: string };
+};
+export const issuerApplicationStream = (issuer: string, issuerApplicationId: string) => `cardissuerapp-${issuer}-${issuerApplicationId}`;
+export const issuerApplicationDecider: Decider<
+  IssuerApplicationLinked['data'] | null,
+  { type: 'Link'; link: IssuerApplicationLinked['data'] },
+  IssuerApplicationLinked
+> = {
+  initialState: () => null,
+  evolve: (state, event) => state ?? event.data,
+  decide: (command, state) => (state ? [] : [{ type: 'CardIssuerApplicationLinked', data: command.link }]),
+};
