@@ -39,7 +39,7 @@ export interface BuiltProviders {
   payouts: Map<string, PayoutProvider>;
   cards: Map<string, CardIssuer>;
   rates: RateSource;
-  /** Present when SANDBOX is on: the simulated identity provider, mailbox, payment and payout providers. */
+  /** Present when SANDBOX is on: the simulated identity provider, mailbox, payment and payout providers, card issuer. */
   sandbox: SandboxProviders | null;
   prepare(): Promise<void>;
 }

@@ -86,7 +86,7 @@ const cardSummaryOf = (view: CardView) => ({
   limit: { amount: asNumber(view.limit.amount), frequency: view.limit.frequency },
 });
 
-export const applicationOf = (a: CardApplication) => ({
+const applicationOf = (a: CardApplication) => ({
   id: a.id,
   accountId: a.accountId,
   userId: a.userId,
