@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { expect } from 'chai';
+import pino from 'pino';
 import { isLuhnValid } from '../../src/providers/cards/port';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer } from '../support/ledger';
@@ -12,6 +14,14 @@ describe('cards over HTTP (real Postgres)', function () {
   let acme: PartnerCredentials;
   let globex: PartnerCredentials;
   const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+  /** Every line the service logs, at its most talkative level. */
+  const logLines: string[] = [];
+  const logged = new Writable({
+    write(chunk, _encoding, done) {
+      logLines.push(String(chunk));
+      done();
+    },
+  });
   const key = () => ({ 'x-idempotency-key': randomUUID() });
 
   /** A customer of `partner` whose application the sandbox issuer approved. */
@@ -33,7 +43,7 @@ describe('cards over HTTP (real Postgres)', function () {
   }
 
   before(async () => {
-    app = await startTestApp();
+    app = await startTestApp({}, pino({ level: 'trace' }, logged));
     acme = await createPartner(app.http, 'Acme');
     globex = await createPartner(app.http, 'Globex');
   });
@@ -287,7 +297,7 @@ describe('cards over HTTP (real Postgres)', function () {
       }
     });
 
-    it('sets the PIN and reads it back; the card number is in no event and no read-model table, and no event has a secret field', async () => {
+    it('sets the PIN and reads it back; the card number is in no event, read-model table or log line, and no event or log has a PIN field', async () => {
       const { who, card } = await withCard();
       expect((await app.http.get('/api/v1/cards/pin').set(who.bearer)).body).to.deep.equal({ success: true, data: { pin: null } });
       const set = await app.http.put('/api/v1/cards/pin').set(who.bearer).set(key()).send({ pin: '7395' });
@@ -306,6 +316,11 @@ describe('cards over HTTP (real Postgres)', function () {
         const rows = await app.tally.sql.query<Record<string, unknown>>(`SELECT * FROM ${table_name}`);
         expect(JSON.stringify(rows), table_name).not.to.contain(cardNumber);
       }
+      expect(logLines.length, 'the service logged its requests').to.be.greaterThan(0);
+      for (const line of logLines)
+        expect(line)
+          .not.to.contain(cardNumber)
+          .and.not.to.match(/"pin"\s*:/);
     });
   });
 
