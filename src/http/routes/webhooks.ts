@@ -29,14 +29,10 @@ const identityWebhook = (provider: string) =>
     async handler({ tally, req }) {
       const adapter = tally.providers.identity.get(provider);
       if (!adapter) throw new HttpError(404, MESSAGES.notFound);
-      let event: ReturnType<typeof adapter.parseWebhook>;
-      try {
-        event = adapter.parseWebhook(rawBody(req), req.headers);
-      } catch (error) {
-        if (error instanceof WebhookSignatureError) throw new HttpError(401, 'Invalid webhook signature');
-        throw new HttpError(400, 'Invalid webhook payload');
-      }
-      await tally.kyc.applyWebhook(provider, event);
+      await tally.kyc.applyWebhook(
+        provider,
+        parseSigned(() => adapter.parseWebhook(rawBody(req), req.headers)),
+      );
       return { status: 200, body: { success: true, received: true } };
     },
   });
