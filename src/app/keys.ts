@@ -34,6 +34,7 @@ export function generateKeys(at = new Date()): ServiceKeys {
       'identity/sandbox': randomBytes(24).toString('base64url'),
       'payments/mock': randomBytes(24).toString('base64url'),
       'payouts/mock': randomBytes(24).toString('base64url'),
+      'cards/sandbox': randomBytes(24).toString('base64url'),
     },
   };
 }

@@ -6,6 +6,7 @@ import { allProjections } from '../projections';
 import { ProjectionEngine } from '../projections/runner';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from './keys';
+import { CardsService } from './cards';
 import { CommandHandler } from './command-handler';
 import { StateCache } from './commands';
 import { KycService } from './kyc';
@@ -43,6 +44,7 @@ export class Tally {
   readonly login: LoginService;
   readonly tokens: TokenService;
   readonly ledger: LedgerService;
+  readonly cards: CardsService;
   readonly sessionGate: SessionGate;
   /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
   readonly outage: Outage;
@@ -81,6 +83,7 @@ export class Tally {
     this.login = new LoginService(this);
     this.tokens = new TokenService(keys);
     this.ledger = new LedgerService(this);
+    this.cards = new CardsService(this);
     this.sessionGate = new SessionGate(sql, this.engine, store, this.stateCache);
   }
 

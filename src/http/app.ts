@@ -8,6 +8,8 @@ import { RequestPath } from './request-path';
 import type { RouteSpec } from './route';
 import { RouteTable } from './route-table';
 import { adminRoutes } from './routes/admin';
+import { cardOperationRoutes } from './routes/cards-operations';
+import { cardsRoutes } from './routes/cards';
 import { operationsRoutes } from './routes/operations';
 import { exchangeRoutes } from './routes/exchange';
 import { kycRoutes } from './routes/kyc';
@@ -46,6 +48,8 @@ export function allRoutes(): RouteSpec[] {
     ...profileRoutes,
     ...kycRoutes,
     ...ledgerRoutes,
+    ...cardsRoutes,
+    ...cardOperationRoutes,
     ...exchangeRoutes,
     ...sandboxIdentityRoutes,
     ...sandboxLedgerRoutes,

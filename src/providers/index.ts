@@ -1,6 +1,9 @@
 import type { Config } from '../config';
 import type { ServiceKeys } from '../app/keys';
 import type { Sql } from '../eventstore/sql';
+import type { CardIssuer } from './cards/port';
+import { SandboxCardIssuer } from './cards/sandbox';
+import { CardVault } from './cards/vault';
 import type { EmailSender } from './email/port';
 import { SandboxOutbox } from './email/sandbox';
 import { SmtpEmailSender } from './email/smtp';
@@ -26,6 +29,7 @@ export interface SandboxProviders {
   outbox: SandboxOutbox;
   payments: MockPaymentProvider;
   payouts: MockPayoutProvider;
+  cards: SandboxCardIssuer;
 }
 
 export interface BuiltProviders {
@@ -33,8 +37,9 @@ export interface BuiltProviders {
   email: EmailSender;
   payments: Map<string, PaymentProvider>;
   payouts: Map<string, PayoutProvider>;
+  cards: Map<string, CardIssuer>;
   rates: RateSource;
-  /** Present when SANDBOX is on: the simulated identity provider, mailbox, payment and payout providers. */
+  /** Present when SANDBOX is on: the simulated identity provider, mailbox, payment and payout providers, card issuer. */
   sandbox: SandboxProviders | null;
   prepare(): Promise<void>;
 }
@@ -56,6 +61,7 @@ export function buildProviders(config: Config, sql: Sql, keys: ServiceKeys, urls
   const identity = new Map<string, IdentityProvider>();
   const payments = new Map<string, PaymentProvider>();
   const payouts = new Map<string, PayoutProvider>();
+  const cards = new Map<string, CardIssuer>();
   let sandbox: SandboxProviders | null = null;
   const outbox = new SandboxOutbox({ sql });
   if (config.sandbox) {
@@ -71,10 +77,17 @@ export function buildProviders(config: Config, sql: Sql, keys: ServiceKeys, urls
       outbox,
       payments: new MockPaymentProvider({ sql, webhookSecret: secret('payments/mock'), webhookUrl: webhookUrl('payments/mock') }),
       payouts: new MockPayoutProvider({ sql, webhookSecret: secret('payouts/mock'), webhookUrl: webhookUrl('payouts/mock') }),
+      cards: new SandboxCardIssuer({
+        sql,
+        webhookSecret: secret('cards/sandbox'),
+        webhookUrl: webhookUrl('cards/sandbox'),
+        vault: CardVault.fromSecret(keys.pepper),
+      }),
     };
     identity.set('sandbox', sandbox.identity);
     payments.set('mock', sandbox.payments);
     payouts.set('mock', sandbox.payouts);
+    cards.set('sandbox', sandbox.cards);
   }
   if (config.persona) {
     identity.set('persona', new PersonaIdentityProvider({ ...config.persona }));
@@ -86,6 +99,7 @@ export function buildProviders(config: Config, sql: Sql, keys: ServiceKeys, urls
     email,
     payments,
     payouts,
+    cards,
     rates,
     sandbox,
     async prepare() {
@@ -94,6 +108,7 @@ export function buildProviders(config: Config, sql: Sql, keys: ServiceKeys, urls
         await sandbox.outbox.prepare();
         await sandbox.payments.prepare();
         await sandbox.payouts.prepare();
+        await sandbox.cards.prepare();
       } else if (!config.smtpUrl) await outbox.prepare();
     },
   };

@@ -318,7 +318,9 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
           ? app.tally.providers.identity.get(provider)
           : kind === 'payments'
             ? app.tally.providers.payments.get(provider)
-            : app.tally.providers.payouts.get(provider);
+            : kind === 'cards'
+              ? app.tally.providers.cards.get(provider)
+              : app.tally.providers.payouts.get(provider);
       // A provider the service has no adapter for: the route answers Not found, whoever calls.
       return configured ? { expected: [401], message: UNAUTHENTICATED.signed } : { expected: [404] };
     }

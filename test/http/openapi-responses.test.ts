@@ -21,6 +21,7 @@ const UNSAMPLED: Record<string, string> = {
   'POST /webhooks/identity/persona': 'the persona provider is not configured in tests (404, sampled)',
   'POST /webhooks/payments/mock': 'the mock payment provider signs and delivers these itself (the sandbox confirm/fail routes drive them)',
   'POST /webhooks/payouts/mock': 'the mock payout provider signs and delivers these itself (the sandbox settle/fail routes drive them)',
+  'POST /webhooks/cards/sandbox': 'the sandbox card issuer signs and delivers these itself (its application decisions drive them)',
 };
 
 /** Every object that lists its properties gets additionalProperties: false unless it says otherwise: undocumented fields fail. */
@@ -305,6 +306,33 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     check(await http.post('/api/v1/exchanges/quote/public').send({ fromAsset: 'USDC', toAsset: 'COP', fromAmount: 100 }));
     check(await http.post('/api/v1/exchanges/quote/public').send({ fromAsset: 'USDC', toAsset: 'XXX', fromAmount: 100 }));
     check(await http.post('/api/v1/user/exchange/calculate').set(bearer).send({ fromAsset: 'USDC', toAsset: 'COP', fromAmount: '2.5' }));
+
+    // Cards: application, the issuer's decisions, the card and its changes, the operator's cancel.
+    check(await http.get('/api/v1/cards/application/status').set(bearer));
+    check(await http.get('/api/v1/cards/application/status'));
+    check(await http.get('/api/v1/cards/details').set(bearer));
+    const applied = check(await http.post('/api/v1/cards/application').set(bearer).send({ cardType: 'physical', isTermsOfServiceAccepted: true }));
+    check(await http.post(`/sandbox/v1/cards/applications/${applied.body.data.application.id}/approve`).set(p).send({}));
+    const declined = check(await http.post('/api/v1/cards/application').set(payee.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true }));
+    check(await http.post(`/sandbox/v1/cards/applications/${declined.body.data.application.id}/decline`).set(p).send({ reason: 'risk' }));
+    const keyed = () => ({ ...bearer, 'x-idempotency-key': randomUUID() });
+    const card = check(await http.post('/api/v1/cards').set(keyed()).send({}));
+    check(await http.post('/api/v1/cards/activate').set(bearer).send({}));
+    check(await http.get('/api/v1/cards/application/status').set(bearer));
+    check(await http.get('/api/v1/cards/me?status=active').set(bearer));
+    check(await http.get('/api/v1/cards/status').set(bearer));
+    check(await http.get('/api/v1/cards/details').set(bearer));
+    check(await http.get('/api/v1/cards/details/full?includeSecrets=true').set(bearer));
+    check(await http.get('/api/v1/cards/secrets').set(bearer));
+    check(await http.put('/api/v1/cards/pin').set(keyed()).send({ pin: '2580' }));
+    check(await http.get('/api/v1/cards/pin').set(bearer));
+    check(await http.patch('/api/v1/cards/limit').set(keyed()).send({ amount: 250.5, frequency: 'per7DayPeriod' }));
+    check(await http.post('/api/v1/cards/lock').set(keyed()).send({}));
+    check(await http.post('/api/v1/cards/lock').set(bearer).send({}));
+    check(await http.get('/api/v1/cards/secrets').set(bearer));
+    check(await http.post('/api/v1/cards/unlock').set(keyed()).send({}));
+    check(await http.post(`/admin/v1/cards/${card.body.data.id}/cancel`).set(admin).send());
+    check(await http.post(`/admin/v1/cards/${card.body.data.id}/cancel`).set(admin).send());
 
     // Operator projections and user actions.
     const projections = check(await http.get('/admin/v1/projections').set(admin));

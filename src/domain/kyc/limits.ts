@@ -11,7 +11,7 @@ export interface Limits {
 export const NO_LIMITS_GRANTED: Limits = { maxTransactionAmount: ZERO, dailyTransactionLimit: ZERO };
 
 /** True while the user's latest verification is approved and its approval has not expired at `at`. */
-function isApprovedAt(kyc: KycState, at: string): boolean {
+export function isApprovedAt(kyc: KycState, at: string): boolean {
   const current = latest(kyc);
   return current?.status === 'approved' && (current.expiresAt === null || Date.parse(current.expiresAt) > Date.parse(at));
 }

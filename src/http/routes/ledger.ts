@@ -103,13 +103,13 @@ const TransactionParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
  * Optional on the routes that take it: the card routes' header, as decisions.md words its messages,
  * or the IETF one (`Idempotency-Key`); both name the same key.
  */
-const IdempotencyHeader = Type.Object({
+export const IdempotencyHeader = Type.Object({
   'x-idempotency-key': Type.Optional(Type.String({ format: 'uuid', 'x-error': 'x-idempotency-key must be a UUID' })),
   'idempotency-key': Type.Optional(Type.String({ format: 'uuid', 'x-error': 'Idempotency-Key must be a UUID' })),
 });
 
 /** The request's idempotency key from either header; 400 when both are sent and differ. */
-function idempotencyKeyOf(headers: Record<string, string | undefined>): string | undefined {
+export function idempotencyKeyOf(headers: Record<string, string | undefined>): string | undefined {
   const ietf = headers['idempotency-key'];
   const legacy = headers['x-idempotency-key'];
   if (ietf !== undefined && legacy !== undefined && ietf.toLowerCase() !== legacy.toLowerCase())
@@ -121,7 +121,7 @@ function idempotencyKeyOf(headers: Record<string, string | undefined>): string |
 }
 
 /** On an answer given again for a request made before (IETF idempotency draft, as Stripe sends it). */
-const REPLAYED = { 'Idempotent-Replayed': 'true' };
+export const REPLAYED = { 'Idempotent-Replayed': 'true' };
 
 const TransferBody = Type.Object({
   fromAccountId: Type.Optional(AccountId('fromAccountId')),

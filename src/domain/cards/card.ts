@@ -1,0 +1,155 @@
+import { DomainError, type Decider, invariant } from '../decider';
+import type { CardType } from './application';
+import { type CardLimit, DEFAULT_CARD_LIMIT } from './limit';
+
+/** Card statuses (interface 3.4). */
+export const CARD_STATUSES = ['notActivated', 'active', 'locked', 'canceled'] as const;
+export type CardStatus = (typeof CARD_STATUSES)[number];
+
+/**
+ * What the log keeps of an issued card: never its number, CVC or PIN (the issuer keeps those,
+ * encrypted), only the last four digits, the expiry and the issuer's reference to fetch them by.
+ */
+export type CardIssuedData = {
+  cardId: string;
+  userId: string;
+  partnerId: string;
+  accountId: number;
+  applicationId: string;
+  type: CardType;
+  status: CardStatus;
+  last4: string;
+  /** Two digits each. */
+  expirationMonth: string;
+  expirationYear: string;
+  issuer: string;
+  issuerReference: string;
+  limit: CardLimit;
+  at: string;
+};
+
+/** The moves between statuses, each with the status it may start from. */
+export const CARD_ACTIONS = {
+  activate: { from: ['notActivated'], to: 'active', event: 'CardActivated' },
+  lock: { from: ['active'], to: 'locked', event: 'CardLocked' },
+  unlock: { from: ['locked'], to: 'active', event: 'CardUnlocked' },
+  cancel: { from: ['notActivated', 'active', 'locked'], to: 'canceled', event: 'CardCanceled' },
+} as const satisfies Record<string, { from: readonly CardStatus[]; to: CardStatus; event: string }>;
+export type CardAction = keyof typeof CARD_ACTIONS;
+type StatusEventType = (typeof CARD_ACTIONS)[CardAction]['event'];
+
+export type CardEvent =
+  | { type: 'CardIssued'; data: CardIssuedData }
+  | { type: StatusEventType; data: { cardId: string; from: CardStatus; to: CardStatus; at: string } }
+  | { type: 'CardLimitChanged'; data: { cardId: string; limit: CardLimit; at: string } }
+  /** The PIN itself is never an event's: only that it changed (the issuer keeps it). */
+  | { type: 'CardPinChanged'; data: { cardId: string; at: string } };
+
+export type CardCommand =
+  | { type: 'Issue'; card: Omit<CardIssuedData, 'status' | 'limit'> }
+  | { type: 'ChangeStatus'; action: CardAction; at: string }
+  | { type: 'SetLimit'; limit: CardLimit; at: string }
+  | { type: 'ChangePin'; pin: string; at: string };
+
+export type Card = CardIssuedData & {
+  pinSet: boolean;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export interface CardState {
+  card: Card | null;
+}
+
+export const cardStream = (cardId: string) => `card-${cardId}`;
+
+/** The status a new card starts in: virtual cards are usable at once, physical ones once activated. */
+export const initialStatus = (type: CardType): CardStatus => (type === 'virtual' ? 'active' : 'notActivated');
+
+/** The one message for an action the card's status forbids (decisions.md, card rows of "Errors"). */
+export const cannot = (action: string, status: CardStatus) => new DomainError('conflict', `Cannot ${action} a card in status ${status}`);
+
+/** A PIN is exactly four digits (decisions.md); it is checked before anything is stored. */
+export function checkPin(pin: unknown): string {
+  if (typeof pin !== 'string' || !/^[0-9]{4}$/.test(pin)) throw new DomainError('invalid', 'pin must be exactly 4 digits');
+  return pin;
+}
+
+/** The card, for an action of its owner (404 when there is none, or it is someone else's). */
+export function requireCard(state: CardState, userId?: string): Card {
+  const card = state.card;
+  if (!card || (userId !== undefined && card.userId !== userId)) throw new DomainError('not_found', 'Card not found');
+  return card;
+}
+
+export const cardDecider: Decider<CardState, CardCommand, CardEvent> = {
+  initialState: () => ({ card: null }),
+
+  evolve(state, event) {
+    if (event.type === 'CardIssued') return { card: { ...event.data, pinSet: false, createdAt: event.data.at, updatedAt: event.data.at } };
+    const card = state.card;
+    if (!card) return state;
+    switch (event.type) {
+      case 'CardLimitChanged':
+        return { card: { ...card, limit: event.data.limit, updatedAt: event.data.at } };
+      case 'CardPinChanged':
+        return { card: { ...card, pinSet: true, updatedAt: event.data.at } };
+      default:
+        return { card: { ...card, status: event.data.to, updatedAt: event.data.at } };
+    }
+  },
+
+  decide(command, state) {
+    if (command.type === 'Issue') {
+      if (state.card) throw new DomainError('conflict', 'Card already issued');
+      const { card } = command;
+      invariant(
+        /^[0-9]{4}$/.test(card.last4) && /^[0-9]{2}$/.test(card.expirationMonth) && /^[0-9]{2}$/.test(card.expirationYear),
+        'a card has its last4 and expiry',
+      );
+      return [{ type: 'CardIssued', data: { ...card, status: initialStatus(card.type), limit: DEFAULT_CARD_LIMIT } }];
+    }
+    const card = requireCard(state);
+    switch (command.type) {
+      case 'ChangeStatus': {
+        const move = CARD_ACTIONS[command.action];
+        if (!(move.from as readonly CardStatus[]).includes(card.status)) throw cannot(command.action, card.status);
+        return [{ type: move.event, data: { cardId: card.cardId, from: card.status, to: move.to, at: command.at } }];
+      }
+      case 'SetLimit':
+        if (card.status === 'canceled') throw cannot('update the limit of', card.status);
+        return [{ type: 'CardLimitChanged', data: { cardId: card.cardId, limit: command.limit, at: command.at } }];
+      case 'ChangePin':
+        checkPin(command.pin);
+        if (card.status === 'canceled') throw cannot('set the PIN of', card.status);
+        return [{ type: 'CardPinChanged', data: { cardId: card.cardId, at: command.at } }];
+    }
+  },
+};
+
+/** Which cards a user has, oldest first: the latest is the primary card the token's calls act on. */
+export type UserCardsEvent = { type: 'UserCardAssigned'; data: { userId: string; cardId: string; at: string } };
+export interface UserCardsState {
+  cardIds: string[];
+}
+
+export const userCardsStream = (userId: string) => `usercards-${userId}`;
+export const primaryCardId = (state: UserCardsState): string | null => state.cardIds[state.cardIds.length - 1] ?? null;
+
+/**
+ * A new card for the user: only while the latest one (its status a fact from its own stream) is
+ * canceled or there is none. Appended at the index's revision, so two issues at once make one card.
+ */
+export const userCardsDecider: Decider<
+  UserCardsState,
+  { type: 'Assign'; userId: string; cardId: string; latestStatus: CardStatus | null; at: string },
+  UserCardsEvent
+> = {
+  initialState: () => ({ cardIds: [] }),
+  evolve: (state, event) => ({ cardIds: [...state.cardIds, event.data.cardId] }),
+  decide(command, state) {
+    if (state.cardIds.includes(command.cardId)) return [];
+    if (primaryCardId(state) !== null && command.latestStatus !== 'canceled') throw new DomainError('conflict', 'Card already issued');
+    return [{ type: 'UserCardAssigned', data: { userId: command.userId, cardId: command.cardId, at: command.at } }];
+  },
+};

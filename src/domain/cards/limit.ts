@@ -1,0 +1,84 @@
+import { DomainError } from '../decider';
+import { type Amount, checkAmount, fixed, MONEY_DECIMALS, money, parseAmount, ZERO } from '../ledger/money';
+
+/** The spending limit's frequencies (interface section 8), in Rain's spelling. */
+export const LIMIT_FREQUENCIES = ['per24HourPeriod', 'per7DayPeriod', 'per30DayPeriod', 'perYearPeriod', 'perAuthorization', 'allTime'] as const;
+export type LimitFrequency = (typeof LIMIT_FREQUENCIES)[number];
+
+/** A card's spending limit: a decimal string in USD (the card spends 1:1 from USDC) over a frequency. */
+export type CardLimit = {
+  amount: string;
+  frequency: LimitFrequency;
+};
+
+/** What a new card starts with (decisions.md, "Cards"). */
+export const DEFAULT_CARD_LIMIT: CardLimit = { amount: fixed(money('1000')), frequency: 'per24HourPeriod' };
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/** The rolling windows' lengths; `perYearPeriod` is 365 days (decisions.md), whatever the calendar says. */
+const WINDOW_MS: Readonly<Record<Exclude<LimitFrequency, 'perAuthorization' | 'allTime'>, number>> = {
+  per24HourPeriod: DAY_MS,
+  per7DayPeriod: 7 * DAY_MS,
+  per30DayPeriod: 30 * DAY_MS,
+  perYearPeriod: 365 * DAY_MS,
+};
+
+export const isLimitFrequency = (value: unknown): value is LimitFrequency =>
+  typeof value === 'string' && (LIMIT_FREQUENCIES as readonly string[]).includes(value);
+
+/** A card transaction as the limit sees it: what it took and when it was authorized. */
+export interface Spend {
+  amount: string;
+  /** ISO 8601: when it was authorized. */
+  at: string;
+  status: 'pending' | 'completed' | 'declined' | 'reversed';
+}
+
+/**
+ * Which authorizations a window counts, for an authorization at `at`: the window is rolling and
+ * ends at `at`, half open, (at - length, at]. One authorized exactly `length` earlier has left it
+ * (the 24 hours before 12:00 start just after 12:00 the day before). `allTime` counts everything
+ * since issuance; `perAuthorization` counts nothing before (it caps one authorization alone).
+ */
+export function inWindow(frequency: LimitFrequency, spendAt: string, at: string): boolean {
+  if (frequency === 'perAuthorization') return false;
+  const spendMs = Date.parse(spendAt);
+  const atMs = Date.parse(at);
+  if (spendMs > atMs) return false;
+  if (frequency === 'allTime') return true;
+  return spendMs > atMs - WINDOW_MS[frequency];
+}
+
+/** What the window ending at `at` already holds: pending and completed spends inside it. */
+export function spentInWindow(spends: readonly Spend[], frequency: LimitFrequency, at: string): Amount {
+  let total = ZERO;
+  for (const spend of spends) {
+    if ((spend.status === 'pending' || spend.status === 'completed') && inWindow(frequency, spend.at, at)) total = total.plus(money(spend.amount));
+  }
+  return total;
+}
+
+/** True when `amount` authorized at `at` keeps the window within the limit (reaching it exactly is allowed). */
+export function withinLimit(limit: CardLimit, spends: readonly Spend[], amount: string, at: string): boolean {
+  return spentInWindow(spends, limit.frequency, at).plus(money(amount)).lte(money(limit.amount));
+}
+
+/** A limit as asked for: the amount read as money (never a float), or the refusal naming the rule. */
+export function parseLimit(amount: unknown, frequency: unknown): CardLimit {
+  if (!isLimitFrequency(frequency)) throw new DomainError('invalid', `frequency must be one of ${LIMIT_FREQUENCIES.join(', ')}`);
+  const parsed = parseAmount(amount);
+  switch (checkAmount(parsed)) {
+    case null:
+      return { amount: fixed(parsed as Amount), frequency };
+    case 'not_positive':
+      throw new DomainError('invalid', 'Amount must be greater than 0');
+    case 'too_many_decimals':
+      throw new DomainError('invalid', `amount must have at most ${MONEY_DECIMALS} decimal places`);
+    case 'too_large':
+      throw new DomainError('invalid', 'amount is too large');
+    case 'not_a_number':
+      throw new DomainError('invalid', 'amount must be a number');
+  }
+}
