@@ -47,6 +47,7 @@ import {
  *                   figure, never compared with a target (default 32; 0 skips it)
  *   BENCH_EMBEDDED_CLIENTS  clients of part 3's loops on the embedded store (default 32; 0 skips part 3); the
  *                   Postgres loops are run at this count too when no other loop of the run is
+ *   BENCH_POSTGRES  0: part 3 alone (to compare two builds of the embedded store back to back)
  *   BENCH_ACCOUNTS  comma-separated account counts of the closed loops (default 50,10,2)
  *   BENCH_HISTORY   events of the long account in part 2 (default 100,000; 0 skips part 2)
  *   BENCH_TIMINGS   1: time the server's transfer path per call (wraps its methods, which costs the server a little)
@@ -975,7 +976,9 @@ export async function runLedgerBench(): Promise<void> {
   process.once('exit', stopCluster);
   try {
     const config = benchConfig(dataDir, await cluster.freshDatabase());
-    const { loops, hist } = await postgresParts(config, options, options.embeddedClients, load0);
+    // BENCH_POSTGRES=0: the embedded part alone (to compare two builds of it, run back to back).
+    const { loops, hist }: { loops: LoopResult[]; hist?: HistoryResult } =
+      process.env.BENCH_POSTGRES === '0' ? { loops: [] } : await postgresParts(config, options, options.embeddedClients, load0);
     stopCluster();
     const embedded = options.embeddedClients > 0 ? await embeddedPart(options, loops) : [];
     printSummary(loops, hist, embedded);
