@@ -45,8 +45,8 @@ import {
  *   BENCH_CLIENTS   concurrent HTTP clients of the closed loops (default 64; the targets are stated for 20 or more)
  *   BENCH_REFERENCE_CLIENTS  clients of one more 50-account loop, printed for reference beside the target
  *                   figure, never compared with a target (default 32; 0 skips it)
- *   BENCH_EMBEDDED_CLIENTS  clients of part 3's loops on the embedded store (default 32; 0 skips part 3); the
- *                   Postgres loops are run at this count too when no other loop of the run is
+ *   BENCH_EMBEDDED_CLIENTS  clients of part 3's loops on the embedded store (default 32; 0 skips part 3); part 1
+ *                   runs its loops at this count too (those it has not run already), to compare with
  *   BENCH_POSTGRES  0: part 3 alone (to compare two builds of the embedded store back to back)
  *   BENCH_ACCOUNTS  comma-separated account counts of the closed loops (default 50,10,2)
  *   BENCH_HISTORY   events of the long account in part 2 (default 100,000; 0 skips part 2)
@@ -887,7 +887,7 @@ async function printHeader(b: Bench, options: BenchOptions, load0: number[]): Pr
   console.log(`  8 kB write + fdatasync in ${tmpdir()}: p50 ${fmtMs(fsync.p50)} ms, p99 ${fmtMs(fsync.p99)} ms (${fmtInt(fsync.rate)}/s, one at a time)`);
 }
 
-/** Parts 1 and 2 on the throwaway cluster; the loops at `alsoAt` clients too, for part 3 to compare with. */
+/** Parts 1 and 2 on the throwaway cluster; each loop at `alsoAt` clients too (unless run already), for part 3 to compare with. */
 async function postgresParts(config: Config, options: BenchOptions, alsoAt: number, load0: number[]): Promise<{ loops: LoopResult[]; hist?: HistoryResult }> {
   let b: Bench | undefined;
   try {
@@ -904,9 +904,10 @@ async function postgresParts(config: Config, options: BenchOptions, alsoAt: numb
       );
       loops.push(await closedLoop(b, funded.slice(0, 50), referenceClients));
     }
-    if (alsoAt > 0 && !loops.some((r) => r.accounts === 50 && r.clients === alsoAt) && ACCOUNT_COUNTS.includes(50)) {
-      console.log(`  for part 3: the 50-account loop at ${alsoAt} clients`);
-      loops.push(await closedLoop(b, funded.slice(0, 50), alsoAt));
+    for (const n of ACCOUNT_COUNTS) {
+      if (alsoAt === 0 || loops.some((r) => r.accounts === n && r.clients === alsoAt)) continue;
+      console.log(`  for part 3 to compare with: the ${n}-account loop at ${alsoAt} clients`);
+      loops.push(await closedLoop(b, funded.slice(0, n), alsoAt));
     }
     const hist = options.historyEvents > 0 ? await history(b, funded, options.historyEvents, options.samples) : undefined;
     return { loops, hist };
