@@ -8,7 +8,8 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
     run: runStoreBench,
   },
   ledger: {
-    description: 'HTTP transfers/s through the in-process server over 50, 10 and 2 accounts, and a transfer out of a long account, on a durable PostgreSQL',
+    description:
+      'HTTP transfers/s through the in-process server over 50, 10 and 2 accounts, and a transfer out of a long account, on a durable PostgreSQL; then the same loops on the embedded store (PGlite), with the ratio',
     run: runLedgerBench,
   },
 };
@@ -22,7 +23,7 @@ function usage(): string {
     ...lines,
     '',
     'Environment: BENCH_SECONDS (per measurement, default 5; ledger 10), BENCH_REBUILD_EVENTS (store, default 1000000), DATABASE_URL',
-    '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500)',
+    '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
   ].join('\n');
 }
 

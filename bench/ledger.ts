@@ -11,7 +11,7 @@ import { type CommandContext, load, StateCache } from '../src/app/commands';
 import type { Tally } from '../src/app/tally';
 import { type Config, loadConfig } from '../src/config';
 import { accountCreditStream, accountDecider, accountStream } from '../src/domain/accounts/account';
-import { PgSql } from '../src/eventstore/sql';
+import { PgSql, type SqlCounts } from '../src/eventstore/sql';
 import { type RunningServer, startServer } from '../src/server';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials } from '../test/support/app';
 import { login } from '../test/support/identity';
@@ -38,11 +38,16 @@ import {
 
 /**
  * `npm run bench -- ledger`: HTTP transfers through the real server (in this process) against a
- * throwaway cluster with durable commits (or DATABASE_URL). Measures, prints, asserts nothing.
+ * throwaway cluster with durable commits (or DATABASE_URL), then (part 3) the same closed loops on the
+ * embedded store (PGlite in a fresh DATA_DIR, as `npm start` runs without DATABASE_URL), each beside
+ * the Postgres figure of the same run. Measures, prints, asserts nothing.
  *   BENCH_SECONDS   seconds per closed-loop measurement (default 10)
  *   BENCH_CLIENTS   concurrent HTTP clients of the closed loops (default 64; the targets are stated for 20 or more)
  *   BENCH_REFERENCE_CLIENTS  clients of one more 50-account loop, printed for reference beside the target
  *                   figure, never compared with a target (default 32; 0 skips it)
+ *   BENCH_EMBEDDED_CLIENTS  clients of part 3's loops on the embedded store (default 32; 0 skips part 3); part 1
+ *                   runs its loops at this count too (those it has not run already), to compare with
+ *   BENCH_POSTGRES  0: part 3 alone (to compare two builds of the embedded store back to back)
  *   BENCH_ACCOUNTS  comma-separated account counts of the closed loops (default 50,10,2)
  *   BENCH_HISTORY   events of the long account in part 2 (default 100,000; 0 skips part 2)
  *   BENCH_TIMINGS   1: time the server's transfer path per call (wraps its methods, which costs the server a little)
@@ -395,13 +400,21 @@ interface Around {
   serverElu: EventLoopUtilization;
   clientElu: EventLoopUtilization;
   append: { requests: number; batches: number } | undefined;
+  sql: SqlCounts;
 }
 
 async function before(b: Bench): Promise<Around> {
   await statementStats(b.tally.sql, true);
   const wal = b.pools.length ? await walSnapshot(b.pools) : undefined;
   b.timings.reset();
-  return { cpu: cpuSnapshot(b.postmaster), wal, serverElu: performance.eventLoopUtilization(), clientElu: b.client.elu(), append: appendStats(b.tally) };
+  return {
+    cpu: cpuSnapshot(b.postmaster),
+    wal,
+    serverElu: performance.eventLoopUtilization(),
+    clientElu: b.client.elu(),
+    append: appendStats(b.tally),
+    sql: { ...b.tally.sql.counts },
+  };
 }
 
 async function after(b: Bench, from: Around, ops: number): Promise<string[]> {
@@ -418,6 +431,11 @@ async function after(b: Bench, from: Around, ops: number): Promise<string[]> {
     const syncs = wal.walSyncs > 0 ? `${(ops / wal.walSyncs).toFixed(1)} transfers per WAL fsync` : 'no WAL fsync';
     lines.push(`WAL ${fmtInt(wal.bytes / Math.max(1, ops))} B/transfer, ${syncs}${groupCommit}`);
   } else if (groupCommit) lines.push(groupCommit.slice(2));
+  const { statements, transactions } = b.tally.sql.counts;
+  const per = (n: number) => (n / Math.max(1, ops)).toFixed(2);
+  lines.push(
+    `SQL per transfer (every caller, projections too): ${per(statements - from.sql.statements)} statements, ${per(transactions - from.sql.transactions)} explicit transactions`,
+  );
   lines.push(...(await statementStats(b.tally.sql, false)));
   return lines;
 }
@@ -468,8 +486,8 @@ async function profiled<T>(name: string, body: (started: () => Promise<void>) =>
   }
 }
 
-async function closedLoop(b: Bench, accounts: Customer[], clients = b.clients): Promise<LoopResult> {
-  return profiled(`loop-${accounts.length}-accounts-${clients}-clients`, (started) => measureLoop(b, accounts, clients, started));
+async function closedLoop(b: Bench, accounts: Customer[], clients = b.clients, store = 'postgres'): Promise<LoopResult> {
+  return profiled(`${store}-loop-${accounts.length}-accounts-${clients}-clients`, (started) => measureLoop(b, accounts, clients, started));
 }
 
 async function measureLoop(b: Bench, accounts: Customer[], clients: number, started: () => Promise<void>): Promise<LoopResult> {
@@ -712,7 +730,9 @@ async function history(b: Bench, senders: Customer[], historyEvents: number, sam
 
 // ---------------------------------------------------------------------------------------------
 
-function printSummary(loops: LoopResult[], hist: HistoryResult | undefined): void {
+const EMBEDDED_TARGET = { ratio: 0.3, p50Ms: 50 };
+
+function printSummary(loops: LoopResult[], hist: HistoryResult | undefined, embedded: LoopResult[]): void {
   console.log('\nAll closed-loop measurements');
   printTable(
     ['accounts', 'clients', 'transfers', 'transfers/s', 'p50 ms', 'p99 ms', 'non-201'],
@@ -758,25 +778,203 @@ function printSummary(loops: LoopResult[], hist: HistoryResult | undefined): voi
       (hist.ratio / TARGETS.historyRatio).toFixed(2),
     ]);
   }
+  const e = embedded.find((r) => r.accounts === 50);
+  const pg = e && loops.find((r) => r.accounts === 50 && r.clients === e.clients);
+  if (e && pg) {
+    const ratio = e.rate / pg.rate;
+    rows.push(
+      [
+        `embedded / postgres transfers/s, 50 accounts, ${e.clients} clients`,
+        `${ratio.toFixed(2)}x`,
+        `>= ${EMBEDDED_TARGET.ratio}x`,
+        ratio >= EMBEDDED_TARGET.ratio ? 'yes' : 'NO',
+        (ratio / EMBEDDED_TARGET.ratio).toFixed(2),
+      ],
+      [
+        `embedded p50 ms, 50 accounts, ${e.clients} clients`,
+        fmtMs(e.p50),
+        `< ${EMBEDDED_TARGET.p50Ms}`,
+        e.p50 < EMBEDDED_TARGET.p50Ms ? 'yes' : 'NO',
+        (e.p50 / EMBEDDED_TARGET.p50Ms).toFixed(2),
+      ],
+    );
+  }
   printTable(['figure', 'measured', 'target', 'met', 'x of target'], rows);
 }
 
-export async function runLedgerBench(): Promise<void> {
-  const seconds = envNumber('BENCH_SECONDS', 10);
-  const clients = envNumber('BENCH_CLIENTS', 64, { integer: true });
-  const referenceClients = envNumber('BENCH_REFERENCE_CLIENTS', 32, { integer: true, zero: true });
-  const historyEvents = envNumber('BENCH_HISTORY', 100_000, { integer: true, zero: true });
-  const samples = envNumber('BENCH_SAMPLES', 500, { integer: true });
-  const load0 = loadavg();
+interface BenchOptions {
+  seconds: number;
+  clients: number;
+  referenceClients: number;
+  historyEvents: number;
+  samples: number;
+  /** Clients of the embedded part's loops (0 skips it). */
+  embeddedClients: number;
+}
 
+function benchOptions(): BenchOptions {
+  return {
+    seconds: envNumber('BENCH_SECONDS', 10),
+    clients: envNumber('BENCH_CLIENTS', 64, { integer: true }),
+    referenceClients: envNumber('BENCH_REFERENCE_CLIENTS', 32, { integer: true, zero: true }),
+    historyEvents: envNumber('BENCH_HISTORY', 100_000, { integer: true, zero: true }),
+    samples: envNumber('BENCH_SAMPLES', 500, { integer: true }),
+    embeddedClients: envNumber('BENCH_EMBEDDED_CLIENTS', 32, { integer: true, zero: true }),
+  };
+}
+
+/** The service's configuration for a bench server: Postgres at `databaseUrl`, or the embedded store in `dataDir` when none. */
+function benchConfig(dataDir: string, databaseUrl: string | undefined): Config {
+  // The service's tuning knobs (APPEND_*, PROJECTIONS_*) pass through from the environment; everything else is fixed here.
+  const tuning = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('APPEND_') || k.startsWith('PROJECTIONS_')));
+  return {
+    ...loadConfig(tuning),
+    port: 0,
+    dataDir,
+    databaseUrl,
+    adminToken: ADMIN_TOKEN,
+    sandbox: true,
+    logLevel: 'warn',
+    rateLimit: { partnerRps: 0, userRps: 0, ipRps: 0 },
+    kycLimits: { maxTransactionAmount: 1e12, dailyTransactionLimit: 1e12 },
+  };
+}
+
+/** Starts the server on `config` with its load client and a partner; `maxAccounts` customers funded. */
+async function openBench(
+  config: Config,
+  options: BenchOptions,
+  clients: number,
+  beforeSetup: (b: Bench) => Promise<void> = async () => {},
+): Promise<{ b: Bench; funded: Customer[] }> {
+  const running = await startServer(config, pino({ level: process.env.BENCH_LOG_LEVEL ?? 'warn' }));
+  const { tally } = running;
+  const client = new LoadClient(running.url);
+  const http = supertest.agent(running.url);
+  const partner = await createPartner(http, 'Bench');
+  const timings = new CallTimings();
+  // Wrapping the transfer path adds a promise and two clock reads per call to the server's own
+  // work, so it is opt-in: the throughput figures are of the service as it runs.
+  if (TIMINGS) instrumentTransferPath(tally, timings);
+  const b: Bench = {
+    running,
+    tally,
+    http,
+    partner: partner as PartnerCredentials & { id: string },
+    client,
+    timings,
+    pools: tally.sql instanceof PgSql ? [tally.sql] : [],
+    postmaster: await localPostmaster(tally.sql),
+    seconds: options.seconds,
+    clients,
+  };
+  await beforeSetup(b);
+  const setupStart = performance.now();
+  const maxAccounts = Math.max(...ACCOUNT_COUNTS);
+  const funded = await customers(b, maxAccounts, FUNDING);
+  console.log(
+    `  setup: ${maxAccounts} customers (registered, KYC approved, logged in, account opened, ${FUNDING} USDC deposited and confirmed) in ${((performance.now() - setupStart) / 1_000).toFixed(1)} s`,
+  );
+  return { b, funded };
+}
+
+async function closeBench(b: Bench | undefined): Promise<void> {
+  await b?.client.stop().catch(() => {});
+  await b?.running.close().catch(() => {});
+}
+
+async function printHeader(b: Bench, options: BenchOptions, load0: number[]): Promise<void> {
+  const [info] = await b.tally.sql.query<Record<string, string>>(
+    `SELECT current_setting('server_version') AS version, current_setting('synchronous_commit') AS sync,
+            current_setting('fsync') AS fsync, current_setting('wal_sync_method') AS method, current_setting('commit_delay') AS delay`,
+  );
+  console.log(`Tally ledger bench: ${process.env.DATABASE_URL ? 'DATABASE_URL' : 'throwaway cluster'}, PostgreSQL ${info?.version}`);
+  console.log(`  synchronous_commit=${info?.sync} fsync=${info?.fsync} wal_sync_method=${info?.method} commit_delay=${info?.delay}`);
+  console.log(
+    `  node ${process.version}, ${availableParallelism()} CPUs shared by the server, its HTTP clients (worker thread) and postgres; ` +
+      `load average before start ${load0.map((x) => x.toFixed(2)).join(' ')}`,
+  );
+  const { clients, seconds, historyEvents, samples } = options;
+  console.log(`  ${clients} clients, ${seconds}s per closed-loop measurement, history ${fmtInt(historyEvents)} events, ${samples} samples per account`);
+  if (clients < 20) console.log(`  NOTE: BENCH_CLIENTS=${clients} is below 20: the closed loop is not the one the targets are stated for`);
+  const fsync = probeFsync();
+  console.log(`  8 kB write + fdatasync in ${tmpdir()}: p50 ${fmtMs(fsync.p50)} ms, p99 ${fmtMs(fsync.p99)} ms (${fmtInt(fsync.rate)}/s, one at a time)`);
+}
+
+/** Parts 1 and 2 on the throwaway cluster; each loop at `alsoAt` clients too (unless run already), for part 3 to compare with. */
+async function postgresParts(config: Config, options: BenchOptions, alsoAt: number, load0: number[]): Promise<{ loops: LoopResult[]; hist?: HistoryResult }> {
+  let b: Bench | undefined;
+  try {
+    const opened = await openBench(config, options, options.clients, (bench) => printHeader(bench, options, load0));
+    b = opened.b;
+    const { funded } = opened;
+    console.log(`\n1. HTTP POST /api/v1/transactions/transfer, closed loop, random source -> other random destination, amount 0.01`);
+    const loops: LoopResult[] = [];
+    for (const n of ACCOUNT_COUNTS) loops.push(await closedLoop(b, funded.slice(0, n)));
+    const { referenceClients } = options;
+    if (referenceClients > 0 && referenceClients !== options.clients && ACCOUNT_COUNTS.includes(50)) {
+      console.log(
+        `  reference, not a target figure: the 50-account loop at ${referenceClients} clients (fewer requests in flight: smaller batches, lower latency)`,
+      );
+      loops.push(await closedLoop(b, funded.slice(0, 50), referenceClients));
+    }
+    for (const n of ACCOUNT_COUNTS) {
+      if (alsoAt === 0 || loops.some((r) => r.accounts === n && r.clients === alsoAt)) continue;
+      console.log(`  for part 3 to compare with: the ${n}-account loop at ${alsoAt} clients`);
+      loops.push(await closedLoop(b, funded.slice(0, n), alsoAt));
+    }
+    const hist = options.historyEvents > 0 ? await history(b, funded, options.historyEvents, options.samples) : undefined;
+    return { loops, hist };
+  } finally {
+    await closeBench(b);
+  }
+}
+
+/**
+ * Part 3: the same closed loops on the embedded store (PGlite, as `npm start` with no DATABASE_URL
+ * runs), in a fresh DATA_DIR, each beside the Postgres loop of this run at the same accounts and clients.
+ */
+async function embeddedPart(options: BenchOptions, postgres: LoopResult[]): Promise<LoopResult[]> {
+  const clients = options.embeddedClients;
+  console.log(`\n3. The embedded store (PGlite in a fresh DATA_DIR, no DATABASE_URL): the same closed loop at ${clients} clients`);
+  const dataDir = mkdtempSync(join(tmpdir(), 'tally-bench-embedded-'));
+  let b: Bench | undefined;
+  try {
+    const opened = await openBench(benchConfig(dataDir, undefined), options, clients);
+    b = opened.b;
+    const loops: LoopResult[] = [];
+    for (const n of ACCOUNT_COUNTS) loops.push(await closedLoop(b, opened.funded.slice(0, n), clients, 'embedded'));
+    printTable(
+      ['accounts', 'clients', 'embedded transfers/s', 'p50 ms', 'postgres transfers/s', 'p50 ms', 'embedded / postgres'],
+      loops.map((e) => {
+        const pg = postgres.find((r) => r.accounts === e.accounts && r.clients === e.clients);
+        return [
+          String(e.accounts),
+          String(e.clients),
+          fmtInt(e.rate),
+          fmtMs(e.p50),
+          pg ? fmtInt(pg.rate) : '-',
+          pg ? fmtMs(pg.p50) : '-',
+          pg ? `${(e.rate / pg.rate).toFixed(2)}x` : '-',
+        ];
+      }),
+    );
+    return loops;
+  } finally {
+    await closeBench(b);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function runLedgerBench(): Promise<void> {
+  const options = benchOptions();
+  const load0 = loadavg();
   const cluster = await startTestCluster({
     durable: true,
     settings: process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean),
     unixSocket: process.env.BENCH_PG_SOCKET === 'unix',
   });
   const dataDir = mkdtempSync(join(tmpdir(), 'tally-bench-ledger-'));
-  let running: RunningServer | undefined;
-  let client: LoadClient | undefined;
   let stopped = false;
   const stopCluster = () => {
     if (stopped) return;
@@ -792,82 +990,16 @@ export async function runLedgerBench(): Promise<void> {
   process.once('SIGTERM', onSignal);
   process.once('exit', stopCluster);
   try {
-    const databaseUrl = await cluster.freshDatabase();
-    // The service's tuning knobs (APPEND_*, PROJECTIONS_*) pass through from the environment; everything else is fixed here.
-    const tuning = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('APPEND_') || k.startsWith('PROJECTIONS_')));
-    const config: Config = {
-      ...loadConfig(tuning),
-      port: 0,
-      dataDir,
-      databaseUrl,
-      adminToken: ADMIN_TOKEN,
-      sandbox: true,
-      logLevel: 'warn',
-      rateLimit: { partnerRps: 0, userRps: 0, ipRps: 0 },
-      kycLimits: { maxTransactionAmount: 1e12, dailyTransactionLimit: 1e12 },
-    };
-    running = await startServer(config, pino({ level: process.env.BENCH_LOG_LEVEL ?? 'warn' }));
-    const { tally } = running;
-    const pools = tally.sql instanceof PgSql ? [tally.sql] : [];
-    const [info] = await tally.sql.query<Record<string, string>>(
-      `SELECT current_setting('server_version') AS version, current_setting('synchronous_commit') AS sync,
-              current_setting('fsync') AS fsync, current_setting('wal_sync_method') AS method, current_setting('commit_delay') AS delay`,
-    );
-    console.log(`Tally ledger bench: ${process.env.DATABASE_URL ? 'DATABASE_URL' : 'throwaway cluster'}, PostgreSQL ${info?.version}`);
-    console.log(`  synchronous_commit=${info?.sync} fsync=${info?.fsync} wal_sync_method=${info?.method} commit_delay=${info?.delay}`);
-    console.log(
-      `  node ${process.version}, ${availableParallelism()} CPUs shared by the server, its HTTP clients (worker thread) and postgres; ` +
-        `load average before start ${load0.map((x) => x.toFixed(2)).join(' ')}`,
-    );
-    console.log(`  ${clients} clients, ${seconds}s per closed-loop measurement, history ${fmtInt(historyEvents)} events, ${samples} samples per account`);
-    if (clients < 20) console.log(`  NOTE: BENCH_CLIENTS=${clients} is below 20: the closed loop is not the one the targets are stated for`);
-    const fsync = probeFsync();
-    console.log(`  8 kB write + fdatasync in ${tmpdir()}: p50 ${fmtMs(fsync.p50)} ms, p99 ${fmtMs(fsync.p99)} ms (${fmtInt(fsync.rate)}/s, one at a time)`);
-
-    client = new LoadClient(running.url);
-    const http = supertest.agent(running.url);
-    const partner = await createPartner(http, 'Bench');
-    const timings = new CallTimings();
-    // Wrapping the transfer path adds a promise and two clock reads per call to the server's own
-    // work, so it is opt-in: the throughput figures are of the service as it runs.
-    if (TIMINGS) instrumentTransferPath(tally, timings);
-    const b: Bench = {
-      running,
-      tally,
-      http,
-      partner: partner as PartnerCredentials & { id: string },
-      client,
-      timings,
-      pools,
-      postmaster: await localPostmaster(tally.sql),
-      seconds,
-      clients,
-    };
-
-    const setupStart = performance.now();
-    const maxAccounts = Math.max(...ACCOUNT_COUNTS);
-    const funded = await customers(b, maxAccounts, FUNDING);
-    console.log(
-      `  setup: ${maxAccounts} customers (registered, KYC approved, logged in, account opened, ${FUNDING} USDC deposited and confirmed) in ${((performance.now() - setupStart) / 1_000).toFixed(1)} s`,
-    );
-
-    console.log(`\n1. HTTP POST /api/v1/transactions/transfer, closed loop, random source -> other random destination, amount 0.01`);
-    const loops: LoopResult[] = [];
-    for (const n of ACCOUNT_COUNTS) loops.push(await closedLoop(b, funded.slice(0, n)));
-    if (referenceClients > 0 && referenceClients !== clients && ACCOUNT_COUNTS.includes(50)) {
-      console.log(
-        `  reference, not a target figure: the 50-account loop at ${referenceClients} clients (fewer requests in flight: smaller batches, lower latency)`,
-      );
-      loops.push(await closedLoop(b, funded.slice(0, 50), referenceClients));
-    }
-
-    const hist = historyEvents > 0 ? await history(b, funded, historyEvents, samples) : undefined;
-    printSummary(loops, hist);
+    const config = benchConfig(dataDir, await cluster.freshDatabase());
+    // BENCH_POSTGRES=0: the embedded part alone (to compare two builds of it, run back to back).
+    const { loops, hist }: { loops: LoopResult[]; hist?: HistoryResult } =
+      process.env.BENCH_POSTGRES === '0' ? { loops: [] } : await postgresParts(config, options, options.embeddedClients, load0);
+    stopCluster();
+    const embedded = options.embeddedClients > 0 ? await embeddedPart(options, loops) : [];
+    printSummary(loops, hist, embedded);
     const load1 = loadavg();
     console.log(`\nload average at the end ${load1.map((x) => x.toFixed(2)).join(' ')} (${availableParallelism()} CPUs)`);
   } finally {
-    await client?.stop().catch(() => {});
-    await running?.close().catch(() => {});
     stopCluster();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

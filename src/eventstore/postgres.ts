@@ -120,6 +120,14 @@ export interface PostgresEventStoreOptions {
   maxBatchEvents?: number;
   /** Most requests waiting to be sent; past it a call fails at once with OverloadedError. Default 20,000. */
   maxQueued?: number;
+  /**
+   * Batches leave at the end of the event loop's turn (setImmediate), not at once: every request
+   * the turn brought joins them. Default on PGlite, where a query runs on this thread, inside the
+   * caller's microtasks: sent at once, each request would be appended (and committed) alone
+   * before the next one is even read from its socket. On a server, the turn already goes on
+   * while a batch is in flight.
+   */
+  sendAtTurnEnd?: boolean;
 }
 
 /** Counters of the group commit, for tests and diagnostics. */
@@ -266,6 +274,8 @@ export class PostgresEventStore implements EventStore {
   /** Requests not yet sent, in call order; a batch takes them from the front. */
   private readonly queue: QueuedAppend[] = [];
   private inFlight = 0;
+  private readonly sendAtTurnEnd: boolean;
+  private sendScheduled = false;
 
   constructor(
     readonly sql: Sql,
@@ -279,6 +289,7 @@ export class PostgresEventStore implements EventStore {
     this.maxBatchRequests = Math.max(1, options.maxBatchRequests ?? 100);
     this.maxBatchEvents = Math.max(1, options.maxBatchEvents ?? 1_000);
     this.maxQueued = Math.max(1, options.maxQueued ?? 20_000);
+    this.sendAtTurnEnd = options.sendAtTurnEnd ?? sql.kind === 'pglite';
   }
 
   static async create(sql: Sql, options: PostgresEventStoreOptions = {}): Promise<PostgresEventStore> {
@@ -335,8 +346,22 @@ export class PostgresEventStore implements EventStore {
     });
   }
 
-  /** Sends queued requests: at once when idle; alongside batches in flight only when enough have queued. */
+  /** Sends queued requests, at once or at the end of the turn (sendAtTurnEnd). */
   private flush(): void {
+    if (!this.sendAtTurnEnd) {
+      this.send();
+      return;
+    }
+    if (this.sendScheduled) return;
+    this.sendScheduled = true;
+    setImmediate(() => {
+      this.sendScheduled = false;
+      this.send();
+    });
+  }
+
+  /** Sends queued requests: when idle; alongside batches in flight only when enough have queued. */
+  private send(): void {
     while (
       this.queue.length > 0 &&
       (this.inFlight === 0 ||

@@ -14,8 +14,16 @@ export interface SqlQueryable {
   query<Row = Record<string, unknown>>(text: string, params?: unknown[], prepared?: string): Promise<Row[]>;
 }
 
+/** Statements and transactions sent so far (for benchmarks and diagnostics). */
+export interface SqlCounts {
+  /** Every query, inside transactions too (BEGIN and COMMIT not counted). */
+  statements: number;
+  transactions: number;
+}
+
 export interface Sql extends SqlQueryable {
   readonly kind: 'postgres' | 'pglite';
+  readonly counts: SqlCounts;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T>;
   /** Runs several statements separated by semicolons, without parameters (schema set-up). */
@@ -25,6 +33,7 @@ export interface Sql extends SqlQueryable {
 
 export class PgSql implements Sql {
   readonly kind = 'postgres' as const;
+  readonly counts: SqlCounts = { statements: 0, transactions: 0 };
   readonly pool: pg.Pool;
 
   constructor(connectionString: string, options: { max?: number; applicationName?: string } = {}) {
@@ -41,11 +50,13 @@ export class PgSql implements Sql {
   }
 
   async query<Row>(text: string, params?: unknown[], prepared?: string): Promise<Row[]> {
+    this.counts.statements++;
     const result = prepared ? await this.pool.query({ name: prepared, text, values: params as unknown[] }) : await this.pool.query(text, params as unknown[]);
     return result.rows as Row[];
   }
 
   async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T> {
+    this.counts.transactions++;
     const client = await this.pool.connect();
     // Checked out, the client has no listener of the pool's: a server that goes away now (a restart,
     // a failover) makes it emit 'error', which with no listener would end the process. The failure
@@ -58,7 +69,10 @@ export class PgSql implements Sql {
     try {
       await client.query('BEGIN');
       const tx: SqlQueryable = {
-        query: async <Row>(text: string, params?: unknown[]) => (await client.query(text, params as unknown[])).rows as Row[],
+        query: async <Row>(text: string, params?: unknown[]) => {
+          this.counts.statements++;
+          return (await client.query(text, params as unknown[])).rows as Row[];
+        },
       };
       const result = await fn(tx);
       await client.query('COMMIT');
@@ -89,6 +103,7 @@ export class PgSql implements Sql {
 
 export class PgliteSql implements Sql {
   readonly kind = 'pglite' as const;
+  readonly counts: SqlCounts = { statements: 0, transactions: 0 };
 
   private constructor(readonly db: PGlite) {}
 
@@ -99,14 +114,19 @@ export class PgliteSql implements Sql {
   }
 
   async query<Row>(text: string, params?: unknown[]): Promise<Row[]> {
+    this.counts.statements++;
     const result = await this.db.query<Row>(text, params);
     return result.rows;
   }
 
   async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T> {
+    this.counts.transactions++;
     return this.db.transaction(async (t) => {
       const tx: SqlQueryable = {
-        query: async <Row>(text: string, params?: unknown[]) => (await t.query<Row>(text, params)).rows,
+        query: async <Row>(text: string, params?: unknown[]) => {
+          this.counts.statements++;
+          return (await t.query<Row>(text, params)).rows;
+        },
       };
       return fn(tx);
     });

@@ -26,7 +26,9 @@ const FAILURE_BACKOFF_MAX_MS = 60_000;
  * A batch costs about ten round trips whatever its size, so under a steady stream of appends the
  * runner gathers them: after a batch of at least PACE_MIN_EVENTS events it waits until `paceMs`
  * after that batch began before reading again, unless someone waits to read their writes (waitFor
- * cuts the pause short). A trickle (tests, a quiet service) is never paused.
+ * cuts the pause short). A trickle (tests, a quiet service) is never paused on a server. On PGlite
+ * every batch is paced: its statements run on the thread that serves the requests, so a batch per
+ * append would cost each request those ten statements of that thread's time.
  */
 const PACE_MIN_EVENTS = 32;
 
@@ -120,6 +122,8 @@ export class ProjectionEngine {
   unreadyAfterFailureMs = 30_000;
   /** See PACE_MIN_EVENTS; 0 turns pacing off. */
   paceMs = 40;
+  /** See PACE_MIN_EVENTS. */
+  paceMinEvents: number;
 
   constructor(
     readonly store: EventStore,
@@ -128,6 +132,7 @@ export class ProjectionEngine {
     private readonly log?: Logger,
   ) {
     this.progress.setMaxListeners(0);
+    this.paceMinEvents = sql.kind === 'pglite' ? 1 : PACE_MIN_EVENTS;
   }
 
   /** Creates the checkpoint table and every projection's live tables (if absent). */
@@ -331,7 +336,7 @@ export class ProjectionEngine {
           continue;
         }
         const size = events.length;
-        if (this.paceMs > 0 && size >= PACE_MIN_EVENTS && size < BATCH_SIZE) {
+        if (this.paceMs > 0 && size >= this.paceMinEvents && size < BATCH_SIZE) {
           const pause = batchStarted + this.paceMs - Date.now();
           if (pause > 0 && this.waiting === 0) await this.sleep(pause, 'hurry');
         }

@@ -100,6 +100,25 @@ for (const target of targets) {
       await expectChainsVerify(store, streams);
     });
 
+    it('gathers requests made in separate callbacks of one event-loop turn into one batch (as requests read from separate sockets)', async () => {
+      const streams = Array.from({ length: 10 }, () => uniqueStream());
+      const before = { ...store.stats };
+      const calls = await new Promise<Array<Promise<AppendResult>>>((resolve) => {
+        const made: Array<Promise<AppendResult>> = [];
+        for (const s of streams)
+          setImmediate(() => {
+            made.push(store.append(s, [ev()], 'no_stream'));
+            if (made.length === streams.length) resolve(made);
+          });
+      });
+      await Promise.all(calls);
+      expect(store.stats.requests - before.requests).to.equal(10);
+      // On a server the first leaves at once and the others gather behind it; PGlite runs a query on
+      // this thread, so a batch leaves at the end of the turn, with every request of the turn.
+      if (opened.sql.kind === 'pglite') expect(store.stats.batches - before.batches).to.equal(1);
+      else expect(store.stats.batches - before.batches).to.be.within(2, 9);
+    });
+
     it('keeps each request all-or-nothing: wrong expected revisions fail alone, the rest of the burst succeeds', async () => {
       const existing = Array.from({ length: 20 }, () => uniqueStream());
       await Promise.all(existing.map((s) => store.append(s, [ev()], 'no_stream')));

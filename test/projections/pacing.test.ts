@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { ACCOUNT_ASSET, ACCOUNT_TYPE, accountStream } from '../../src/domain/accounts/account';
 import type { StreamAppend } from '../../src/eventstore/port';
@@ -23,46 +26,78 @@ function openings(count: number, firstId: number): StreamAppend[] {
   }));
 }
 
+type App = Awaited<ReturnType<typeof startTestApp>>;
+
+async function paced(overrides: Parameters<typeof startTestApp>[0] = {}): Promise<App> {
+  const app = await startTestApp({ projectionsPaceMs: PACE_MS, ...overrides });
+  const until = Date.now() + 10_000;
+  while (!app.tally.engine.owns('ledger') && Date.now() < until) await sleep(20);
+  expect(app.tally.engine.owns('ledger')).to.equal(true);
+  return app;
+}
+
+/** Polls without waitFor (which would cut a pause short). */
+async function passedWithin(app: App, position: string, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (app.tally.engine.passed(position, ['ledger'])) return true;
+    await sleep(10);
+  }
+  return app.tally.engine.passed(position, ['ledger']);
+}
+
+/** A reader of its own writes does not wait for the pause to end. */
+async function waitForCutsThePause(app: App, position: string): Promise<void> {
+  const started = Date.now();
+  expect(await app.tally.engine.waitFor(position, { names: ['ledger'], timeoutMs: PACE_MS * 2 })).to.equal(true);
+  // Before the pause would have ended (a loaded machine may take a few seconds to apply).
+  expect(Date.now() - started).to.be.below(PACE_MS);
+}
+
 describe('projection runner pacing', () => {
-  let app: Awaited<ReturnType<typeof startTestApp>>;
+  let app: App;
   before(async () => {
-    app = await startTestApp({ projectionsPaceMs: PACE_MS });
-    const until = Date.now() + 10_000;
-    while (!app.tally.engine.owns('ledger') && Date.now() < until) await sleep(20);
-    expect(app.tally.engine.owns('ledger')).to.equal(true);
+    app = await paced();
   });
   after(async () => {
     await app.close();
   });
 
-  /** Polls without waitFor (which would cut a pause short). */
-  async function passedWithin(position: string, ms: number): Promise<boolean> {
-    const until = Date.now() + ms;
-    while (Date.now() < until) {
-      if (app.tally.engine.passed(position, ['ledger'])) return true;
-      await sleep(10);
-    }
-    return app.tally.engine.passed(position, ['ledger']);
-  }
-
   it('applies a trickle at once', async () => {
     const results = await app.tally.store.appendMany(openings(3, 900_000));
-    expect(await passedWithin(results[2]?.position as string, 5_000)).to.equal(true);
+    expect(await passedWithin(app, results[2]?.position as string, 5_000)).to.equal(true);
   });
 
   it('after a large batch, gathers the next appends until the pace has passed, unless a reader waits', async () => {
     // 40 events in one transaction: the runner applies them in one batch, then pauses.
     const burst = await app.tally.store.appendMany(openings(40, 910_000));
-    expect(await passedWithin(burst[39]?.position as string, 5_000)).to.equal(true);
+    expect(await passedWithin(app, burst[39]?.position as string, 5_000)).to.equal(true);
     const [next] = await app.tally.store.appendMany(openings(1, 920_000));
     const position = next?.position as string;
-    expect(await passedWithin(position, 500)).to.equal(false);
-    // A reader of its own writes does not wait for the pause to end.
-    const started = Date.now();
-    expect(await app.tally.engine.waitFor(position, { names: ['ledger'], timeoutMs: PACE_MS * 2 })).to.equal(true);
-    // Before the pause would have ended (a loaded machine may take a few seconds to apply).
-    expect(Date.now() - started).to.be.below(PACE_MS);
+    expect(await passedWithin(app, position, 500)).to.equal(false);
+    await waitForCutsThePause(app, position);
     const [row] = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_accounts WHERE account_id >= 900000');
     expect(row?.n).to.equal('44');
+  });
+});
+
+describe('projection runner pacing on the embedded store', () => {
+  let app: App;
+  const dataDir = mkdtempSync(join(tmpdir(), 'tally-pacing-'));
+  before(async () => {
+    app = await paced({ databaseUrl: undefined, dataDir });
+  });
+  after(async () => {
+    await app.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('paces after a batch of any size (its statements take the thread that serves requests), unless a reader waits', async () => {
+    const [first] = await app.tally.store.appendMany(openings(1, 930_000));
+    expect(await passedWithin(app, first?.position as string, 5_000)).to.equal(true);
+    const [next] = await app.tally.store.appendMany(openings(1, 940_000));
+    const position = next?.position as string;
+    expect(await passedWithin(app, position, 500)).to.equal(false);
+    await waitForCutsThePause(app, position);
   });
 });

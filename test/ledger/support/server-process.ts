@@ -125,6 +125,15 @@ export class ServerProcess {
     throw new Error(`server did not answer /healthz within ${timeoutMs} ms:\n${this.tail()}`);
   }
 
+  /** SIGTERM: the server drains, stops its projections and closes its stores; resolves once it exited. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await this.exited;
+    this.child = undefined;
+  }
+
   /** SIGKILL: no shutdown hook runs, in-flight requests and transactions are cut where they are. */
   async kill(): Promise<void> {
     const child = this.child;
