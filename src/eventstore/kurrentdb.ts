@@ -27,8 +27,12 @@ const MAX_READ_BATCH = 1_000;
 const MIN_ALL_PAGE = 100;
 /** Conflicts an 'any' append retries through (each retry re-reads the tail) before giving up. */
 const MAX_APPEND_ATTEMPTS = 10;
-/** How far back from the end an 'any'/'stream_exists' retry is looked for: best effort, like the server's own ANY dedupe. */
-const RETRY_LOOKBACK = 64;
+/**
+ * How far back from the end, beyond its own events, an 'any'/'stream_exists' retry is looked for
+ * (the port's promise: a retry is recognized while at most this many events followed it; the server
+ * keeps no index by event id to look further cheaply).
+ */
+export const RETRY_LOOKBACK = 64;
 /** Our keys in the event's JSON metadata. Not `$`-prefixed: the server owns that namespace (`$schema.name`, ...). */
 const HASH_KEY = 'tallyHash';
 const PACKED_METADATA_KEY = 'tallyMetadata';
@@ -104,7 +108,12 @@ function toRecorded(e: kdb.RecordedEvent): RecordedEvent {
 
 /** Connection-level failures become StoreUnavailableError, as in the Postgres adapter. */
 function storeError(error: unknown): unknown {
-  if (error instanceof kdb.UnavailableError || error instanceof kdb.DeadlineExceededError || error instanceof kdb.NotLeaderError)
+  if (
+    error instanceof kdb.UnavailableError ||
+    error instanceof kdb.DeadlineExceededError ||
+    error instanceof kdb.TimeoutError ||
+    error instanceof kdb.NotLeaderError
+  )
     return new StoreUnavailableError(error);
   const code = (error as { code?: unknown })?.code;
   if (code === 14 || code === 4) return new StoreUnavailableError(error); // raw gRPC UNAVAILABLE / DEADLINE_EXCEEDED
@@ -112,6 +121,13 @@ function storeError(error: unknown): unknown {
 }
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The server refused an append at its revision without throwing (a client with throwOnAppendFailure=false). */
+class RefusedAppend extends Error {
+  constructor(readonly streamName: string) {
+    super(`Append to ${streamName} refused at its expected revision`);
+  }
+}
 
 /** An event about to be written, with the chain hash it will carry. */
 type PendingEvent = Required<NewEvent> & { hash: string };
@@ -165,7 +181,7 @@ export class KurrentDbEventStore implements EventStore {
     }
     assertStorable(appends);
     if (appends.length > 1 && !this.server.multiStreamAppend) throw new Error(multiStreamAppendUnsupported(this.server.version));
-    let conflict: kdb.WrongExpectedVersionError | undefined;
+    let conflict: kdb.WrongExpectedVersionError | RefusedAppend | undefined;
     for (let attempt = 0; attempt < MAX_APPEND_ATTEMPTS; attempt++) {
       const plans = await Promise.all(appends.map((a) => this.plan(a)));
       const writes = plans.filter((p) => p.kind === 'write');
@@ -177,13 +193,13 @@ export class KurrentDbEventStore implements EventStore {
       } catch (error) {
         // Someone moved a stream since we read it: plan again, which tells our own earlier write
         // (an identical retry that won the race) from someone else's and re-reads an 'any' tail.
-        if (error instanceof kdb.WrongExpectedVersionError) {
+        if (error instanceof kdb.WrongExpectedVersionError || error instanceof RefusedAppend) {
           conflict = error;
           continue;
         }
         throw storeError(error);
       }
-      const results = await Promise.all(writes.map((w) => this.lastAppended(w)));
+      const results = await Promise.all(writes.map((w) => this.verifyAppended(w)));
       this.appended.emit('append');
       return results;
     }
@@ -209,7 +225,7 @@ export class KurrentDbEventStore implements EventStore {
       // The stream is already past the expected revision: with this very append (a retry) or with others' events.
       if (slice.length > 0) return this.matchStored(a, slice, true);
     } else {
-      const tail = await this.read(a.stream, kdb.END, 'backwards', RETRY_LOOKBACK);
+      const tail = await this.read(a.stream, kdb.END, 'backwards', RETRY_LOOKBACK + a.events.length);
       const ids = new Set(a.events.map((e) => e.id.toLowerCase()));
       const ours = tail.filter((e) => ids.has(e.id)).reverse();
       if (ours.length > 0) return this.matchStored(a, ours, false);
@@ -250,11 +266,13 @@ export class KurrentDbEventStore implements EventStore {
       kdb.jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: encodeMetadata(e.metadata, e.hash, stringValuesOnly) });
     const [only] = writes;
     if (writes.length === 1 && only) {
-      await this.client.appendToStream(
+      const result = await this.client.appendToStream(
         only.stream,
         only.events.map((e) => toEventData(e, false)),
         { streamState: state(only) },
       );
+      // A client made with throwOnAppendFailure=false answers a wrong revision this way instead of throwing.
+      if (!result.success) throw new RefusedAppend(only.stream);
       return;
     }
     await this.client.multiStreamAppend(
@@ -263,16 +281,25 @@ export class KurrentDbEventStore implements EventStore {
   }
 
   /**
-   * The write went in at exactly base+1..base+n (the revision was explicit), so read the last event back
-   * for its position: that is the position readers see, where the append's reply may not carry it
-   * (idempotent replies, one position for a whole multi-stream transaction).
+   * The write went in at exactly base+1..base+n (the revision was explicit): read those events back
+   * for the position readers see (the append's reply may not carry it: idempotent replies, one
+   * position for a whole multi-stream transaction), and check they are ours. The server takes an
+   * append whose ids it has just stored as a retry without comparing content, so a writer racing us
+   * with the same ids and other content may be what is stored: then this append did not happen.
    */
-  private async lastAppended(w: Extract<Plan, { kind: 'write' }>): Promise<AppendResult> {
-    const revision = w.base + w.events.length;
-    const [last] = await this.read(w.stream, BigInt(revision), 'forwards', 1);
-    const expectedId = w.events[w.events.length - 1]?.id.toLowerCase();
-    if (!last || last.id !== expectedId) throw new Error(`Appended event ${expectedId} is not at revision ${revision} of ${w.stream}`);
-    return { nextRevision: revision, position: last.position };
+  private async verifyAppended(w: Extract<Plan, { kind: 'write' }>): Promise<AppendResult> {
+    const stored = await this.read(w.stream, BigInt(w.base + 1), 'forwards', w.events.length);
+    w.events.forEach((sent, i) => {
+      const found = stored[i];
+      const same =
+        found?.id === sent.id.toLowerCase() &&
+        found.revision === w.base + 1 + i &&
+        found.hash === sent.hash &&
+        eventDigest(found) === eventDigest({ stream: w.stream, id: sent.id, type: sent.type, data: sent.data, metadata: sent.metadata });
+      if (!same) throw new EventIdConflictError(sent.id);
+    });
+    const last = stored[w.events.length - 1] as RecordedEvent;
+    return { nextRevision: last.revision, position: last.position };
   }
 
   private async wrongRevision(stream: string, expected: ExpectedRevision): Promise<WrongExpectedRevisionError> {

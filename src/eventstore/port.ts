@@ -96,11 +96,27 @@ export interface SubscribeOptions extends ReadAllOptions {
   pollIntervalMs?: number;
 }
 
+/**
+ * Idempotency by event id, as every adapter keeps it: an append sent again (the same ids with the
+ * same content, in the same order) answers what the first one did and stores nothing twice:
+ * - at a revision (a number or no_stream), however far the stream has moved on since;
+ * - at 'any' or 'stream_exists', while at most 64 events (KurrentDB's RETRY_LOOKBACK) have followed
+ *   it in its stream; Postgres recognizes it at any distance.
+ * Some ids of an append stored and some not is EventIdConflictError. An append whose ids are all
+ * stored is taken as a retry: Postgres answers the stored result whatever the content sent with
+ * them; KurrentDB also compares the content, and answers EventIdConflictError where it differs
+ * (an append that lost a race to one with the same ids and other content, say). Whatever a store
+ * answers, one content is stored. So an id must stand for one content: Tally's are derived from the
+ * command id, its stream and the event's place in it, and a command sent again with other input is
+ * refused by its decision (the request hash under its key) before any append. Ids are unique within
+ * a stream; Postgres also refuses an id stored in another stream, KurrentDB does not look there
+ * (Tally's ids are derived per stream, so none repeats across streams).
+ */
 export interface EventStore {
   readonly kind: 'postgres' | 'pglite' | 'kurrentdb';
-  /** Appends to one stream with optimistic concurrency. Idempotent by event id. */
+  /** Appends to one stream with optimistic concurrency. Idempotent by event id (see above). */
   append(stream: string, events: NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult>;
-  /** Appends to several streams atomically: all or nothing. Idempotent by event id. */
+  /** Appends to several streams atomically: all or nothing. Idempotent by event id (see above). */
   appendMany(appends: StreamAppend[]): Promise<AppendResult[]>;
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
@@ -141,7 +157,7 @@ export class WrongExpectedRevisionError extends Error {
   }
 }
 
-/** An event id is already stored, but the retried append does not match what was stored with it. */
+/** Some of an append's event ids are stored and some not, or (KurrentDB) its ids are stored with other content. */
 export class EventIdConflictError extends Error {
   constructor(readonly eventId: string) {
     super(`Event id ${eventId} is already stored with other content`);
@@ -157,7 +173,7 @@ export class StoreUnavailableError extends Error {
 }
 
 export function normalizeExpected(expected: ExpectedRevision): number | 'no_stream' | 'stream_exists' | 'any' {
-  if (typeof expected === 'bigint') return Number(expected);
+  if (typeof expected === 'bigint') return normalizeExpected(Number(expected));
   if (typeof expected === 'number') {
     if (expected === -1) return 'no_stream';
     if (!Number.isInteger(expected) || expected < -1) throw new Error(`Invalid expected revision ${expected}`);

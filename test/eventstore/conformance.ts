@@ -91,6 +91,14 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
         expect(await store.readStream(stream)).to.have.length(1);
       });
 
+      it('takes -1, as a number or a bigint, for no_stream', async () => {
+        const stream = uniqueStream();
+        expect((await store.append(stream, [ev()], -1n)).nextRevision).to.equal(0);
+        expect(await rejection(store.append(stream, [ev()], -1n))).to.be.instanceOf(WrongExpectedRevisionError);
+        expect(await rejection(store.append(stream, [ev()], -1))).to.be.instanceOf(WrongExpectedRevisionError);
+        expect(await store.readStream(stream)).to.have.length(1);
+      });
+
       it('rejects stream_exists on a missing stream', async () => {
         const stream = uniqueStream();
         expect(await rejection(store.append(stream, [ev()], 'stream_exists'))).to.be.instanceOf(WrongExpectedRevisionError);
@@ -183,6 +191,42 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
         expect(await store.readStream(stream)).to.have.length(1);
       });
 
+      it('recognizes a retry at any or stream_exists while up to 64 events followed it, however many events it has', async () => {
+        const stream = uniqueStream();
+        const many = Array.from({ length: 70 }, () => ev('Many'));
+        const first = await store.append(stream, many, 'any');
+        expect(await store.append(stream, many, 'any')).to.deep.equal(first);
+        const later = [ev('Later')];
+        const laterFirst = await store.append(stream, later, 'stream_exists');
+        await store.append(
+          stream,
+          Array.from({ length: 64 }, () => ev('After')),
+          'any',
+        );
+        expect(await store.append(stream, later, 'stream_exists')).to.deep.equal(laterFirst);
+        expect(await store.append(stream, later, 'any')).to.deep.equal(laterFirst);
+        expect(await store.readStream(stream)).to.have.length(70 + 1 + 64);
+      });
+
+      it('stores one content when appends race with the same ids and other content, and tells no loser another answer', async () => {
+        const stream = uniqueStream();
+        await store.append(stream, [ev('Start')], 'no_stream');
+        const ids = [randomUUID(), randomUUID()];
+        const variant = (n: number): NewEvent[] => ids.map((id) => ({ ...ev('Raced', { n }), id }));
+        const outcomes = await Promise.allSettled([1, 2, 3].map((n) => store.append(stream, variant(n), 'any')));
+        const stored = await store.readStream(stream);
+        expect(stored).to.have.length(3);
+        const kept = stored[1]?.data.n;
+        expect(stored[2]?.data.n).to.equal(kept);
+        const answer = { nextRevision: 2, position: stored[2]?.position };
+        // The port's promise (port.ts): the same ids are the same append; KurrentDB also compares content.
+        for (const o of outcomes) {
+          if (o.status === 'fulfilled') expect(o.value).to.deep.equal(answer);
+          else expect(o.reason).to.be.instanceOf(EventIdConflictError);
+        }
+        expect(outcomes.some((o, i) => o.status === 'fulfilled' && i + 1 === kept)).to.equal(true);
+      });
+
       it('answers concurrent retries amid other appends with the first result', async () => {
         const stream = uniqueStream();
         const events = [ev('A'), ev('B')];
@@ -226,6 +270,25 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
         expect((error as WrongExpectedRevisionError).stream).to.equal(b);
         expect(await store.readStream(a)).to.have.length(0);
         expect(await store.readStream(b)).to.have.length(1);
+      });
+
+      it('gives each event the position in its stream that $all gives it, and chains each stream by hash', async () => {
+        const category = `multi${randomUUID().slice(0, 8)}`;
+        const a = uniqueStream(category);
+        const b = uniqueStream(category);
+        await store.append(a, [ev('A0')], 'no_stream');
+        const results = await store.appendMany([
+          { stream: a, events: [ev('A1'), ev('A2')], expectedRevision: 0 },
+          { stream: b, events: [ev('B0'), ev('B1'), ev('B2')], expectedRevision: 'no_stream' },
+        ]);
+        const fromStreams = [...(await store.readStream(a)), ...(await store.readStream(b))];
+        const fromAll = await store.readAll({ filter: { streamPrefixes: [`${category}-`] } });
+        expect(fromAll).to.have.length(6);
+        const positionInAll = new Map(fromAll.map((e) => [e.id, e.position]));
+        for (const e of fromStreams) expect(e.position, `${e.stream}@${e.revision}`).to.equal(positionInAll.get(e.id));
+        expect(results.map((r) => r.position)).to.deep.equal([fromStreams[2]?.position, fromStreams[5]?.position]);
+        expect(verifyChain(await store.readStream(a))).to.deep.equal([]);
+        expect(verifyChain(await store.readStream(b))).to.deep.equal([]);
       });
 
       it('is idempotent as a whole', async () => {
@@ -360,37 +423,39 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
           const resumed = await store.readAll({ filter, fromPosition: whileOpen.at(-1)?.position });
           expect(resumed.map((e) => e.type)).to.deep.equal(['slow', 'fast']);
         });
-
-        it('keeps every event when many writers interleave with a polling reader', async () => {
-          const category = `gapmany${randomUUID().slice(0, 8)}`;
-          const filter = { streamPrefixes: [`${category}-`] };
-          const seen: string[] = [];
-          let position: string | undefined;
-          let writing = true;
-          const reader = (async () => {
-            while (writing || seen.length < 200) {
-              const batch = await store.readAll({ filter, fromPosition: position, maxCount: 17 });
-              for (const e of batch) seen.push(e.id);
-              position = batch.at(-1)?.position ?? position;
-              if (batch.length === 0) await new Promise((r) => setTimeout(r, 2));
-              if (!writing && batch.length === 0 && seen.length >= 200) break;
-            }
-          })();
-          const written: string[] = [];
-          await Promise.all(
-            Array.from({ length: 20 }, async () => {
-              for (let i = 0; i < 10; i++) {
-                const e = ev('w');
-                written.push(e.id);
-                await store.append(uniqueStream(category), [e], 'no_stream');
-              }
-            }),
-          );
-          writing = false;
-          await Promise.race([reader, new Promise((_, reject) => setTimeout(() => reject(new Error(`reader saw ${seen.length} of 200`)), 10_000))]);
-          expect([...seen].sort()).to.deep.equal([...written].sort());
-        });
       });
     }
+
+    describe('global order under concurrent writers', () => {
+      it('keeps every event when many writers interleave with a polling reader', async () => {
+        const category = `gapmany${randomUUID().slice(0, 8)}`;
+        const filter = { streamPrefixes: [`${category}-`] };
+        const seen: string[] = [];
+        let position: string | undefined;
+        let writing = true;
+        const reader = (async () => {
+          while (writing || seen.length < 200) {
+            const batch = await store.readAll({ filter, fromPosition: position, maxCount: 17 });
+            for (const e of batch) seen.push(e.id);
+            position = batch.at(-1)?.position ?? position;
+            if (batch.length === 0) await new Promise((r) => setTimeout(r, 2));
+            if (!writing && batch.length === 0 && seen.length >= 200) break;
+          }
+        })();
+        const written: string[] = [];
+        await Promise.all(
+          Array.from({ length: 20 }, async () => {
+            for (let i = 0; i < 10; i++) {
+              const e = ev('w');
+              written.push(e.id);
+              await store.append(uniqueStream(category), [e], 'no_stream');
+            }
+          }),
+        );
+        writing = false;
+        await Promise.race([reader, new Promise((_, reject) => setTimeout(() => reject(new Error(`reader saw ${seen.length} of 200`)), 10_000))]);
+        expect([...seen].sort()).to.deep.equal([...written].sort());
+      });
+    });
   });
 }

@@ -10,7 +10,7 @@ import {
   multiStreamAppendUnsupported,
   parsePosition,
 } from '../../src/eventstore/kurrentdb';
-import { comparePositions, type EventMetadata } from '../../src/eventstore/port';
+import { comparePositions, type EventMetadata, normalizeExpected } from '../../src/eventstore/port';
 import { eventStoreConformance } from './conformance';
 
 const KURRENTDB_IMAGE = 'docker.kurrent.io/kurrent-latest/kurrentdb:25.1';
@@ -74,6 +74,13 @@ if (typeof server === 'string') {
 }
 
 describe('KurrentDB adapter encodings (no server needed)', () => {
+  it('reads an expected revision of -1 as no_stream whether a number or a bigint (the client speaks bigint)', () => {
+    expect(normalizeExpected(-1n)).to.equal('no_stream');
+    expect(normalizeExpected(-1)).to.equal('no_stream');
+    expect(normalizeExpected(5n)).to.equal(5);
+    expect(() => normalizeExpected(-2n)).to.throw('Invalid expected revision -2');
+  });
+
   it('orders positions by commit then prepare position, as the log does', () => {
     const positions = [
       { commit: 9n, prepare: 9n },
