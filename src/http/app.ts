@@ -84,16 +84,21 @@ export function createApp(tally: Tally): express.Express {
  * (app.request, app.response) from the start. Express sets those prototypes on every request it
  * handles; on objects born with them that is a no-op, while swapping the prototype of a live
  * request and response makes V8 keep them, and what they hold, much longer (they outlive young
- * collections and fill the old space): the README's performance section has the figures.
+ * collections and fill the old space): the README's performance section has the figures. The
+ * classes' prototypes take the place of app.request and app.response (the same chain: express's
+ * methods, then node's), so that node sizes the objects as it sizes its own.
  */
 export function expressServerOptions(app: express.Express): ServerOptions {
-  const request = function ExpressRequest(this: IncomingMessage, socket: unknown) {
-    (IncomingMessage as unknown as (this: IncomingMessage, socket: unknown) => void).call(this, socket);
-  };
-  request.prototype = app.request;
-  const response = function ExpressResponse(this: ServerResponse, req: unknown, options: unknown) {
-    (ServerResponse as unknown as (this: ServerResponse, req: unknown, options: unknown) => void).call(this, req, options);
-  };
-  response.prototype = app.response;
-  return { IncomingMessage: request as unknown as typeof IncomingMessage, ServerResponse: response as unknown as typeof ServerResponse };
+  class ExpressRequest extends IncomingMessage {}
+  class ExpressResponse extends ServerResponse {}
+  for (const [born, name] of [
+    [ExpressRequest.prototype, 'request'],
+    [ExpressResponse.prototype, 'response'],
+  ] as const) {
+    const current = app[name] as object;
+    Object.setPrototypeOf(born, Object.getPrototypeOf(current));
+    Object.defineProperties(born, Object.getOwnPropertyDescriptors(current));
+    (app as unknown as Record<string, object>)[name] = born;
+  }
+  return { IncomingMessage: ExpressRequest, ServerResponse: ExpressResponse as typeof ServerResponse };
 }
