@@ -1,97 +1,63 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import { WebhookSignatureError } from '../../providers/identity/port';
 import { HttpError, MESSAGES } from '../errors';
-import { type HttpRequest, route } from '../route';
+import { type HttpRequest, type RequestContext, route } from '../route';
 
 const Received = Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'WebhookReceived' });
 
-const rawBody = (req: HttpRequest) => req.rawBody ?? Buffer.alloc(0);
+/** What every provider adapter does with a callback: verify its signature over the raw bytes, and read it. */
+interface CallbackReader<Callback> {
+  parseWebhook(raw: Buffer, headers: IncomingHttpHeaders): Callback;
+}
 
-/** An adapter's reading of a callback: a bad signature is 401, anything else it cannot read 400. */
-function parseSigned<T>(parse: () => T): T {
+/**
+ * A provider's callback as its adapter reads it: 404 for a provider we do not have, 401 for a
+ * missing or bad signature, 400 for anything else the adapter cannot read.
+ */
+function readCallback<Callback>(adapter: CallbackReader<Callback> | undefined, req: HttpRequest): Callback {
+  if (!adapter) throw new HttpError(404, MESSAGES.notFound);
   try {
-    return parse();
+    return adapter.parseWebhook(req.rawBody ?? Buffer.alloc(0), req.headers);
   } catch (error) {
     if (error instanceof WebhookSignatureError) throw new HttpError(401, 'Invalid webhook signature');
     throw new HttpError(400, 'Invalid webhook payload');
   }
 }
 
+/** A signed provider callback route: read by the provider's adapter, then applied (deduplicated there). */
+function signedCallback(path: string, summary: string, apply: (ctx: RequestContext) => Promise<unknown>) {
+  return route({
+    method: 'post',
+    path,
+    auth: 'signed',
+    tag: 'Provider callbacks',
+    summary,
+    body: Type.Object({}),
+    responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
+    async handler(ctx) {
+      await apply(ctx);
+      return { status: 200, body: { success: true, received: true } };
+    },
+  });
+}
+
 const identityWebhook = (provider: string) =>
-  route({
-    method: 'post',
-    path: `/webhooks/identity/${provider}`,
-    auth: 'signed',
-    tag: 'Provider callbacks',
-    summary: `Signed callbacks of the ${provider} identity provider (deduplicated by its event id).`,
-    body: Type.Object({}),
-    responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
-    async handler({ tally, req }) {
-      const adapter = tally.providers.identity.get(provider);
-      if (!adapter) throw new HttpError(404, MESSAGES.notFound);
-      await tally.kyc.applyWebhook(
-        provider,
-        parseSigned(() => adapter.parseWebhook(rawBody(req), req.headers)),
-      );
-      return { status: 200, body: { success: true, received: true } };
-    },
-  });
-
-/** Payment and payout callbacks: same verification, then the ledger applies them (deduplicated by state). */
-const ledgerWebhook = (kind: 'payments' | 'payouts', provider: string) =>
-  route({
-    method: 'post',
-    path: `/webhooks/${kind}/${provider}`,
-    auth: 'signed',
-    tag: 'Provider callbacks',
-    summary: `Signed callbacks of the ${provider} ${kind === 'payments' ? 'payment' : 'payout'} provider.`,
-    body: Type.Object({}),
-    responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
-    async handler({ tally, req }) {
-      if (kind === 'payments') {
-        const adapter = tally.providers.payments.get(provider);
-        if (!adapter) throw new HttpError(404, MESSAGES.notFound);
-        await tally.ledger.deposits.applyPaymentWebhook(
-          provider,
-          parseSigned(() => adapter.parseWebhook(rawBody(req), req.headers)),
-        );
-      } else {
-        const adapter = tally.providers.payouts.get(provider);
-        if (!adapter) throw new HttpError(404, MESSAGES.notFound);
-        await tally.ledger.payouts.applyPayoutWebhook(
-          provider,
-          parseSigned(() => adapter.parseWebhook(rawBody(req), req.headers)),
-        );
-      }
-      return { status: 200, body: { success: true, received: true } };
-    },
-  });
-
-/** Card issuer callbacks: an application's decision (or a new status word of the issuer's). */
-const cardIssuerWebhook = (provider: string) =>
-  route({
-    method: 'post',
-    path: `/webhooks/cards/${provider}`,
-    auth: 'signed',
-    tag: 'Provider callbacks',
-    summary: `Signed callbacks of the ${provider} card issuer (deduplicated by its event id).`,
-    body: Type.Object({}),
-    responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
-    async handler({ tally, req }) {
-      const adapter = tally.providers.cards.get(provider);
-      if (!adapter) throw new HttpError(404, MESSAGES.notFound);
-      await tally.cards.applications.applyIssuerWebhook(
-        provider,
-        parseSigned(() => adapter.parseWebhook(rawBody(req), req.headers)),
-      );
-      return { status: 200, body: { success: true, received: true } };
-    },
-  });
+  signedCallback(`/webhooks/identity/${provider}`, `Signed callbacks of the ${provider} identity provider (deduplicated by its event id).`, ({ tally, req }) =>
+    tally.kyc.applyWebhook(provider, readCallback(tally.providers.identity.get(provider), req)),
+  );
 
 export const webhookRoutes = [
   identityWebhook('sandbox'),
   identityWebhook('persona'),
-  ledgerWebhook('payments', 'mock'),
-  ledgerWebhook('payouts', 'mock'),
-  cardIssuerWebhook('sandbox'),
+  signedCallback('/webhooks/payments/mock', 'Signed callbacks of the mock payment provider.', ({ tally, req }) =>
+    tally.ledger.deposits.applyPaymentWebhook('mock', readCallback(tally.providers.payments.get('mock'), req)),
+  ),
+  signedCallback('/webhooks/payouts/mock', 'Signed callbacks of the mock payout provider.', ({ tally, req }) =>
+    tally.ledger.payouts.applyPayoutWebhook('mock', readCallback(tally.providers.payouts.get('mock'), req)),
+  ),
+  // The card issuer's callbacks: an application's decision (or a new status word of the issuer's).
+  signedCallback('/webhooks/cards/sandbox', 'Signed callbacks of the sandbox card issuer (deduplicated by its event id).', ({ tally, req }) =>
+    tally.cards.applications.applyIssuerWebhook('sandbox', readCallback(tally.providers.cards.get('sandbox'), req)),
+  ),
 ];
