@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { RouteSpec } from './route';
 import { ErrorBody } from './schemas';
 
@@ -137,8 +140,41 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** A self-contained reference page (no scripts from elsewhere: these machines have no internet). */
+/** Where the reference renderer's script is served, from the @scalar/api-reference package itself. */
+export const REFERENCE_SCRIPT_PATH = '/docs/reference.js';
+
+/** The renderer's browser bundle, read once from the installed package (nothing from a CDN at run time). */
+export function referenceScript(): Buffer {
+  const entry = createRequire(__filename).resolve('@scalar/api-reference');
+  return readFileSync(join(dirname(entry), 'browser', 'standalone.js'));
+}
+
+/**
+ * The API reference page: Scalar renders the OpenAPI document (navigation, search, schemas,
+ * examples) with its own script served from here, and everything that would call elsewhere off. Without scripts, the list of operations is still there.
+ */
 export function renderDocs(doc: ReturnType<typeof buildOpenApi>): string {
+  // Off: what would call Scalar's services (fonts, telemetry, the AI agent, MCP, the request proxy) and
+  // the toolbar of their hosted products; the API client stays (it sends requests from the browser).
+  const configuration = {
+    withDefaultFonts: false,
+    telemetry: false,
+    agent: { disabled: true },
+    mcp: { disabled: true },
+    showToolbar: 'never',
+    showDeveloperTools: 'never',
+    documentDownloadType: 'json',
+    theme: 'default',
+  };
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(doc.info.title)}</title></head>
+<body><noscript>${operationList(doc)}</noscript>
+<script id="api-reference" data-url="/api/v1/openapi.json" data-configuration="${escapeHtml(JSON.stringify(configuration))}"></script>
+<script src="${REFERENCE_SCRIPT_PATH}"></script></body></html>`;
+}
+
+/** Every operation as a plain list: the page for readers without scripts. */
+function operationList(doc: ReturnType<typeof buildOpenApi>): string {
   const sections = Object.entries(doc.paths)
     .flatMap(([path, ops]) =>
       Object.entries(ops).map(([method, op]) => {
@@ -162,10 +198,6 @@ export function renderDocs(doc: ReturnType<typeof buildOpenApi>): string {
       }),
     )
     .join('\n');
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(doc.info.title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1a1a1a}section{border-bottom:1px solid #ddd;padding:.5rem 0}
-.m{display:inline-block;min-width:4.5rem;font-size:.8rem;padding:.1rem .4rem;border-radius:4px;color:#fff;background:#555}.get{background:#2b6cb0}.post{background:#2f855a}
-.put,.patch{background:#b7791f}.delete{background:#c53030}.deprecated{opacity:.6}pre{background:#f6f6f6;padding:.5rem;overflow:auto}</style></head>
-<body><h1>${escapeHtml(doc.info.title)} <small>${escapeHtml(doc.info.version)}</small></h1><p>${escapeHtml(doc.info.description)} Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>.</p>
-${sections}</body></html>`;
+  return `<h1>${escapeHtml(doc.info.title)} <small>${escapeHtml(doc.info.version)}</small></h1><p>${escapeHtml(doc.info.description)} Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>.</p>
+${sections}`;
 }

@@ -101,6 +101,7 @@ export const MessageBody = Type.Object({ success: Type.Boolean(), message: Type.
 
 /** An HTML page (the hosted sandbox pages, /docs): the builder documents it as text/html. */
 export const HtmlPage = Type.String({ contentMediaType: 'text/html', description: 'An HTML page' });
+export const JavaScriptText = Type.String({ contentMediaType: 'text/javascript', description: 'A script' });
 
 /** Prometheus' text exposition format: documented as text/plain. */
 export const PrometheusText = Type.String({ contentMediaType: 'text/plain', description: 'Prometheus text exposition format 0.0.4' });

@@ -153,6 +153,7 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     check(await http.get('/readyz'));
     check(await http.get('/metrics').set(admin));
     check(await http.get('/docs'));
+    check(await http.get('/docs/reference.js'));
 
     // Operator: partners and keys.
     const created = check(await http.post('/admin/v1/partners').set(admin).send({ name: 'Docs' }));

@@ -2,7 +2,11 @@ import { Type } from '@sinclair/typebox';
 import { HttpError } from '../errors';
 import { carriesOperatorToken } from '../operator-token';
 import { route } from '../route';
-import { ErrorBody, HtmlPage, PrometheusText } from '../schemas';
+import { REFERENCE_SCRIPT_PATH, referenceScript } from '../openapi';
+import { ErrorBody, HtmlPage, JavaScriptText, PrometheusText } from '../schemas';
+
+/** The renderer's script, read from its package on first use. */
+let referenceScriptText: string | undefined;
 
 const ProjectionLag = Type.Object(
   { name: Type.String(), lag: Type.Integer(), stoppedSince: Type.Optional(Type.String({ format: 'date-time' })) },
@@ -97,6 +101,19 @@ export const operationsRoutes = [
     responses: { 200: { description: 'HTML', schema: HtmlPage } },
     async handler({ locals }) {
       return { status: 200, body: locals.docs as string, contentType: 'text/html; charset=utf-8' };
+    },
+  }),
+  route({
+    method: 'get',
+    path: REFERENCE_SCRIPT_PATH,
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'The script that renders /docs (Scalar, from the installed package).',
+    responses: { 200: { description: 'JavaScript', schema: JavaScriptText } },
+    async handler() {
+      referenceScriptText ??= referenceScript().toString('utf8');
+      // The same bytes until the next release: browsers may keep them a day.
+      return { status: 200, body: referenceScriptText, contentType: 'text/javascript; charset=utf-8', headers: { 'Cache-Control': 'public, max-age=86400' } };
     },
   }),
 ];

@@ -1,0 +1,44 @@
+import { join } from 'node:path';
+import { statSync } from 'node:fs';
+import { expect } from 'chai';
+import { startTestApp } from '../support/app';
+import { launchChromium } from '../support/browser';
+import { tempDir } from '../support/temp';
+
+describe('the API reference in a browser (/docs)', function () {
+  this.timeout(90_000);
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  let chromium: Awaited<ReturnType<typeof launchChromium>>;
+  before(async () => {
+    app = await startTestApp();
+    chromium = await launchChromium();
+  });
+  after(async () => {
+    await chromium?.close();
+    await app?.close();
+  });
+
+  it('renders navigation and request examples from the OpenAPI document, with nothing fetched from elsewhere', async () => {
+    const page = await chromium.browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const elsewhere: string[] = [];
+    page.on('request', (request) => {
+      const url = request.url();
+      if (!url.startsWith(app.url) && !url.startsWith('data:') && !url.startsWith('blob:')) elsewhere.push(url);
+    });
+    const response = await page.goto(`${app.url}/docs`);
+    expect(response?.status()).to.equal(200);
+    // Navigation: the sidebar lists the areas (tags); opening one lists its operations by summary.
+    const navigation = page.getByText('Transactions', { exact: true }).first();
+    await navigation.waitFor({ timeout: 30_000 });
+    await navigation.click();
+    await page.getByText('Move funds to another account', { exact: false }).first().waitFor({ timeout: 30_000 });
+    // An example: the request sample of an operation (curl by default), built from its schemas.
+    await page.waitForFunction(() => /curl[\s\S]*--request POST/.test(document.body.innerText), undefined, { timeout: 30_000 });
+    const screenshot = join(tempDir('tally-docs-'), 'docs.png');
+    await page.screenshot({ path: screenshot, fullPage: false });
+    expect(statSync(screenshot).size).to.be.greaterThan(10_000);
+    expect(await navigation.isVisible()).to.equal(true);
+    expect(elsewhere, 'requests outside the service').to.deep.equal([]);
+    await page.close();
+  });
+});
