@@ -102,15 +102,11 @@ export interface SubscribeOptions extends ReadAllOptions {
  * - at a revision (a number or no_stream), however far the stream has moved on since;
  * - at 'any' or 'stream_exists', while at most 64 events (KurrentDB's RETRY_LOOKBACK) have followed
  *   it in its stream; Postgres recognizes it at any distance.
- * Some ids of an append stored and some not is EventIdConflictError. An append whose ids are all
- * stored is taken as a retry: Postgres answers the stored result whatever the content sent with
- * them; KurrentDB also compares the content, and answers EventIdConflictError where it differs
- * (an append that lost a race to one with the same ids and other content, say). Whatever a store
- * answers, one content is stored. So an id must stand for one content: Tally's are derived from the
- * command id, its stream and the event's place in it, and a command sent again with other input is
- * refused by its decision (the request hash under its key) before any append. Ids are unique within
- * a stream; Postgres also refuses an id stored in another stream, KurrentDB does not look there
- * (Tally's ids are derived per stream, so none repeats across streams).
+ * Some ids of an append stored and some not, or its ids stored with other content (an append that
+ * lost a race to one with the same ids and other content, say), is EventIdConflictError: one
+ * content is stored, and only an append of that content is told it was appended. Ids are unique
+ * within a stream; Postgres also refuses an id stored in another stream, KurrentDB does not look
+ * there (Tally's ids are derived per stream, so none repeats across streams).
  */
 export interface EventStore {
   readonly kind: 'postgres' | 'pglite' | 'kurrentdb';
@@ -157,7 +153,7 @@ export class WrongExpectedRevisionError extends Error {
   }
 }
 
-/** Some of an append's event ids are stored and some not, or (KurrentDB) its ids are stored with other content. */
+/** Some of an append's event ids are stored and some not, or its ids are stored with other content. */
 export class EventIdConflictError extends Error {
   constructor(readonly eventId: string) {
     super(`Event id ${eventId} is already stored with other content`);

@@ -206,6 +206,21 @@ BEGIN
             n_out := n_out + 1;
             o_req[n_out] := app_req[a_first]; o_stream[n_out] := NULL; o_rev[n_out] := NULL; o_pos[n_out] := NULL;
             o_err[n_out] := 'EVENT_ID_CONFLICT'; o_detail[n_out] := 'some but not all event ids are stored';
+          -- A retry carries the same content: a stored event's hash chains its predecessor's hash with
+          -- this request's digest of it, and an event planned earlier in this batch has the same digest.
+          ELSIF EXISTS (
+                  SELECT 1 FROM unnest(ev_id[e_first:e_last], ev_digest[e_first:e_last]) r(id, digest)
+                    JOIN es_events x ON x.event_id = r.id
+                    LEFT JOIN es_events p ON p.stream_id = x.stream_id AND p.stream_revision = x.stream_revision - 1
+                   WHERE x.hash <> encode(sha256(convert_to(coalesce(p.hash, genesis) || r.digest, 'UTF8')), 'hex'))
+             OR EXISTS (
+                  SELECT 1 FROM unnest(ev_id[e_first:e_last], ev_digest[e_first:e_last]) r(id, digest)
+                    JOIN unnest(ev_id[1:e_first - 1], ev_digest[1:e_first - 1], w_stream[1:e_first - 1]) b(id, digest, s)
+                      ON b.id = r.id AND b.s IS NOT NULL
+                   WHERE b.digest <> r.digest) THEN
+            n_out := n_out + 1;
+            o_req[n_out] := app_req[a_first]; o_stream[n_out] := NULL; o_rev[n_out] := NULL; o_pos[n_out] := NULL;
+            o_err[n_out] := 'EVENT_ID_CONFLICT'; o_detail[n_out] := 'event ids are stored with other content';
           ELSE
             -- A retry: answer what was stored, per stream its last revision and that event's position.
             FOR known IN

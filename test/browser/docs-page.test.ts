@@ -33,7 +33,7 @@ describe('the API reference in a browser (/docs)', function () {
     await navigation.click();
     await page.getByText('Move funds to another account', { exact: false }).first().waitFor({ timeout: 30_000 });
     // An example: the request sample of an operation (curl by default), built from its schemas.
-    await page.waitForFunction(() => /curl[\s\S]*--request POST/.test(document.body.innerText), undefined, { timeout: 30_000 });
+    await page.waitForFunction('/curl[\\s\\S]*--request POST/.test(document.body.innerText)', undefined, { timeout: 30_000 });
     const screenshot = join(tempDir('tally-docs-'), 'docs.png');
     await page.screenshot({ path: screenshot, fullPage: false });
     expect(statSync(screenshot).size).to.be.greaterThan(10_000);

@@ -208,23 +208,28 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
         expect(await store.readStream(stream)).to.have.length(70 + 1 + 64);
       });
 
-      it('stores one content when appends race with the same ids and other content, and tells no loser another answer', async () => {
+      it('refuses an append whose ids are stored with other content, at its revision or at any', async () => {
+        const stream = uniqueStream();
+        const first = ev('A', { n: 1 });
+        await store.append(stream, [first], 'no_stream');
+        const other = { ...first, data: { n: 2 } };
+        expect(await rejection(store.append(stream, [other], 'no_stream'))).to.be.instanceOf(EventIdConflictError);
+        expect(await rejection(store.append(stream, [other], 'any'))).to.be.instanceOf(EventIdConflictError);
+        expect(await rejection(store.append(stream, [{ ...first, type: 'B' }], 'any'))).to.be.instanceOf(EventIdConflictError);
+        expect((await store.readStream(stream)).map((e) => e.data)).to.deep.equal([{ n: 1 }]);
+      });
+
+      it('tells the losers of a race between the same ids with other content that they were not appended', async () => {
         const stream = uniqueStream();
         await store.append(stream, [ev('Start')], 'no_stream');
         const ids = [randomUUID(), randomUUID()];
         const variant = (n: number): NewEvent[] => ids.map((id) => ({ ...ev('Raced', { n }), id }));
         const outcomes = await Promise.allSettled([1, 2, 3].map((n) => store.append(stream, variant(n), 'any')));
+        const won = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [i + 1] : []));
+        expect(won, 'exactly one content is appended').to.have.length(1);
+        for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).to.be.instanceOf(EventIdConflictError);
         const stored = await store.readStream(stream);
-        expect(stored).to.have.length(3);
-        const kept = stored[1]?.data.n;
-        expect(stored[2]?.data.n).to.equal(kept);
-        const answer = { nextRevision: 2, position: stored[2]?.position };
-        // The port's promise (port.ts): the same ids are the same append; KurrentDB also compares content.
-        for (const o of outcomes) {
-          if (o.status === 'fulfilled') expect(o.value).to.deep.equal(answer);
-          else expect(o.reason).to.be.instanceOf(EventIdConflictError);
-        }
-        expect(outcomes.some((o, i) => o.status === 'fulfilled' && i + 1 === kept)).to.equal(true);
+        expect(stored.map((e) => e.data)).to.deep.equal([{}, { n: won[0] as number }, { n: won[0] as number }]);
       });
 
       it('answers concurrent retries amid other appends with the first result', async () => {
