@@ -16,6 +16,7 @@ import { kycRoutes } from './routes/kyc';
 import { ledgerRoutes } from './routes/ledger';
 import { loginRoutes } from './routes/login';
 import { partnerUserRoutes } from './routes/partner-users';
+import { partnerWebhookRoutes } from './routes/partner-webhooks';
 import { profileRoutes } from './routes/profile';
 import { sandboxIdentityRoutes } from './routes/sandbox';
 import { sandboxLedgerRoutes } from './routes/sandbox-ledger';
@@ -54,6 +55,7 @@ export function allRoutes(): RouteSpec[] {
     ...sandboxIdentityRoutes,
     ...sandboxLedgerRoutes,
     ...webhookRoutes,
+    ...partnerWebhookRoutes,
     ...adminRoutes,
     ...operationsRoutes,
   ];

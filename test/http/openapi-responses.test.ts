@@ -343,6 +343,17 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     check(await http.post(`/admin/v1/users/${payee.id}/reinstate`).set(admin).send({}));
     check(await http.post(`/admin/v1/users/${payee.id}/ban`).set(admin).send({}));
 
+    // Partner notifications: endpoint configuration and secret rotation.
+    check(await http.get('/api/v1/partner/webhooks').set(p));
+    check(
+      await http
+        .put('/api/v1/partner/webhooks')
+        .set(p)
+        .send({ url: 'http://127.0.0.1:9/hooks', events: ['deposit.completed'] }),
+    );
+    check(await http.get('/api/v1/partner/webhooks').set(p));
+    check(await http.post('/api/v1/partner/webhooks/secret/rotate').set(p).send());
+
     check(await http.post('/api/v1/partner/auth/logout').set(p).send({ refreshToken: refreshed.body.refreshToken }));
 
     expect(failures, 'answers that do not match their documented schema').to.deep.equal([]);
