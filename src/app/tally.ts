@@ -88,7 +88,7 @@ export class Tally {
     this.ledger = new LedgerService(this);
     this.cards = new CardsService(this);
     this.sessionGate = new SessionGate(sql, this.engine, store, this.stateCache);
-    this.notifications = new Notifications(this);
+    this.notifications = new Notifications(this, log, this.engine.nodeId);
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */

@@ -1,17 +1,38 @@
+import type { Logger } from 'pino';
 import type { Tally } from '../app/tally';
+import { Dispatcher } from './dispatcher';
 import { WebhookEndpoints } from './endpoints';
+import { Outbox } from './outbox';
+import { NOTIFICATIONS_SCHEMA } from './schema';
 
 /** Partner notifications: endpoint configuration, the outbox fed by the log, and delivery. */
 export class Notifications {
   readonly endpoints: WebhookEndpoints;
+  readonly outbox: Outbox;
+  readonly dispatcher: Dispatcher;
 
-  constructor(tally: Tally) {
+  constructor(
+    private readonly tally: Tally,
+    log: Logger,
+    nodeId: string,
+  ) {
     this.endpoints = new WebhookEndpoints(tally);
+    this.outbox = new Outbox(tally, log.child({ component: 'webhooks-outbox' }), nodeId);
+    this.dispatcher = new Dispatcher(tally, log.child({ component: 'webhooks-dispatch' }), nodeId);
+    this.outbox.onDeliveries = () => this.dispatcher.wake();
   }
 
-  async prepare(): Promise<void> {}
+  async prepare(): Promise<void> {
+    await this.tally.sql.exec(NOTIFICATIONS_SCHEMA);
+  }
 
-  start(): void {}
+  start(): void {
+    this.outbox.start();
+    this.dispatcher.start();
+  }
 
-  async stop(): Promise<void> {}
+  async stop(): Promise<void> {
+    await this.outbox.stop();
+    await this.dispatcher.stop();
+  }
 }
