@@ -2,6 +2,7 @@ import { IncomingMessage, type ServerOptions, ServerResponse } from 'node:http';
 import express from 'express';
 import proxyAddr from 'proxy-addr';
 import type { Tally } from '../app/tally';
+import { registerNotificationMetrics } from '../notifications/metrics';
 import { httpMetrics, registerDomainMetrics } from './metrics';
 import { buildOpenApi, renderDocs } from './openapi';
 import { RequestPath } from './request-path';
@@ -74,6 +75,7 @@ export function createApp(tally: Tally): express.Express {
   const routes = allRoutes();
   const metrics = httpMetrics();
   registerDomainMetrics(metrics.registry, tally);
+  registerNotificationMetrics(metrics.registry, tally);
   const openapi = buildOpenApi(routes, tally.config.publicBaseUrl);
   Object.assign(app.locals, { openapi, docs: renderDocs(openapi), metrics });
   const path = new RequestPath(tally, app.locals, metrics, clientIpResolver(tally.config.trustProxy));

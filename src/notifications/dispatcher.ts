@@ -36,6 +36,10 @@ export const DEFAULT_DISPATCH: DispatchOptions = {
   random: Math.random,
 };
 
+/** How an attempt ended: answered 2xx, answered otherwise, or no answer (timeout, network, refused target). */
+export const ATTEMPT_OUTCOMES = ['succeeded', 'http_error', 'no_answer'] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
 interface DueDelivery {
   id: string;
   partner_id: string;
@@ -66,6 +70,8 @@ export class Dispatcher {
   private wakeUp: (() => void) | undefined;
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly perPartner = new Map<string, number>();
+  /** Attempts this node made, by outcome (metrics). */
+  readonly attempts: Record<AttemptOutcome, number> = { succeeded: 0, http_error: 0, no_answer: 0 };
 
   constructor(
     private readonly tally: Tally,
@@ -172,6 +178,7 @@ export class Dispatcher {
       result = await postNotification(target.url, row.body, headers, { timeoutMs: this.options.timeoutMs, publicOnly: !this.tally.config.sandbox });
     }
     await this.record(row, atMs, result);
+    this.attempts[result.ok ? 'succeeded' : result.httpStatus !== null ? 'http_error' : 'no_answer']++;
   }
 
   /** The attempt and what follows it, in one transaction: succeeded, failed for good after 24 h, or the next try. */

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Tally } from '../app/tally';
+import { DeliveryLog, type DeliveryView } from './deliveries';
 import { Dispatcher } from './dispatcher';
 import { WebhookEndpoints } from './endpoints';
 import { Outbox } from './outbox';
@@ -10,6 +11,7 @@ export class Notifications {
   readonly endpoints: WebhookEndpoints;
   readonly outbox: Outbox;
   readonly dispatcher: Dispatcher;
+  readonly deliveries: DeliveryLog;
 
   constructor(
     private readonly tally: Tally,
@@ -19,7 +21,15 @@ export class Notifications {
     this.endpoints = new WebhookEndpoints(tally);
     this.outbox = new Outbox(tally, log.child({ component: 'webhooks-outbox' }), nodeId);
     this.dispatcher = new Dispatcher(tally, log.child({ component: 'webhooks-dispatch' }), nodeId);
+    this.deliveries = new DeliveryLog(tally.sql);
     this.outbox.onDeliveries = () => this.dispatcher.wake();
+  }
+
+  /** POST .../deliveries/:id/redeliver: the same delivery, sent again now. */
+  async redeliver(partnerId: string, deliveryId: string): Promise<DeliveryView> {
+    const view = await this.deliveries.redeliver(partnerId, deliveryId);
+    this.dispatcher.wake();
+    return view;
   }
 
   async prepare(): Promise<void> {

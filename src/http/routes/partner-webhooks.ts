@@ -1,8 +1,9 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ENDPOINT_NOT_CONFIGURED, MAX_URL_LENGTH, NOTIFICATION_TYPES } from '../../domain/webhooks/endpoint';
+import { DELIVERY_NOT_FOUND, DELIVERY_STATUSES } from '../../notifications/deliveries';
 import { HttpError } from '../errors';
 import { route } from '../route';
-import { IsoDateTime, Success } from '../schemas';
+import { IsoDateTime, StringEnum, Success, UUID_RE } from '../schemas';
 
 const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, 'x-error': 'events must be an array of event types' });
 
@@ -27,6 +28,40 @@ const EndpointWithSecret = Type.Object(
 const SIGNING =
   'Each delivery is a POST of `{id, type, createdAt, sequence, data}` signed twice: `X-Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" keyed with the secret as shown>`, ' +
   'and Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<t>.<body>" keyed with the base64-decoded part after whsec_>`).';
+
+const Attempt = Type.Object(
+  {
+    at: IsoDateTime,
+    httpStatus: Type.Union([Type.Integer(), Type.Null()]),
+    error: Type.Union([Type.String(), Type.Null()]),
+    durationMs: Type.Integer(),
+  },
+  { $id: 'WebhookAttempt' },
+);
+
+const Delivery = Type.Object(
+  {
+    id: Type.String({ description: 'The notification id: the body `id` and `webhook-id` of every attempt' }),
+    type: Type.String(),
+    eventId: Type.String(),
+    sequence: Type.Integer(),
+    createdAt: IsoDateTime,
+    status: StringEnum(DELIVERY_STATUSES),
+    nextAttemptAt: Type.Union([IsoDateTime, Type.Null()]),
+    attempts: Type.Array(Attempt),
+  },
+  { $id: 'WebhookDelivery' },
+);
+
+const DeliveriesQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  cursor: Type.Optional(Type.String({ maxLength: 100 })),
+  status: Type.Optional(StringEnum(DELIVERY_STATUSES)),
+  type: Type.Optional(StringEnum(NOTIFICATION_TYPES)),
+  eventId: Type.Optional(Type.String({ maxLength: 100 })),
+});
+
+const DeliveryParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 export const partnerWebhookRoutes = [
   route<Static<typeof ConfigureBody>>({
@@ -81,6 +116,42 @@ export const partnerWebhookRoutes = [
     async handler({ tally, partnerId, command }) {
       const data = await tally.notifications.endpoints.rotate(partnerId, command());
       return { status: 200, body: { success: true, data } };
+    },
+  }),
+  route<unknown, Static<typeof DeliveriesQuery>>({
+    method: 'get',
+    path: '/api/v1/partner/webhooks/deliveries',
+    auth: 'partner',
+    tag: 'Webhooks',
+    summary: "The partner's notifications, newest first, each with every attempt (time, HTTP status or error, duration).",
+    description: 'Cursor pagination: pass `nextCursor` as `cursor` for the next page (null on the last).',
+    query: DeliveriesQuery,
+    responses: {
+      200: {
+        description: 'A page of deliveries',
+        schema: Success(Type.Object({ items: Type.Array(Delivery), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { $id: 'WebhookDeliveryPage' })),
+      },
+    },
+    async handler({ tally, query, partnerId }) {
+      const data = await tally.notifications.deliveries.list(partnerId, query);
+      return { status: 200, body: { success: true, data } };
+    },
+  }),
+  route<unknown, unknown, Static<typeof DeliveryParams>>({
+    method: 'post',
+    path: '/api/v1/partner/webhooks/deliveries/{id}/redeliver',
+    auth: 'partner',
+    tag: 'Webhooks',
+    summary: 'Send a notification again now, with the same id; if it fails, it is retried for 24 hours like a new one.',
+    params: DeliveryParams,
+    responses: {
+      202: { description: 'Queued to be sent now', schema: Success(Delivery) },
+      404: { description: DELIVERY_NOT_FOUND },
+    },
+    async handler({ tally, params, partnerId }) {
+      if (!UUID_RE.test(params.id)) throw new HttpError(404, DELIVERY_NOT_FOUND);
+      const data = await tally.notifications.redeliver(partnerId, params.id.toLowerCase());
+      return { status: 202, body: { success: true, data } };
     },
   }),
 ];
