@@ -17,7 +17,7 @@ import { kycRoutes } from './routes/kyc';
 import { ledgerRoutes } from './routes/ledger';
 import { loginRoutes } from './routes/login';
 import { partnerUserRoutes } from './routes/partner-users';
-import { partnerWebhookRoutes } from './routes/partner-webhooks';
+import { notificationWebhooks, partnerWebhookRoutes } from './routes/partner-webhooks';
 import { profileRoutes } from './routes/profile';
 import { sandboxIdentityRoutes } from './routes/sandbox';
 import { sandboxLedgerRoutes } from './routes/sandbox-ledger';
@@ -76,7 +76,7 @@ export function createApp(tally: Tally): express.Express {
   const metrics = httpMetrics();
   registerDomainMetrics(metrics.registry, tally);
   registerNotificationMetrics(metrics.registry, tally);
-  const openapi = buildOpenApi(routes, tally.config.publicBaseUrl);
+  const openapi = buildOpenApi(routes, tally.config.publicBaseUrl, notificationWebhooks);
   Object.assign(app.locals, { openapi, docs: renderDocs(openapi), metrics });
   const path = new RequestPath(tally, app.locals, metrics, clientIpResolver(tally.config.trustProxy));
   app.use(path.serve(new RouteTable(routes)));

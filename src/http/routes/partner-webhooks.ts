@@ -1,9 +1,12 @@
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { ENDPOINT_NOT_CONFIGURED, MAX_URL_LENGTH, NOTIFICATION_TYPES } from '../../domain/webhooks/endpoint';
 import { DELIVERY_NOT_FOUND, DELIVERY_STATUSES } from '../../notifications/deliveries';
 import { HttpError } from '../errors';
 import { route } from '../route';
-import { IsoDateTime, StringEnum, Success, UUID_RE } from '../schemas';
+import type { WebhookSpec } from '../openapi';
+import { IsoDateTime, StringEnum, Success, User, UUID_RE } from '../schemas';
+import { StatusView } from './kyc';
+import { Transaction } from './ledger';
 
 const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, 'x-error': 'events must be an array of event types' });
 
@@ -155,3 +158,25 @@ export const partnerWebhookRoutes = [
     },
   }),
 ];
+
+/** What each notification type carries as `data`: the read the API answers for the same thing. */
+const NOTIFICATION_DATA: Array<{ type: string; summary: string; data: TSchema }> = [
+  { type: 'user.status.updated', summary: "A user's status changed; `data.user` as GET partner/users/:userId shows it.", data: Type.Object({ user: User }) },
+  { type: 'kyc.status.updated', summary: "A user's KYC status changed; `data` as GET user/kyc/status shows it.", data: StatusView },
+  { type: 'deposit.completed', summary: 'A deposit was confirmed and credited; `data` as GET transactions/:id shows it.', data: Transaction },
+  { type: 'deposit.failed', summary: 'A deposit failed; `data` as GET transactions/:id shows it.', data: Transaction },
+  { type: 'transfer.completed', summary: 'A transfer between two users of the partner completed; `data` as GET transactions/:id shows it.', data: Transaction },
+  { type: 'payout.updated', summary: "A payout's status changed (PROCESSING, COMPLETED, FAILED); `data` as GET transactions/:id shows it.", data: Transaction },
+];
+
+export const notificationWebhooks: WebhookSpec[] = NOTIFICATION_DATA.map(({ type, summary, data }) => ({
+  name: type,
+  summary: `${summary} ${SIGNING}`,
+  body: Type.Object({
+    id: Type.String({ format: 'uuid', description: 'The same on every retry (and the `webhook-id` header): deduplicate on it' }),
+    type: Type.Literal(type),
+    createdAt: IsoDateTime,
+    sequence: Type.Integer({ description: 'Increases with the event log: order by it when order matters' }),
+    data,
+  }),
+}));
