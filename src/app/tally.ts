@@ -4,6 +4,7 @@ import { comparePositions, type EventStore } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
 import { ProjectionEngine } from '../projections/runner';
+import { Notifications } from '../notifications';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from './keys';
 import { CardsService } from './cards';
@@ -46,6 +47,8 @@ export class Tally {
   readonly ledger: LedgerService;
   readonly cards: CardsService;
   readonly sessionGate: SessionGate;
+  /** Partner webhooks: endpoints, the outbox fed by the log, delivery. */
+  readonly notifications: Notifications;
   /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
   readonly outage: Outage;
   /** Folded aggregate states: loads read what follows them; a command's first attempt trusts them (see Reads). */
@@ -85,6 +88,7 @@ export class Tally {
     this.ledger = new LedgerService(this);
     this.cards = new CardsService(this);
     this.sessionGate = new SessionGate(sql, this.engine, store, this.stateCache);
+    this.notifications = new Notifications(this, log, this.engine.nodeId);
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */
@@ -93,8 +97,10 @@ export class Tally {
     await this.sql.exec(SNAPSHOTS_SCHEMA);
     await this.providers.prepare();
     await this.engine.prepare();
+    await this.notifications.prepare();
     if (options.runProjections) {
       this.engine.start();
+      this.notifications.start();
       const every = this.config.payoutResubmitSeconds;
       if (every > 0) {
         this.sweeper = setInterval(() => {
@@ -137,6 +143,7 @@ export class Tally {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.outage.close();
+    await this.notifications.stop();
     await this.engine.stop();
     await this.store.close();
     await this.sql.close();

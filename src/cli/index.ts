@@ -6,6 +6,7 @@ import { CliError, type CliIo, EXIT } from './context';
 import { exportEvents, readEvents, tailEvents } from './events';
 import { createPartner, createPartnerKey, listPartners, revokePartnerKey } from './partners';
 import { listProjections, rebuildProjection } from './projections';
+import { listDeliveries } from './webhooks';
 
 /** The `tally` operator CLI: wiring only; each command lives in its group's file. */
 
@@ -125,6 +126,17 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
     .description('revoke a key pair at once')
     .action(async (partnerId: string, apiKey: string) => {
       await revokePartnerKey(config(), partnerId, apiKey, io);
+    });
+  program
+    .command('webhooks')
+    .description('partner notifications')
+    .command('deliveries')
+    .description("a partner's notifications, newest first, with their status and last attempt")
+    .requiredOption('--partner <id>', 'the partner id')
+    .option('--status <status>', 'pending, succeeded or failed')
+    .option('--limit <n>', 'how many (1-100, default 20)')
+    .action(async (opts: { partner: string; status?: string; limit?: string }) => {
+      await listDeliveries(config(), opts, io);
     });
   return program;
 }

@@ -2,6 +2,7 @@ import { IncomingMessage, type ServerOptions, ServerResponse } from 'node:http';
 import express from 'express';
 import proxyAddr from 'proxy-addr';
 import type { Tally } from '../app/tally';
+import { registerNotificationMetrics } from '../notifications/metrics';
 import { httpMetrics, registerDomainMetrics } from './metrics';
 import { buildOpenApi, renderDocs } from './openapi';
 import { RequestPath } from './request-path';
@@ -16,6 +17,7 @@ import { kycRoutes } from './routes/kyc';
 import { ledgerRoutes } from './routes/ledger';
 import { loginRoutes } from './routes/login';
 import { partnerUserRoutes } from './routes/partner-users';
+import { notificationWebhooks, partnerWebhookRoutes } from './routes/partner-webhooks';
 import { profileRoutes } from './routes/profile';
 import { sandboxIdentityRoutes } from './routes/sandbox';
 import { sandboxLedgerRoutes } from './routes/sandbox-ledger';
@@ -54,6 +56,7 @@ export function allRoutes(): RouteSpec[] {
     ...sandboxIdentityRoutes,
     ...sandboxLedgerRoutes,
     ...webhookRoutes,
+    ...partnerWebhookRoutes,
     ...adminRoutes,
     ...operationsRoutes,
   ];
@@ -72,7 +75,8 @@ export function createApp(tally: Tally): express.Express {
   const routes = allRoutes();
   const metrics = httpMetrics();
   registerDomainMetrics(metrics.registry, tally);
-  const openapi = buildOpenApi(routes, tally.config.publicBaseUrl);
+  registerNotificationMetrics(metrics.registry, tally);
+  const openapi = buildOpenApi(routes, tally.config.publicBaseUrl, notificationWebhooks);
   Object.assign(app.locals, { openapi, docs: renderDocs(openapi), metrics });
   const path = new RequestPath(tally, app.locals, metrics, clientIpResolver(tally.config.trustProxy));
   app.use(path.serve(new RouteTable(routes)));

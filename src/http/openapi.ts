@@ -90,7 +90,14 @@ function parameters(schema: RouteSpec['query'], where: 'query' | 'path' | 'heade
 }
 
 /** OpenAPI 3.1 of every route, from the same schemas that validate requests. */
-export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
+/** A notification the service sends to partners: documented in the `webhooks` section of OpenAPI 3.1. */
+export interface WebhookSpec {
+  name: string;
+  summary: string;
+  body: unknown;
+}
+
+export function buildOpenApi(routes: RouteSpec[], serverUrl: string, webhooks: WebhookSpec[] = []) {
   const paths: Record<string, Record<string, unknown>> = {};
   const components = new Components();
   const errorRef = components.use(ErrorBody);
@@ -120,8 +127,23 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string) {
     paths[r.path] ??= {};
     (paths[r.path] as Record<string, unknown>)[r.method] = operation;
   }
+  const webhookItems = Object.fromEntries(
+    webhooks.map((w) => [
+      w.name,
+      {
+        post: {
+          operationId: `webhook${w.name.replace(/(^|\.)(.)/g, (_, _dot: string, c: string) => c.toUpperCase())}`,
+          summary: w.summary,
+          tags: ['Webhooks'],
+          requestBody: { required: true, content: { 'application/json': { schema: components.use(w.body) } } },
+          responses: { '200': { description: 'Any 2xx answer within 10 s acknowledges the notification; anything else is retried' } },
+        },
+      },
+    ]),
+  );
   return {
     openapi: '3.1.0',
+    ...(webhooks.length > 0 ? { webhooks: webhookItems } : {}),
     info: { title: 'Tally partner API', version: '1.0.0', description: 'Partner financial and card service: users, identity, ledger, cards.' },
     servers: [{ url: serverUrl }],
     components: {

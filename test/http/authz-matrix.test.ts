@@ -331,6 +331,10 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
       if (route.method === 'get' && route.path === '/api/v1/partner/users') return { expected: [200] };
       // Decided (Login and tokens): always 200, whatever the email; no account enumeration.
       if (route.path === '/api/v1/partner/auth/send') return { expected: [200] };
+      // Partner notifications: a delivery list filtered by another partner's event id is the partner's own
+      // (none; checked empty below), and another partner's delivery does not exist for the caller.
+      if (route.method === 'get' && route.path === '/api/v1/partner/webhooks/deliveries') return { expected: [200] };
+      if (route.path === '/api/v1/partner/webhooks/deliveries/{id}/redeliver') return { expected: [404], message: 'Delivery not found' };
       if (route.path.startsWith('/api/v1/partner/auth/')) return { expected: [401] };
       if (route.method === 'get') return { expected: [404] };
       if (route.path.startsWith('/sandbox/')) return { expected: [404] };

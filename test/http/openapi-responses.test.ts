@@ -162,6 +162,13 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     check(await http.delete(`/admin/v1/partners/${partner.id}/keys/${key.body.apiKey}`).set(admin));
     check(await http.post('/admin/v1/partners').send({ name: 'No token' }));
     const p = partner.headers;
+    check(await http.get('/api/v1/partner/webhooks').set(p));
+    check(
+      await http
+        .put('/api/v1/partner/webhooks')
+        .set(p)
+        .send({ url: 'http://127.0.0.1:9/hooks', events: ['deposit.completed'] }),
+    );
 
     // Users.
     const email = uniqueEmail('docs');
@@ -343,6 +350,17 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     check(await http.post(`/admin/v1/users/${payee.id}/reinstate`).set(admin).send({}));
     check(await http.post(`/admin/v1/users/${payee.id}/reinstate`).set(admin).send({}));
     check(await http.post(`/admin/v1/users/${payee.id}/ban`).set(admin).send({}));
+
+    // Partner notifications: rotation, the delivery log (the flow's deposits made some) and a redelivery.
+    check(await http.get('/api/v1/partner/webhooks').set(p));
+    check(await http.post('/api/v1/partner/webhooks/secret/rotate').set(p).send());
+    let deliveries = check(await http.get('/api/v1/partner/webhooks/deliveries?limit=5').set(p));
+    for (let i = 0; i < 200 && deliveries.body.data.items.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      deliveries = check(await http.get('/api/v1/partner/webhooks/deliveries?limit=5').set(p));
+    }
+    check(await http.post(`/api/v1/partner/webhooks/deliveries/${deliveries.body.data.items[0].id}/redeliver`).set(p).send());
+    check(await http.post(`/api/v1/partner/webhooks/deliveries/${randomUUID()}/redeliver`).set(p).send());
 
     check(await http.post('/api/v1/partner/auth/logout').set(p).send({ refreshToken: refreshed.body.refreshToken }));
 

@@ -15,7 +15,7 @@ const StartKycBody = Type.Object({
 const UserIdQuery = Type.Object({ userId: UserIdField });
 const UserIdBody = Type.Object({ userId: UserIdField });
 
-const StatusView = Type.Object(
+export const StatusView = Type.Object(
   {
     userId: Type.String(),
     userStatus: Type.String(),

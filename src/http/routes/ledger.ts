@@ -30,7 +30,7 @@ const Account = Type.Object(
   { id: Type.Integer(), asset: Type.String(), type: Type.String(), credits: Type.String(), debits: Type.String() },
   { $id: 'Account' },
 );
-const Transaction = Type.Object(
+export const Transaction = Type.Object(
   {
     id: Type.Integer(),
     uuid: Uuid,

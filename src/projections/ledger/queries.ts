@@ -86,6 +86,15 @@ export class LedgerQueries {
     return rows.map((r) => toView(r, false));
   }
 
+  /** A transaction as GET transactions/:id shows it, with its kind and partner (partner notifications); null when unknown. */
+  async transaction(uuid: string): Promise<{ view: TransactionView; kind: string; partnerId: string } | null> {
+    const [row] = await this.sql.query<TxnRow & { kind: string; partner_id: string }>(
+      `SELECT ${TXN_COLUMNS}, kind, partner_id::text FROM rm_transactions WHERE uuid = $1`,
+      [uuid],
+    );
+    return row ? { view: toView(row, true), kind: row.kind, partnerId: row.partner_id } : null;
+  }
+
   /** A transaction the token user is party to (owns its debit or credit account). */
   async getTransaction(uuid: string, user: { userId: string; partnerId: string }): Promise<TransactionView> {
     const [row] = await this.sql.query<TxnRow & { partner_id: string }>(`SELECT ${TXN_COLUMNS}, partner_id::text FROM rm_transactions WHERE uuid = $1`, [uuid]);

@@ -1,0 +1,75 @@
+import type { Tally } from '../app/tally';
+import type { NotificationType } from '../domain/webhooks/endpoint';
+import type { RecordedEvent } from '../eventstore/port';
+
+/** The events the outbox turns into notifications (cards types join once cards have their events). */
+export const NOTIFYING_EVENTS = ['UserStatusChanged', 'KycStatusChanged', 'TransactionCreated', 'TransactionStatusChanged', 'PayoutAccepted'];
+
+/** The read models a notification's data is read from: the outbox waits for them to pass its events. */
+export const READ_MODELS = ['users', 'kyc', 'ledger'];
+
+/** One notification to one partner: what the outbox stores and delivery sends as `{id, type, createdAt, sequence, data}`. */
+export interface Notification {
+  partnerId: string;
+  type: NotificationType;
+  eventId: string;
+  data: unknown;
+}
+
+/**
+ * The notification an event makes, with its data read as the API answers it (a deposit.completed
+ * carries the transaction as GET transactions/:id shows it). The read model may already be past
+ * the event (it is read once the projections passed it): the status field is the event's own, so
+ * every notified transition says which one it was.
+ */
+export async function notificationFor(tally: Tally, event: RecordedEvent): Promise<Notification | null> {
+  const d = event.data as Record<string, unknown>;
+  switch (event.type) {
+    case 'UserStatusChanged':
+      return userStatus(tally, event, String(d.userId), String(d.to));
+    case 'KycStatusChanged':
+      return kycStatus(tally, event, String(d.userId), String(d.to));
+    case 'TransactionCreated':
+      return d.kind === 'TRANSFER' ? transaction(tally, event, String(d.uuid), 'transfer.completed', String(d.status)) : null;
+    case 'TransactionStatusChanged':
+    case 'PayoutAccepted': {
+      if (d.from === d.to) return null;
+      const to = String(d.to);
+      const found = await tally.ledger.reads.transaction(String(d.uuid));
+      if (!found) throw new Error(`transaction ${String(d.uuid)} of event ${event.id} is not in the ledger read model`);
+      if (found.kind === 'PAYOUT') return transaction(tally, event, String(d.uuid), 'payout.updated', to);
+      if (found.kind === 'DEPOSIT' && (to === 'COMPLETED' || to === 'FAILED'))
+        return transaction(tally, event, String(d.uuid), to === 'COMPLETED' ? 'deposit.completed' : 'deposit.failed', to);
+      return null;
+    }
+    default:
+      return null;
+  }
+}
+
+async function partnerOfUser(tally: Tally, userId: string, event: RecordedEvent): Promise<string> {
+  const [row] = await tally.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_users WHERE user_id = $1', [userId]);
+  if (!row) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
+  return row.partner_id;
+}
+
+async function userStatus(tally: Tally, event: RecordedEvent, userId: string, to: string): Promise<Notification> {
+  const partnerId = await partnerOfUser(tally, userId, event);
+  const user = await tally.users.get(partnerId, userId);
+  if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
+  return { partnerId, type: 'user.status.updated', eventId: event.id, data: { user: { ...user, status: to } } };
+}
+
+async function kycStatus(tally: Tally, event: RecordedEvent, userId: string, to: string): Promise<Notification> {
+  const partnerId = await partnerOfUser(tally, userId, event);
+  const user = await tally.users.get(partnerId, userId);
+  if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
+  const view = await tally.kyc.statusView(userId, user.status);
+  return { partnerId, type: 'kyc.status.updated', eventId: event.id, data: { ...view, kyc: { ...view.kyc, status: to } } };
+}
+
+async function transaction(tally: Tally, event: RecordedEvent, uuid: string, type: NotificationType, status: string): Promise<Notification> {
+  const found = await tally.ledger.reads.transaction(uuid);
+  if (!found) throw new Error(`transaction ${uuid} of event ${event.id} is not in the ledger read model`);
+  return { partnerId: found.partnerId, type, eventId: event.id, data: { ...found.view, status } };
+}

@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import type { CommandContext } from '../app/commands';
+import { load } from '../app/commands';
+import type { Tally } from '../app/tally';
+import { DomainError } from '../domain/decider';
+import {
+  checkEndpointUrl,
+  ENDPOINT_NOT_CONFIGURED,
+  NOTIFICATION_TYPES,
+  type NotificationType,
+  signingSecrets,
+  type WebhookEndpointState,
+  webhookEndpointDecider,
+  webhookEndpointStream,
+} from '../domain/webhooks/endpoint';
+import { checkPublicTarget } from './address-guard';
+import { newSigningSecret, SecretBox } from './secrets';
+
+export interface EndpointView {
+  url: string;
+  events: NotificationType[];
+}
+
+const boundTo = (partnerId: string, secretId: string) => `partner-webhook-secret:${partnerId}:${secretId}`;
+
+/** A partner's notification endpoint: configured and rotated through its stream, read back from it. */
+export class WebhookEndpoints {
+  readonly box: SecretBox;
+
+  constructor(private readonly tally: Tally) {
+    this.box = new SecretBox(tally.keys.pepper);
+  }
+
+  /** PUT partner/webhooks: the endpoint and the current secret (made on the first PUT, kept after). */
+  async configure(partnerId: string, input: { url: string; events?: string[] }, ctx: CommandContext): Promise<EndpointView & { secret: string }> {
+    const sandbox = this.tally.config.sandbox;
+    const url = checkEndpointUrl(input.url, sandbox);
+    if (!sandbox) await checkPublicTarget(url);
+    const events = input.events === undefined ? null : eventTypes(input.events);
+    const fresh = this.newSecret(partnerId);
+    const { result } = await this.tally.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
+      type: 'Configure',
+      partnerId,
+      url: input.url,
+      events,
+      sandbox,
+      newSecret: fresh.sealed,
+      at: new Date().toISOString(),
+    });
+    const current = result.state.secrets[result.state.secrets.length - 1];
+    if (!current) throw new Error('a configured endpoint has a secret');
+    return { ...view(result.state), secret: this.box.open(current.sealed, boundTo(partnerId, current.secretId)) };
+  }
+
+  async get(partnerId: string): Promise<EndpointView | null> {
+    const state = await this.state(partnerId);
+    return state.url ? view(state) : null;
+  }
+
+  /** A new secret; the one it replaces keeps signing for 24 hours. */
+  async rotate(partnerId: string, ctx: CommandContext): Promise<{ secret: string; previousSecretExpiresAt: string }> {
+    const fresh = this.newSecret(partnerId);
+    const at = new Date().toISOString();
+    const { result } = await this.tally.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
+      type: 'RotateSecret',
+      newSecret: fresh.sealed,
+      at,
+    });
+    const [event] = result.events;
+    if (event?.type !== 'WebhookSecretIssued' || !event.data.previousExpiresAt) throw new Error('a rotation issues a secret and retires the previous one');
+    return { secret: fresh.secret, previousSecretExpiresAt: event.data.previousExpiresAt };
+  }
+
+  /** Where and with which secrets (in clear, newest first) a delivery made at `atMs` goes; null when unconfigured. */
+  async target(partnerId: string, atMs: number): Promise<{ url: string; secrets: string[] } | null> {
+    const state = await this.state(partnerId);
+    if (!state.url) return null;
+    const secrets = signingSecrets(state, atMs)
+      .reverse()
+      .map((s) => this.box.open(s.sealed, boundTo(partnerId, s.secretId)));
+    return { url: state.url, secrets };
+  }
+
+  private async state(partnerId: string): Promise<WebhookEndpointState> {
+    const loaded = await load(this.tally.store, webhookEndpointStream(partnerId), webhookEndpointDecider, { cache: this.tally.stateCache });
+    return loaded.state;
+  }
+
+  private newSecret(partnerId: string): { secret: string; sealed: { secretId: string; sealed: string } } {
+    const secret = newSigningSecret();
+    const secretId = randomUUID();
+    return { secret, sealed: { secretId, sealed: this.box.seal(secret, boundTo(partnerId, secretId)) } };
+  }
+}
+
+function eventTypes(requested: string[]): NotificationType[] {
+  const unknown = requested.filter((t) => !(NOTIFICATION_TYPES as readonly string[]).includes(t));
+  if (unknown.length > 0) throw new DomainError('invalid', `Unknown event type: ${unknown.join(', ')}`);
+  return [...new Set(requested)] as NotificationType[];
+}
+
+const view = (state: WebhookEndpointState): EndpointView => {
+  if (!state.url) throw new Error('view of an unconfigured endpoint');
+  return { url: state.url, events: state.events ?? [...NOTIFICATION_TYPES] };
+};
+
+export { ENDPOINT_NOT_CONFIGURED };

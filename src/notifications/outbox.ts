@@ -1,0 +1,204 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Tally } from '../app/tally';
+import type { NotificationType } from '../domain/webhooks/endpoint';
+import { comparePositions, type RecordedEvent } from '../eventstore/port';
+import type { SqlQueryable } from '../eventstore/sql';
+import { type Notification, NOTIFYING_EVENTS, notificationFor, READ_MODELS } from './builders';
+
+const BATCH_SIZE = 200;
+/** Short, so a crashed node holds up notifications for seconds; renewed on every batch. */
+const LEASE_SECONDS = 10;
+const IDLE_WAIT_MS = 250;
+const FAILURE_BACKOFF_MS = 1_000;
+const FAILURE_BACKOFF_MAX_MS = 60_000;
+/** How long a batch waits for the read models its data comes from before trying again. */
+const READ_MODELS_WAIT_MS = 5_000;
+
+const CONFIG_EVENT = 'WebhookEndpointConfigured';
+
+class CheckpointMoved extends Error {}
+
+type Subscriptions = Map<string, NotificationType[] | null>;
+
+/**
+ * The outbox: one more consumer of the log, with its own checkpoint. Each batch of events becomes
+ * the deliveries it makes, inserted in the same transaction that moves the checkpoint (compare-and-
+ * set), so a crash loses none and makes none twice. Which partner wants which type is folded from
+ * the endpoint events in the same order, so a notification follows the configuration of its moment.
+ * One node at a time runs it (a lease), so sequences follow the log.
+ */
+export class Outbox {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private failures = 0;
+  /** Told after each batch that inserted deliveries. */
+  onDeliveries: () => void = () => {};
+
+  constructor(
+    private readonly tally: Tally,
+    private readonly log: Logger,
+    private readonly nodeId: string,
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    await this.tally.sql
+      .query(`UPDATE webhook_outbox_checkpoint SET owner = NULL, lease_until = NULL WHERE name = 'outbox' AND owner = $1`, [this.nodeId])
+      .catch((error) => this.log.warn({ err: error }, 'outbox lease not released at stop: it lapses by itself'));
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let worked = false;
+      try {
+        worked = await this.step();
+        this.failures = 0;
+      } catch (error) {
+        this.failures++;
+        const delayMs = Math.min(FAILURE_BACKOFF_MAX_MS, FAILURE_BACKOFF_MS * 2 ** (this.failures - 1));
+        this.log.error({ err: error, attempts: this.failures, retryInMs: delayMs }, 'notification outbox batch failed; retrying');
+        await this.sleep(delayMs);
+        continue;
+      }
+      if (!worked) await Promise.race([this.tally.store.waitForAppend(IDLE_WAIT_MS), this.sleep(IDLE_WAIT_MS)]);
+    }
+  }
+
+  /** One batch; false when there was nothing to do (or another node holds the outbox). */
+  async step(): Promise<boolean> {
+    const position = await this.holdLease();
+    if (position === null) return false;
+    const head = await this.tally.store.headPosition();
+    const events = await this.tally.store.readAll({
+      fromPosition: position || undefined,
+      filter: { eventTypes: [...NOTIFYING_EVENTS, CONFIG_EVENT] },
+      maxCount: BATCH_SIZE,
+      projectionOnly: true,
+    });
+    const last = events[events.length - 1]?.position ?? position;
+    // A short read drained every visible event of these types up to `head` (read before it): the
+    // checkpoint may move there, past events the outbox does not need.
+    const to = events.length < BATCH_SIZE && comparePositions(head, last) > 0 ? head : last;
+    if (comparePositions(to, position) <= 0) return false;
+    const subscriptions = await this.subscriptions();
+    // With no partner listening (and none starting to), the batch only moves the checkpoint: no read model is needed.
+    const reads = subscriptions.size > 0 || events.some((e) => e.type === CONFIG_EVENT);
+    if (reads && !(await this.tally.engine.waitFor(last, { names: READ_MODELS, timeoutMs: READ_MODELS_WAIT_MS })))
+      throw new Error(`the read models notifications are built from (${READ_MODELS.join(', ')}) have not reached ${last}`);
+    const { notifications, changed } = await this.build(events, subscriptions);
+    try {
+      await this.tally.sql.transaction(async (tx) => {
+        const [row] = await tx.query<{ position: string; owner: string | null }>(
+          `SELECT position, owner FROM webhook_outbox_checkpoint WHERE name = 'outbox' FOR UPDATE`,
+        );
+        if (row?.position !== position || row.owner !== this.nodeId) throw new CheckpointMoved();
+        for (const [partnerId, types] of changed)
+          await tx.query(`INSERT INTO webhook_subscriptions (partner_id, events) VALUES ($1, $2) ON CONFLICT (partner_id) DO UPDATE SET events = $2`, [
+            partnerId,
+            types,
+          ]);
+        await insertDeliveries(tx, notifications, events);
+        await tx.query(`UPDATE webhook_outbox_checkpoint SET position = $1 WHERE name = 'outbox'`, [to]);
+      });
+    } catch (error) {
+      if (error instanceof CheckpointMoved) return true; // another node took over: the next step finds out
+      throw error;
+    }
+    if (notifications.length > 0) this.onDeliveries();
+    return true;
+  }
+
+  private async build(events: RecordedEvent[], subscriptions: Subscriptions): Promise<{ notifications: Notification[]; changed: Subscriptions }> {
+    const notifications: Notification[] = [];
+    const changed: Subscriptions = new Map();
+    for (const event of events) {
+      if (event.type === CONFIG_EVENT) {
+        const d = event.data as { partnerId: string; events: NotificationType[] | null };
+        subscriptions.set(d.partnerId, d.events);
+        changed.set(d.partnerId, d.events);
+        continue;
+      }
+      // No partner listens: nothing to read.
+      if (subscriptions.size === 0) continue;
+      const notification = await notificationFor(this.tally, event);
+      if (!notification || !subscriptions.has(notification.partnerId)) continue;
+      const types = subscriptions.get(notification.partnerId);
+      if (types === null || types?.includes(notification.type)) notifications.push(notification);
+    }
+    return { notifications, changed };
+  }
+
+  private async subscriptions(): Promise<Subscriptions> {
+    const rows = await this.tally.sql.query<{ partner_id: string; events: NotificationType[] | null }>(
+      'SELECT partner_id::text, events FROM webhook_subscriptions',
+    );
+    return new Map(rows.map((r) => [r.partner_id, r.events]));
+  }
+
+  /** Takes or renews the outbox's lease; its checkpoint when held, null when another node holds it. */
+  private async holdLease(): Promise<string | null> {
+    const [row] = await this.tally.sql.query<{ position: string }>(
+      `UPDATE webhook_outbox_checkpoint SET owner = $1, lease_until = now() + make_interval(secs => $2)
+        WHERE name = 'outbox' AND (owner IS NULL OR owner = $1 OR lease_until < now()) RETURNING position`,
+      [this.nodeId, LEASE_SECONDS],
+    );
+    return row ? row.position : null;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        if (self.wake === done) self.wake = undefined;
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+}
+
+/**
+ * Inserts the batch's deliveries in log order, each with the next sequence and its body fixed once
+ * (a retry sends the very same bytes); a delivery already made for the same event, partner and type
+ * is left as it is.
+ */
+async function insertDeliveries(tx: SqlQueryable, notifications: Notification[], events: RecordedEvent[]): Promise<void> {
+  if (notifications.length === 0) return;
+  const recordedAt = new Map(events.map((e) => [e.id, e.recordedAt]));
+  const sequences = await tx.query<{ n: string }>(`SELECT nextval('webhook_sequence')::text AS n FROM generate_series(1, $1)`, [notifications.length]);
+  const ordered = sequences.map((s) => BigInt(s.n)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const rows = notifications.map((n, i) => {
+    const id = randomUUID();
+    const createdAt = recordedAt.get(n.eventId) ?? new Date().toISOString();
+    const sequence = Number(ordered[i]);
+    return { id, n, createdAt, sequence, body: JSON.stringify({ id, type: n.type, createdAt, sequence, data: n.data }) };
+  });
+  await tx.query(
+    `INSERT INTO webhook_deliveries (id, partner_id, event_id, type, sequence, created_at, body, next_attempt_at)
+     SELECT id, partner_id, event_id, type, sequence, created_at, body, '-infinity'::timestamptz
+       FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::text[])
+         AS t(id, partner_id, event_id, type, sequence, created_at, body)
+     ON CONFLICT (partner_id, event_id, type) DO NOTHING`,
+    [
+      rows.map((r) => r.id),
+      rows.map((r) => r.n.partnerId),
+      rows.map((r) => r.n.eventId),
+      rows.map((r) => r.n.type),
+      rows.map((r) => String(r.sequence)),
+      rows.map((r) => r.createdAt),
+      rows.map((r) => r.body),
+    ],
+  );
+}

@@ -1,0 +1,49 @@
+/**
+ * The outbox's tables. They belong to no projection: a delivery is a fact about the outside world
+ * (what was sent, when, what came back), so a rebuild must never drop or re-make them.
+ */
+export const NOTIFICATIONS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS webhook_outbox_checkpoint (
+  name        text PRIMARY KEY,
+  position    text NOT NULL DEFAULT '',
+  owner       text,
+  lease_until timestamptz
+);
+INSERT INTO webhook_outbox_checkpoint (name) VALUES ('outbox') ON CONFLICT (name) DO NOTHING;
+CREATE TABLE IF NOT EXISTS webhook_subscriptions (
+  partner_id uuid PRIMARY KEY,
+  events     text[]
+);
+CREATE SEQUENCE IF NOT EXISTS webhook_sequence;
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+  id               uuid PRIMARY KEY,
+  partner_id       uuid NOT NULL,
+  event_id         text NOT NULL,
+  type             text NOT NULL,
+  sequence         bigint NOT NULL,
+  created_at       timestamptz NOT NULL,
+  body             text NOT NULL,
+  status           text NOT NULL DEFAULT 'pending',
+  attempts         integer NOT NULL DEFAULT 0,
+  next_attempt_at  timestamptz NOT NULL,
+  first_attempt_at timestamptz,
+  last_attempt_at  timestamptz,
+  UNIQUE (partner_id, event_id, type)
+);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (partner_id, sequence) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS webhook_deliveries_newest ON webhook_deliveries (partner_id, sequence DESC);
+CREATE TABLE IF NOT EXISTS webhook_attempts (
+  delivery_id uuid NOT NULL,
+  attempt     integer NOT NULL,
+  at          timestamptz NOT NULL,
+  http_status integer,
+  error       text,
+  duration_ms integer NOT NULL,
+  PRIMARY KEY (delivery_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS webhook_dispatch_leases (
+  partner_id  uuid PRIMARY KEY,
+  owner       text NOT NULL,
+  lease_until timestamptz NOT NULL
+);
+`;
