@@ -135,6 +135,8 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, webhooks: W
           operationId: `webhook${w.name.replace(/(^|\.)(.)/g, (_, _dot: string, c: string) => c.toUpperCase())}`,
           summary: w.summary,
           tags: ['Webhooks'],
+          // What the partner's receiver checks: our signature over the body.
+          security: [{ notificationSignature: [] }],
           requestBody: { required: true, content: { 'application/json': { schema: components.use(w.body) } } },
           responses: { '200': { description: 'Any 2xx answer within 10 s acknowledges the notification; anything else is retried' } },
         },
@@ -154,6 +156,13 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, webhooks: W
         userToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
         adminToken: { type: 'http', scheme: 'bearer' },
         providerSignature: { type: 'apiKey', in: 'header', name: 'X-Signature' },
+        notificationSignature: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Webhook-Signature',
+          description:
+            'Sent by Tally on every notification: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" keyed with the endpoint secret>` (two v1 during a rotation); the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) carry the same proof in that scheme.',
+        },
       },
     },
     paths,
