@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -66,21 +67,16 @@ export function verifiesXWebhookSignature(received: Received, secret: string): b
 }
 
 /**
- * TEST-ONLY stand-in for the `standardwebhooks` npm package (not installed in this workspace): the
- * verification its documentation describes (standardwebhooks.com, "Verifying webhooks"): key = base64
- * decoding of the secret after `whsec_`; signed content = "<webhook-id>.<webhook-timestamp>.<body>";
- * `webhook-signature` = space-separated `v1,<base64 HMAC-SHA256>` entries, any one of which may match;
- * the timestamp must be within the tolerance of `nowSeconds`. Replace with the package once installed.
+ * The Standard Webhooks check, with the `standardwebhooks` package's own signing: the signature it
+ * makes for the received id, timestamp and body must be among those sent (`v1,<base64>` entries,
+ * any one of which may match), and the timestamp within the tolerance of `nowSeconds`. (Its
+ * `verify` reads the real clock; these tests run on an injected one.)
  */
 export function verifiesStandardWebhook(received: Received, secret: string, nowSeconds: number, toleranceSeconds = 300): boolean {
   const id = String(received.headers['webhook-id'] ?? '');
   const timestamp = String(received.headers['webhook-timestamp'] ?? '');
   const signatures = String(received.headers['webhook-signature'] ?? '').split(' ');
   if (!id || !/^\d+$/.test(timestamp) || Math.abs(nowSeconds - Number(timestamp)) > toleranceSeconds) return false;
-  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${received.raw}`).digest('base64');
-  return signatures.some((s) => {
-    const [version, signature] = s.split(',', 2);
-    return version === 'v1' && signature?.length === expected.length && timingSafeEqual(Buffer.from(signature), Buffer.from(expected));
-  });
+  const expected = new Webhook(secret).sign(id, new Date(Number(timestamp) * 1000), received.raw);
+  return signatures.includes(expected);
 }
