@@ -1,4 +1,3 @@
-import { IdempotencyKeys } from '../ledger/idempotency';
 import type { Tally } from '../tally';
 import { CardApplications } from './applications';
 import { CardCommands } from './cards';
@@ -17,7 +16,8 @@ export class CardsService {
 
   constructor(tally: Tally) {
     this.applications = new CardApplications(tally);
-    this.cards = new CardCommands(tally, this.applications, new IdempotencyKeys());
+    // The ledger's in-flight tracker: one for every keyed command, card calls included.
+    this.cards = new CardCommands(tally, this.applications, tally.ledger.keys);
     this.spending = new CardSpending(tally, tally.ledger);
   }
 }
