@@ -3,6 +3,7 @@ import { accountDecider } from '../domain/accounts/account';
 import type { Decider, DomainEvent } from '../domain/decider';
 import { canonicalJson, verifyChain } from '../eventstore/hash';
 import type { Json, JsonObject } from '../eventstore/port';
+import { cardHoldsCheck } from './audit-cards';
 import { ledgerCheck } from './audit-ledger';
 import { foldEvents } from './deciders';
 import { logPages } from './events';
@@ -125,4 +126,4 @@ export const snapshotCheck: AuditCheck = {
   },
 };
 
-export const auditChecks: AuditCheck[] = [hashChainCheck, readModelCheck, ledgerCheck, snapshotCheck];
+export const auditChecks: AuditCheck[] = [hashChainCheck, readModelCheck, ledgerCheck, cardHoldsCheck, snapshotCheck];

@@ -14,8 +14,9 @@ interface TxnFacts {
 /**
  * The ledger's books, from the log alone:
  * - conservation: the sum of every account's balance (credits - debits, holds included) equals
- *   completed deposits minus payouts that left (settled or still held) - transfers net to zero and a
- *   failed payout's hold is matched by its reversal;
+ *   completed deposits minus payouts and card spends that left (settled or still held) - transfers
+ *   net to zero, and a failed payout's or reversed card spend's hold (or the part of it a clearing
+ *   did not take) is matched by its reversal;
  * - every account's read-model balance equals the fold of its stream.
  */
 export const ledgerCheck: AuditCheck = {
@@ -47,8 +48,8 @@ export const ledgerCheck: AuditCheck = {
     let payouts = ZERO;
     for (const t of transactions.values()) {
       if (t.kind === 'DEPOSIT' && t.status === 'COMPLETED') deposits = deposits.plus(t.amount);
-      // A payout's debit stays unless it failed (then its REVERSAL credit gives it back).
-      if (t.kind === 'PAYOUT') payouts = payouts.plus(t.amount);
+      // A payout's or card spend's debit stays unless it failed or was reversed (then a REVERSAL credit gives it back).
+      if (t.kind === 'PAYOUT' || t.kind === 'CARD') payouts = payouts.plus(t.amount);
       if (t.kind === 'REVERSAL') payouts = payouts.minus(t.amount);
     }
     if (!balances.eq(deposits.minus(payouts))) {

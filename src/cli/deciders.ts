@@ -1,3 +1,4 @@
+import { cardDecider } from '../domain/cards/card';
 import type { Decider, DomainEvent } from '../domain/decider';
 import { partnerDecider } from '../domain/partners/partner';
 import { userDecider } from '../domain/users/user';
@@ -34,7 +35,12 @@ function folder<State, Event extends DomainEvent>(
 }
 
 /** Add an aggregate here to have `events read` show its state. */
-export const streamFolders: StreamFolder[] = [folder('partner-', 'partner', partnerDecider), folder('user-', 'user', userDecider)];
+export const streamFolders: StreamFolder[] = [
+  folder('partner-', 'partner', partnerDecider),
+  folder('user-', 'user', userDecider),
+  // A card's history: issuing, moves, limit and PIN changes (never the PIN), and its spends.
+  folder('card-', 'card', cardDecider),
+];
 
 /** The folder of the longest matching prefix (so `user-` never shadows a later, longer one). */
 export function folderFor(stream: string, folders: StreamFolder[] = streamFolders): StreamFolder | undefined {

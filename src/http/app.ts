@@ -9,6 +9,7 @@ import { RequestPath } from './request-path';
 import type { RouteSpec } from './route';
 import { RouteTable } from './route-table';
 import { adminRoutes } from './routes/admin';
+import { cardTransactionRoutes, sandboxCardTransactionRoutes } from './routes/card-transactions';
 import { cardOperationRoutes } from './routes/cards-operations';
 import { cardsRoutes } from './routes/cards';
 import { operationsRoutes } from './routes/operations';
@@ -52,6 +53,8 @@ export function allRoutes(): RouteSpec[] {
     ...ledgerRoutes,
     ...cardsRoutes,
     ...cardOperationRoutes,
+    ...cardTransactionRoutes,
+    ...sandboxCardTransactionRoutes,
     ...exchangeRoutes,
     ...sandboxIdentityRoutes,
     ...sandboxLedgerRoutes,

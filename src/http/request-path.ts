@@ -111,7 +111,7 @@ export class RequestPath {
         if (spec.body) await readBody(spec, req, res);
         const ctx = await this.authenticate(spec, req, res, locals.requestId);
         readInput(spec, req, ctx);
-        if (spec.readsAfterWrites) await this.tally.readAfterWrites(writeScope(spec.readsAfterWrites, ctx.partnerId), [spec.readsAfterWrites]);
+        for (const model of [spec.readsAfterWrites ?? []].flat()) await this.tally.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
         send(res, await spec.handler(ctx));
       } catch (error) {
         this.fail(error, res, locals);

@@ -14,7 +14,7 @@ export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed';
  * its position under `<read model>:<partner id>` (Tally.noteWrite), and a read of that model waits
  * for it (Tally.readAfterWrites).
  */
-export type ReadModelWrittenWithoutWaiting = 'ledger';
+export type ReadModelWrittenWithoutWaiting = 'ledger' | 'cards';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -69,7 +69,7 @@ export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
    * (bounded) until it has the caller's partner's last writes, after its credentials and input are
    * checked and before its handler runs, so a caller that wrote reads what it wrote.
    */
-  readsAfterWrites?: ReadModelWrittenWithoutWaiting;
+  readsAfterWrites?: ReadModelWrittenWithoutWaiting | ReadModelWrittenWithoutWaiting[];
   responses: Record<number, { description: string; schema?: TSchema }>;
   handler(ctx: RequestContext<Body, Query, Params>): Promise<Reply>;
 }

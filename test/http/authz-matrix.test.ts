@@ -166,7 +166,10 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
         case 'userId':
           return w.ada.id;
         case 'id':
+          if (route.path.startsWith('/sandbox/v1/card-transactions/')) return w.adaCardTransaction;
           return route.path.startsWith('/admin/v1/partners') ? w.acme.id : w.adaDeposit;
+        case 'cardId':
+          return w.adaCard;
         case 'apiKey':
           return w.acme.apiKey;
         case 'name':
@@ -195,6 +198,8 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
         case 'fromAmount':
           return '1';
         case 'currency':
+          if (route.path.startsWith('/sandbox/v1/cards/')) return 'USD';
+          return route.path.includes('payout') ? 'COP' : 'USDC';
         case 'asset':
         case 'fromAsset':
           return route.path.includes('payout') ? 'COP' : 'USDC';

@@ -339,6 +339,29 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     check(await http.post('/api/v1/cards/lock').set(bearer).send({}));
     check(await http.get('/api/v1/cards/secrets').set(bearer));
     check(await http.post('/api/v1/cards/unlock').set(keyed()).send({}));
+    // Card spends: an authorization, declined or approved, cleared or reversed; balance and card transactions.
+    check(
+      await http
+        .post(`/sandbox/v1/cards/${card.body.data.id}/authorizations`)
+        .set(p)
+        .send({ amount: 1e9, currency: 'USD', merchantName: 'Shop', merchantCategoryCode: '5411' }),
+    );
+    const spends = [];
+    for (const amount of ['1', '2'])
+      spends.push(
+        check(
+          await http
+            .post(`/sandbox/v1/cards/${card.body.data.id}/authorizations`)
+            .set(p)
+            .send({ amount, currency: 'USD', merchantName: 'Shop', merchantCategoryCode: '5411', localAmount: 4100, localCurrency: 'COP' }),
+        ),
+      );
+    check(await http.post(`/sandbox/v1/card-transactions/${spends[0]?.body.data.id}/clear`).set(p).send({ amount: '0.5' }));
+    check(await http.post(`/sandbox/v1/card-transactions/${spends[1]?.body.data.id}/reverse`).set(p).send());
+    check(await http.post(`/sandbox/v1/card-transactions/${spends[1]?.body.data.id}/reverse`).set(p).send());
+    check(await http.get('/api/v1/cards/balance').set(bearer));
+    const firstPage = check(await http.get('/api/v1/cards/transactions?limit=1').set(bearer));
+    check(await http.get(`/api/v1/cards/transactions?cursor=${firstPage.body.nextCursor}&cardId=${card.body.data.id}`).set(bearer));
     check(await http.post(`/admin/v1/cards/${card.body.data.id}/cancel`).set(admin).send());
     check(await http.post(`/admin/v1/cards/${card.body.data.id}/cancel`).set(admin).send());
 

@@ -127,6 +127,15 @@ describe('operator API over HTTP', () => {
       const bob = await customer(app.http, p);
       await fund(app.http, p, alice, '50');
       await app.http.post('/api/v1/transactions/transfer').set(alice.bearer).send({ toAccountId: bob.accountId, amount: '1.5', description: 'x' });
+      // And card transactions: a card for Alice, and a purchase on it.
+      const applied = await app.http.post('/api/v1/cards/application').set(alice.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
+      await app.http.post(`/sandbox/v1/cards/applications/${applied.body.data.application.id}/approve`).set(p.headers).send({});
+      const card = await app.http.post('/api/v1/cards').set(alice.bearer).send({});
+      const spent = await app.http
+        .post(`/sandbox/v1/cards/${card.body.data.id}/authorizations`)
+        .set(p.headers)
+        .send({ amount: '2', currency: 'USD', merchantName: 'Shop', merchantCategoryCode: '5411' });
+      expect(spent.status, JSON.stringify(spent.body)).to.equal(201);
       const names: string[] = (await app.http.get('/admin/v1/projections').set(admin)).body.data.map((x: { name: string }) => x.name);
       const tables = app.tally.engine.projections.flatMap((x) => x.tables);
       const reads = async () => ({

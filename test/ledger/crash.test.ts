@@ -19,7 +19,8 @@ import { freePort, ServerProcess, testServerEnv } from './support/server-process
 /**
  * Crash test: the real server runs as a child process; clients put a mixed concurrent load on it
  * (deposits and provider confirmations, transfers, payouts with settlements and failures, retried
- * payouts and re-sent confirmations), the server is SIGKILLed at a seeded random moment, started
+ * payouts and re-sent confirmations, card authorizations cleared for their amount, less or more, or
+ * reversed), the server is SIGKILLed at a seeded random moment, started
  * again on the same database, and the clients retry what was in flight. After every cycle: money is
  * conserved (API, read models and the event log agree with the clients' own books), every payout
  * key and every deposit moved money at most once, the provider and the ledger agree, every read
@@ -62,6 +63,17 @@ interface TransferOp {
   outcome: 'done' | 'refused' | 'unknown' | 'absent';
 }
 
+interface CardOp {
+  /** Unique per authorization: how one cut by the crash is found after recovery. */
+  merchant: string;
+  who: number;
+  amount: string;
+  id?: string;
+  outcome: 'pending' | 'declined' | 'unknown' | 'absent';
+  /** What settled it, once definite: cleared (for `cleared`) or reversed. */
+  settled?: { action: 'clear'; cleared: string } | { action: 'reverse' };
+}
+
 interface PayoutOp {
   transactionId: string;
   who: number;
@@ -94,7 +106,9 @@ for (const store of STORES)
     const tempDirs: string[] = [];
     const partners: PartnerCredentials[] = [];
     const customers: Customer[] = [];
-    const book = { deposits: [] as DepositOp[], transfers: [] as TransferOp[], payouts: [] as PayoutOp[] };
+    const book = { deposits: [] as DepositOp[], transfers: [] as TransferOp[], payouts: [] as PayoutOp[], cards: [] as CardOp[] };
+    /** Each customer's card. */
+    const cardIds: string[] = [];
     /** Problems the load clients saw (a wrong answer); they stop their worker and fail the cycle. */
     const violations: string[] = [];
     const stats = { requests: 0, cut: 0, inFlight: 0, retried: 0 };
@@ -117,6 +131,14 @@ for (const store of STORES)
       for (let who = 0; who < CUSTOMERS; who++) {
         const uuid = await fund(http, partnerOf(who), customers[who] as Customer, OPENING_DEPOSIT);
         book.deposits.push({ description: 'top up', who, amount: OPENING_DEPOSIT, uuid, created: 'yes', decision: 'confirm', decided: true });
+      }
+      for (let who = 0; who < CUSTOMERS; who++) {
+        const c = customers[who] as Customer;
+        const applied = await http.post('/api/v1/cards/application').set(c.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
+        await http.post(`/sandbox/v1/cards/applications/${applied.body.data.application.id}/approve`).set(partnerOf(who).headers).send({});
+        const issued = await http.post('/api/v1/cards').set(c.bearer).send({});
+        expect(issued.status, JSON.stringify(issued.body)).to.equal(201);
+        cardIds.push(issued.body.data.id);
       }
       if (store === 'postgres') audit = await openAudit();
     });
@@ -345,14 +367,53 @@ for (const store of STORES)
       }
     }
 
+    /**
+     * A card purchase: authorized by the sandbox card network (not keyed: one cut by the crash is found
+     * after recovery by its unique merchant name), then mostly cleared (for its amount, less or more) or
+     * reversed, retried until definite (a 409 saying it is already so means an earlier cut try did it).
+     */
+    async function cardFlow(rng: () => number, who: number): Promise<void> {
+      const op: CardOp = { merchant: `crash spend ${SEED}.${sequence++}`, who, amount: randomAmount(rng, 1, 60, 2), outcome: 'unknown' };
+      book.cards.push(op);
+      const body = { amount: op.amount, currency: 'USD', merchantName: op.merchant, merchantCategoryCode: '5411' };
+      const a = await send('POST', `/sandbox/v1/cards/${cardIds[who]}/authorizations`, partnerOf(who).headers, body);
+      if (!a || a.status >= 500) return;
+      const spend = (a.body.data as { id: string; spend: { status: string; declinedReason: string | null } } | undefined) ?? null;
+      if (a.status !== 201 || !spend) throw new Error(`authorization ${op.merchant} answered ${a.status} ${JSON.stringify(a.body)}`);
+      op.id = spend.id;
+      if (spend.spend.status === 'declined') {
+        if (!['INSUFFICIENT_FUNDS', 'SPEND_LIMIT_EXCEEDED'].includes(String(spend.spend.declinedReason)))
+          throw new Error(`authorization ${op.merchant} declined ${spend.spend.declinedReason}`);
+        op.outcome = 'declined';
+        return;
+      }
+      op.outcome = 'pending';
+      const r = rng();
+      if (r >= 0.85) return;
+      const action = r < 0.65 ? 'clear' : 'reverse';
+      const cleared = r < 0.4 ? op.amount : r < 0.55 ? dec(op.amount).div(2).toFixed(2) : dec(op.amount).plus('0.5').toFixed();
+      const path = `/sandbox/v1/card-transactions/${op.id}/${action}`;
+      const settled = await untilDefinite(
+        `${action} ${op.merchant}`,
+        () => send('POST', path, partnerOf(who).headers, action === 'clear' ? { amount: cleared } : {}),
+        sandboxRetryable,
+      );
+      const done = action === 'clear' ? 'completed' : 'reversed';
+      if (settled.status === 400 && /^Insufficient balance in account \d+$/.test(String(settled.body.error))) return;
+      if (settled.status !== 200 && !(settled.status === 409 && settled.body.error === `Cannot ${action} a card transaction in status ${done}`))
+        throw new Error(`${action} ${op.merchant} answered ${settled.status} ${JSON.stringify(settled.body)}`);
+      op.settled = action === 'clear' ? { action, cleared } : { action };
+    }
+
     async function worker(rng: () => number, load: { on: boolean }): Promise<void> {
       while (load.on && !stopped) {
         const who = Math.floor(rng() * CUSTOMERS);
         const r = rng();
         try {
-          if (r < 0.3) await depositFlow(rng, who);
-          else if (r < 0.65) await transferFlow(rng, who);
-          else await payoutFlow(rng, who);
+          if (r < 0.25) await depositFlow(rng, who);
+          else if (r < 0.5) await transferFlow(rng, who);
+          else if (r < 0.75) await payoutFlow(rng, who);
+          else await cardFlow(rng, who);
         } catch (error) {
           violations.push(error instanceof Error ? error.message : String(error));
           return;
@@ -400,6 +461,21 @@ for (const store of STORES)
           expect(dec(row.amount).eq(t.amount), `amount of transfer ${t.description}`).to.equal(true);
         }
       }
+      const cards = book.cards.filter((c) => c.outcome === 'unknown');
+      const spent = await sql<{ id: string; merchant_name: string; status: string; amount: string; card_id: string }>(
+        `SELECT id::text, merchant_name, status, amount::text, card_id::text FROM rm_card_transactions WHERE merchant_name = ANY($1::text[])`,
+        [cards.map((c) => c.merchant)],
+      );
+      const spentBy = new Map(spent.map((row) => [row.merchant_name, row]));
+      for (const c of cards) {
+        const row = spentBy.get(c.merchant);
+        c.outcome = row ? (row.status === 'declined' ? 'declined' : 'pending') : 'absent';
+        if (!row) continue;
+        expect(row, `authorization ${c.merchant}`).to.include({ card_id: cardIds[c.who] });
+        expect(['pending', 'declined'], `authorization ${c.merchant}`).to.include(row.status);
+        expect(dec(row.amount).eq(c.amount), `amount of authorization ${c.merchant}`).to.equal(true);
+        c.id = row.id;
+      }
       for (const d of deposits) {
         const row = found.get(d.description);
         d.created = row ? 'yes' : 'absent';
@@ -437,6 +513,23 @@ for (const store of STORES)
         const failed = status === 502 || (p.decided && p.decision === 'fail');
         if (failed) add(credits, p.who, p.debit);
         statuses.set(p.transactionId, failed ? 'FAILED' : p.decided ? 'COMPLETED' : 'PROCESSING');
+      }
+      for (const c of book.cards) {
+        if (!c.id) continue;
+        if (c.outcome === 'declined') {
+          statuses.set(c.id, null);
+          continue;
+        }
+        // The hold stays in debits once posted; what a clearing or reversal returns is a credit of its own.
+        add(debits, c.who, c.amount);
+        const settled = c.settled;
+        if (settled?.action === 'reverse') add(credits, c.who, c.amount);
+        if (settled?.action === 'clear') {
+          const difference = dec(settled.cleared).minus(c.amount);
+          if (difference.gt(0)) add(debits, c.who, difference);
+          else add(credits, c.who, difference.negated());
+        }
+        statuses.set(c.id, !settled ? 'PENDING' : settled.action === 'clear' ? 'COMPLETED' : 'REVERSED');
       }
       return { credits, debits, statuses };
     }
@@ -494,7 +587,8 @@ for (const store of STORES)
         `WITH decided AS (
          SELECT stream_id, data->>'uuid' AS uuid FROM es_events WHERE type = 'TransactionStatusChanged' AND data->>'to' IN ('COMPLETED', 'FAILED')
             AND stream_id IN (SELECT stream_id FROM es_events WHERE type = 'TransactionCreated' AND data->>'kind' = 'PAYOUT')),
-       posted AS (SELECT data->>'transactionId' AS uuid FROM es_events WHERE type = 'HoldPosted')
+       posted AS (SELECT data->>'transactionId' AS uuid FROM es_events WHERE type = 'HoldPosted'
+                     AND data->>'transactionId' IN (SELECT data->>'uuid' FROM es_events WHERE type = 'TransactionCreated' AND data->>'kind' = 'PAYOUT'))
        SELECT d.uuid, p.uuid AS posted FROM decided d FULL JOIN posted p ON p.uuid = d.uuid WHERE d.uuid IS NULL OR p.uuid IS NULL`,
       ],
       [
@@ -607,16 +701,24 @@ for (const store of STORES)
         `SELECT coalesce(sum(credits - debits), 0)::text AS net, coalesce(sum(pending_debits), 0)::text AS pending FROM rm_accounts`,
       );
       const totals = await sql<{ kind: string; status: string; total: string; n: number }>(
-        `SELECT kind, status, sum(amount)::text AS total, count(*)::int AS n FROM rm_transactions GROUP BY 1, 2`,
+        // A card's returns (the rest of a clearing for less, a reversal) are REVERSALs of their own, told apart by their card.
+        `SELECT CASE WHEN kind = 'REVERSAL' AND details ? 'cardId' THEN 'CARD_RETURN' ELSE kind END AS kind, status, sum(amount)::text AS total, count(*)::int AS n
+         FROM rm_transactions GROUP BY 1, 2`,
       );
       const total = (kind: string, ...inStatus: string[]) =>
         totals.filter((t) => t.kind === kind && inStatus.includes(t.status)).reduce((sum, t) => sum.plus(t.total), ZERO);
       const count = (kind: string, status: string) => totals.find((t) => t.kind === kind && t.status === status)?.n ?? 0;
       const cameIn = total('DEPOSIT', 'COMPLETED');
-      const wentOut = total('PAYOUT', 'PENDING', 'PROCESSING', 'COMPLETED');
-      expect(fixed8(dec(accounts?.net ?? 'NaN')), `${what}: sum of balances = completed deposits - payouts not failed`).to.equal(fixed8(cameIn.minus(wentOut)));
+      const wentOut = total('PAYOUT', 'PENDING', 'PROCESSING', 'COMPLETED')
+        .plus(total('CARD', 'PENDING', 'COMPLETED', 'REVERSED'))
+        .minus(total('CARD_RETURN', 'REVERSED'));
+      expect(fixed8(dec(accounts?.net ?? 'NaN')), `${what}: sum of balances = completed deposits - payouts not failed - card spends not returned`).to.equal(
+        fixed8(cameIn.minus(wentOut)),
+      );
       expect(fixed8(apiNet), `${what}: sum of balances through the API`).to.equal(fixed8(cameIn.minus(wentOut)));
-      expect(fixed8(dec(accounts?.pending ?? 'NaN')), `${what}: held = open payouts`).to.equal(fixed8(total('PAYOUT', 'PENDING', 'PROCESSING')));
+      expect(fixed8(dec(accounts?.pending ?? 'NaN')), `${what}: held = open payouts and pending card spends`).to.equal(
+        fixed8(total('PAYOUT', 'PENDING', 'PROCESSING').plus(total('CARD', 'PENDING'))),
+      );
       expect(fixed8(total('REVERSAL', 'REVERSED')), `${what}: reversed = failed payouts`).to.equal(fixed8(total('PAYOUT', 'FAILED')));
       expect(count('REVERSAL', 'REVERSED'), `${what}: one reversal per failed payout`).to.equal(count('PAYOUT', 'FAILED'));
       expect(count('PAYOUT', 'PENDING'), `${what}: no payout held but never handed to the provider`).to.equal(0);
@@ -692,6 +794,7 @@ for (const store of STORES)
         expect(cli.out).to.match(/Audit passed/);
         const settled = book.payouts.filter((p) => p.decision === 'settle' && p.decided).length;
         expect(settled, 'payouts settled during the test').to.be.greaterThan(0);
+        expect(book.cards.filter((c) => c.settled?.action === 'clear').length, 'card spends cleared during the test').to.be.greaterThan(0);
       } catch (error) {
         process.stderr.write(
           `\ncrash test failed: reproduce with CRASH_SEED=${SEED} CRASH_CYCLES=${CYCLES} CRASH_WORKERS=${WORKERS}\nserver output:\n${server.tail()}\n`,

@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type supertest from 'supertest';
+import { uuidV5 } from '../../src/domain/ids';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 import { COP_PER_USDC, copToUsdcDebit, type Dec, dec, decimalArb, fixed8, jsonAmount, roundDown8, ZERO } from './support/money';
 
 /**
  * Model-based test of the ledger over HTTP: random sequences of deposits, provider decisions,
- * transfers, payouts, settlements, failures and payout retries run against the real service, and a
+ * transfers, payouts, settlements, failures, payout retries, and card authorizations, clearings
+ * (for the authorized amount, less or more) and reversals run against the real service, and a
  * small reference model (decimal arithmetic, no floats) predicts every answer and every balance.
  * After each command the service and the model must agree on all balances and on every transaction
  * they track. Reproduce a failure with MODEL_SEED=<seed> (printed); MODEL_RUNS and MODEL_COMMANDS
@@ -63,12 +65,27 @@ interface PayoutModel {
   accepted?: { paymentId: string; debit: Dec; mock: MockPayoutState; day: string };
 }
 
+/** An approved card authorization: `amount` is what the limit's window counts (the cleared amount once cleared). */
+interface SpendModel {
+  id: string;
+  who: number;
+  authorized: Dec;
+  amount: Dec;
+  status: 'pending' | 'completed' | 'reversed';
+  /** The UTC day of its hold (a reversal returns the money, and that day's total drops it). */
+  day: string;
+}
+
+/** Every card starts with 1000 per24HourPeriod; a run lasts minutes, so its window holds every spend of the run. */
+const CARD_LIMIT = dec(1000);
+
 class Model {
   readonly accounts: AccountModel[];
   /** Ledger transactions by uuid; a payout's reversal under `reversal-of:<payout uuid>`. */
   readonly txns = new Map<string, TxnModel>();
   readonly deposits: DepositModel[] = [];
   readonly payouts: PayoutModel[] = [];
+  readonly spends: SpendModel[] = [];
   constructor(customers: number) {
     this.accounts = Array.from({ length: customers }, () => ({ credits: ZERO, posted: ZERO, pending: ZERO, day: '', dayOutgoing: ZERO }));
   }
@@ -80,6 +97,8 @@ interface Real {
   /** The partner of each customer, and of the other partner (for cross-partner sandbox calls). */
   partnerOf: PartnerCredentials[];
   otherPartnerOf: PartnerCredentials[];
+  /** Each customer's active virtual card. */
+  cards: string[];
 }
 
 /** Customers 0..2 belong to one partner, customer 3 to another. */
@@ -159,7 +178,8 @@ async function compareCustomer(m: Model, r: Real, i: number, after: string): Pro
     const list = await r.http.get(`/api/v1/transactions?accountId=${c.accountId}&limit=100&page=${page}`).set(c.bearer);
     expect(list.status, `${after}: transactions of customer ${i}`).to.equal(200);
     for (const t of list.body as Array<TxnModel & { uuid: string; description: string }>) {
-      const key = t.status === 'REVERSED' ? `reversal-of:${t.description.replace(/^Reversal of payout /, '')}` : t.uuid;
+      const reversesPayout = t.status === 'REVERSED' && t.description.startsWith('Reversal of payout ');
+      const key = reversesPayout ? `reversal-of:${t.description.replace(/^Reversal of payout /, '')}` : t.uuid;
       seen[key] = { status: t.status, amount: t.amount, debitAccountId: t.debitAccountId, creditAccountId: t.creditAccountId };
     }
     if (list.body.length < 100) break;
@@ -612,6 +632,136 @@ class BigDay extends LedgerCommand {
   }
 }
 
+/** An approved application and the active virtual card issued on it. */
+async function cardOf(http: supertest.Agent, partner: PartnerCredentials, c: Customer): Promise<string> {
+  const applied = await http.post('/api/v1/cards/application').set(c.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
+  await http.post(`/sandbox/v1/cards/applications/${applied.body.data.application.id}/approve`).set(partner.headers).send({});
+  const issued = await http.post('/api/v1/cards').set(c.bearer).send({});
+  expect(issued.status, `card of ${c.email}: ${JSON.stringify(issued.body)}`).to.equal(201);
+  return issued.body.data.id as string;
+}
+
+/** What the card's window holds: approved spends not reversed (all of a run's are inside its 24 hours). */
+const windowOf = (m: Readonly<Model>, who: number) =>
+  m.spends.filter((s) => s.who === who && s.status !== 'reversed').reduce((sum, s) => sum.plus(s.amount), ZERO);
+
+/** A sandbox authorization on the customer's card, decided in order: status (always active here), funds, limit. */
+class Authorize extends LedgerCommand {
+  constructor(
+    readonly who: number,
+    readonly spec: AmountSpec,
+    readonly byOtherPartner: boolean,
+  ) {
+    super();
+  }
+  check() {
+    return true;
+  }
+  label() {
+    return `authorize(c${this.who}, ${specText(this.spec)}${this.byOtherPartner ? ', by the other partner' : ''})`;
+  }
+  async exec(m: Model, r: Real) {
+    const c = r.customers[this.who] as Customer;
+    const a = m.accounts[this.who] as AccountModel;
+    const amount = resolveUsdc(this.spec, available(a));
+    const partner = (this.byOtherPartner ? r.otherPartnerOf : r.partnerOf)[this.who] as PartnerCredentials;
+    const res = await r.http
+      .post(`/sandbox/v1/cards/${r.cards[this.who]}/authorizations`)
+      .set(partner.headers)
+      .send({ amount, currency: 'USD', merchantName: 'Model Shop', merchantCategoryCode: '5411' });
+    if (this.byOtherPartner) return expectAnswer(this.label(), res, 404, { success: false, error: 'Card not found' });
+    const problem = amountProblem(amount);
+    if (problem) return expectAnswer(this.label(), res, 400, { success: false, error: problem });
+    const value = dec(amount);
+    const declined = available(a).lt(value) ? 'INSUFFICIENT_FUNDS' : windowOf(m, this.who).plus(value).gt(CARD_LIMIT) ? 'SPEND_LIMIT_EXCEEDED' : null;
+    this.note = `${amount} USD, expect ${declined ?? 'pending'}`;
+    expectAnswer(this.label(), res, 201, { success: true });
+    expect(res.body.data.spend, this.label()).to.include({
+      status: declined ? 'declined' : 'pending',
+      declinedReason: declined,
+      amount: Number(fixed8(value)),
+    });
+    if (declined) return;
+    const id = res.body.data.id as string;
+    applyDebit(a, value, true);
+    m.spends.push({ id, who: this.who, authorized: value, amount: value, status: 'pending', day: utcDay() });
+    m.txns.set(id, { status: 'PENDING', amount: fixed8(value), debitAccountId: c.accountId, creditAccountId: null });
+    await compareOne(m, r, this.who, id, this.label());
+  }
+}
+
+type SettleVariant = 'same' | 'less' | 'more' | 'muchMore' | 'reverse';
+
+/** The merchant clears a spend (for its amount, less, more, or more than the balance has) or it is reversed. */
+class SettleSpend extends LedgerCommand {
+  constructor(
+    readonly pick: number,
+    readonly variant: SettleVariant,
+    readonly byOtherPartner: boolean,
+  ) {
+    super();
+  }
+  check(m: Readonly<Model>) {
+    return m.spends.length > 0;
+  }
+  label() {
+    return `settle card spend #${this.pick} (${this.variant})${this.byOtherPartner ? ' by the other partner' : ''}`;
+  }
+  async exec(m: Model, r: Real) {
+    const s = m.spends[this.pick % m.spends.length] as SpendModel;
+    const c = r.customers[s.who] as Customer;
+    const a = m.accounts[s.who] as AccountModel;
+    const half = roundDown8(s.authorized.div(2));
+    const cleared = {
+      same: s.authorized,
+      less: half.gt(0) ? half : s.authorized,
+      more: s.authorized.plus(1),
+      muchMore: s.authorized.plus(available(a)).plus(1),
+      reverse: ZERO,
+    }[this.variant];
+    const action = this.variant === 'reverse' ? 'reverse' : 'clear';
+    this.note = `${s.id} (${s.status}, ${fixed8(s.authorized)}) ${action} ${action === 'clear' ? fixed8(cleared) : ''}`;
+    const partner = (this.byOtherPartner ? r.otherPartnerOf : r.partnerOf)[s.who] as PartnerCredentials;
+    const res = await r.http
+      .post(`/sandbox/v1/card-transactions/${s.id}/${action}`)
+      .set(partner.headers)
+      // Cleared for the authorized amount: sent without one (it defaults to the authorized amount).
+      .send(action === 'clear' && this.variant !== 'same' ? { amount: fixed8(cleared) } : {});
+    if (this.byOtherPartner) return expectAnswer(this.label(), res, 404, { success: false, error: 'Card transaction not found' });
+    if (s.status !== 'pending')
+      return expectAnswer(this.label(), res, 409, { success: false, error: `Cannot ${action} a card transaction in status ${s.status}` });
+    const extra = cleared.minus(s.authorized);
+    if (action === 'clear' && extra.gt(available(a)))
+      return expectAnswer(this.label(), res, 400, { success: false, error: `Insufficient balance in account ${c.accountId}` });
+    expectAnswer(this.label(), res, 200, { success: true });
+    // The hold is posted either way: `debits` does not move.
+    a.pending = a.pending.minus(s.authorized);
+    a.posted = a.posted.plus(s.authorized);
+    const difference = uuidV5(`card-difference:${s.id}`);
+    const txn = m.txns.get(s.id) as TxnModel;
+    if (action === 'reverse') {
+      s.status = 'reversed';
+      txn.status = 'REVERSED';
+      a.credits = a.credits.plus(s.authorized);
+      if (s.day === a.day) a.dayOutgoing = a.dayOutgoing.minus(s.authorized);
+      m.txns.set(difference, { status: 'REVERSED', amount: fixed8(s.authorized), debitAccountId: null, creditAccountId: c.accountId });
+    } else {
+      s.status = 'completed';
+      s.amount = cleared;
+      txn.status = 'COMPLETED';
+      if (extra.gt(0)) {
+        applyDebit(a, extra, false);
+        m.txns.set(difference, { status: 'COMPLETED', amount: fixed8(extra), debitAccountId: c.accountId, creditAccountId: null });
+      } else if (extra.lt(0)) {
+        a.credits = a.credits.plus(extra.negated());
+        m.txns.set(difference, { status: 'REVERSED', amount: fixed8(extra.negated()), debitAccountId: null, creditAccountId: c.accountId });
+      }
+    }
+    expect(res.body.data.spend, this.label()).to.include({ status: s.status, amount: Number(fixed8(s.amount)) });
+    await compareOne(m, r, s.who, s.id, this.label());
+  }
+}
+
 const who = fc.integer({ min: 0, max: CUSTOMERS - 1 });
 const pick = fc.nat({ max: 1000 });
 const usdcAmount = fc.oneof(
@@ -657,6 +807,13 @@ const commandArb: fc.Arbitrary<LedgerCommand> = fc.oneof(
   { weight: 2, arbitrary: fc.tuple(pick, rarely).map(([p, o]) => new DecidePayout('settle', p, o)) },
   { weight: 2, arbitrary: fc.tuple(pick, rarely).map(([p, o]) => new DecidePayout('fail', p, o)) },
   { weight: 1, arbitrary: who.map((w) => new BigDay(w)) },
+  { weight: 6, arbitrary: fc.tuple(who, amountSpec, rarely).map(([w, s, o]) => new Authorize(w, s, o)) },
+  {
+    weight: 5,
+    arbitrary: fc
+      .tuple(pick, fc.constantFrom<SettleVariant>('same', 'less', 'more', 'muchMore', 'reverse', 'reverse'), rarely)
+      .map(([p, v, o]) => new SettleSpend(p, v, o)),
+  },
   {
     weight: 3,
     arbitrary: fc
@@ -693,7 +850,9 @@ describe('ledger model (seeded, fast-check)', () => {
         customers,
         partnerOf: customers.map((_c, i) => (i < SAME_PARTNER ? acme : globex)),
         otherPartnerOf: customers.map((_c, i) => (i < SAME_PARTNER ? globex : acme)),
+        cards: [],
       };
+      real.cards.push(...(await Promise.all(customers.map((c, i) => cardOf(app.http, real.partnerOf[i] as PartnerCredentials, c)))));
       const model = new Model(CUSTOMERS);
       // Most customers start with a confirmed deposit, so the first commands are not all refusals.
       for (let i = 0; i < CUSTOMERS; i++) {
@@ -716,6 +875,7 @@ describe('ledger model (seeded, fast-check)', () => {
         expect(res.body.items[0], `balance at now of customer ${i}`).to.include({ credits: fixed8(a.credits), debits: fixed8(a.posted.plus(a.pending)) });
       }
       expect(await app.tally.engine.verify('ledger'), 'ledger read model == fold of the log').to.deep.equal([]);
+      expect(await app.tally.engine.verify('cards'), 'cards read model == fold of the log').to.deep.equal([]);
     });
     try {
       await fc.assert(property, { seed: SEED, numRuns: RUNS, endOnFailure: !SHRINK, verbose: 1 });
@@ -737,6 +897,8 @@ describe('ledger model (seeded, fast-check)', () => {
       ['settle payout -> 202'],
       ['fail payout -> 202'],
       ['retry payout -> 200'],
+      ['authorize -> 201'],
+      ['settle card spend -> 200'],
       ['transfer -> 400 Insufficient balance in account <id>', 'payout -> 400 Insufficient balance in account <id>'],
       ['transfer -> 400 Daily transaction limit exceeded', 'payout -> 400 Daily transaction limit exceeded'],
     ];

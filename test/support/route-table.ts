@@ -115,6 +115,9 @@ export interface World {
   carolPaymentId: string;
   carolInquiryId: string;
   bobTransfer: string;
+  /** ada's active virtual card, and a pending authorization on it. */
+  adaCard: string;
+  adaCardTransaction: string;
   /** A partner the fuzzer's operator calls may do anything to (keys revoked, ...). */
   spare: PartnerCredentials;
   /** Users of acme the fuzzer's operator calls may suspend, ban and reinstate. */
@@ -131,6 +134,21 @@ async function deposit(app: LoggedApp, who: Customer, amount: string) {
     .send({ toAccountId: who.accountId, amount, currency: 'USDC', provider: 'mock', description: 'pending', metadata: PAYER });
   if (res.status !== 201) throw new Error(`deposit failed ${res.status} ${JSON.stringify(res.body)}`);
   return { transactionId: res.body.transactionId as string, paymentId: paymentIdOf(res.body.paymentLink as string) };
+}
+
+/** An approved application, the card issued on it, and a pending authorization of 1 USD. */
+async function cardWithSpend(app: LoggedApp, partner: PartnerCredentials, who: Customer): Promise<{ cardId: string; transactionId: string }> {
+  const applied = await app.http.post('/api/v1/cards/application').set(who.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
+  if (applied.status !== 201) throw new Error(`card application failed ${applied.status} ${JSON.stringify(applied.body)}`);
+  await app.http.post(`/sandbox/v1/cards/applications/${applied.body.data.application.id}/approve`).set(partner.headers).send({});
+  const issued = await app.http.post('/api/v1/cards').set(who.bearer).send({});
+  if (issued.status !== 201) throw new Error(`card issue failed ${issued.status} ${JSON.stringify(issued.body)}`);
+  const spent = await app.http
+    .post(`/sandbox/v1/cards/${issued.body.data.id}/authorizations`)
+    .set(partner.headers)
+    .send({ amount: '1', currency: 'USD', merchantName: 'Matrix Shop', merchantCategoryCode: '5999' });
+  if (spent.status !== 201) throw new Error(`card authorization failed ${spent.status} ${JSON.stringify(spent.body)}`);
+  return { cardId: issued.body.data.id as string, transactionId: spent.body.data.id as string };
 }
 
 export async function buildWorld(app: LoggedApp): Promise<World> {
@@ -173,6 +191,7 @@ export async function buildWorld(app: LoggedApp): Promise<World> {
     const [row] = await app.tally.sql.query<{ inquiry_id: string }>('SELECT inquiry_id FROM rm_kyc_verifications WHERE user_id = $1', [userId]);
     return row?.inquiry_id ?? '';
   };
+  const card = await cardWithSpend(app, acme, ada);
   const { refreshToken: refreshOfBob } = await login(http, acme, bob.email);
   const victims = [];
   for (let i = 0; i < 2; i++) victims.push((await activeUser(http, acme)).id);
@@ -201,6 +220,8 @@ export async function buildWorld(app: LoggedApp): Promise<World> {
     carolPaymentId: paymentOf(carolDeposit),
     carolInquiryId: await inquiryOf(carol.id),
     bobTransfer: transfer.body.uuid as string,
+    adaCard: card.cardId,
+    adaCardTransaction: card.transactionId,
     victims,
     projections: app.tally.engine.projections.map((p) => p.name),
   };

@@ -4,6 +4,7 @@ import {
   type Card,
   type CardAction,
   type CardEvent,
+  type CardState,
   cannot,
   cardDecider,
   cardStream,
@@ -15,6 +16,7 @@ import {
 } from '../../domain/cards/card';
 import type { CardRequestKind } from '../../domain/cards/keyed';
 import { type CardLimit, DEFAULT_CARD_LIMIT, parseLimit } from '../../domain/cards/limit';
+import { DomainError } from '../../domain/decider';
 import { uuidV5 } from '../../domain/ids';
 import type { CardIssuer, CardSecrets } from '../../providers/cards/port';
 import { type Append, at, type Reads } from '../command-handler';
@@ -138,8 +140,8 @@ export class CardCommands {
       {},
       ctx,
       idempotencyKey,
-      (card, now) => ({
-        events: cardDecider.decide({ type: 'ChangeStatus', action, at: now }, { card }),
+      (state, now) => ({
+        events: cardDecider.decide({ type: 'ChangeStatus', action, at: now }, state),
         tellIssuer: (issuer, reference) => issuer.updateCard(reference, { status: action === 'lock' ? 'locked' : 'active' }),
       }),
       (card) => ({ id: card.cardId, status: card.status }),
@@ -160,8 +162,8 @@ export class CardCommands {
       limit,
       ctx,
       idempotencyKey,
-      (card, now) => ({
-        events: cardDecider.decide({ type: 'SetLimit', limit, at: now }, { card }),
+      (state, now) => ({
+        events: cardDecider.decide({ type: 'SetLimit', limit, at: now }, state),
         tellIssuer: (issuer, reference) => issuer.updateCard(reference, { limit }),
       }),
       (card) => ({ id: card.cardId, limit: card.limit }),
@@ -182,8 +184,8 @@ export class CardCommands {
       { pinDigest },
       ctx,
       idempotencyKey,
-      (card, now) => ({
-        events: cardDecider.decide({ type: 'ChangePin', pin: valid, at: now }, { card }),
+      (state, now) => ({
+        events: cardDecider.decide({ type: 'ChangePin', pin: valid, at: now }, state),
         tellIssuer: (issuer, reference) => issuer.setPin(reference, valid),
       }),
       (card) => ({ id: card.cardId }),
@@ -200,7 +202,7 @@ export class CardCommands {
     request: object,
     ctx: CommandContext,
     idempotencyKey: string | undefined,
-    change: (card: Card, now: string) => CardChange,
+    change: (state: CardState, now: string) => CardChange,
     answer: (card: Card) => T,
   ): Promise<Answered<T>> {
     const key = idempotencyKey === undefined ? undefined : cardKey(user, kind, request, idempotencyKey, ctx);
@@ -213,7 +215,7 @@ export class CardCommands {
           const now = new Date().toISOString();
           const loaded = await this.primary(reads, user.userId);
           const card = requireCard(loaded.state, user.userId);
-          const decided = change(card, now);
+          const decided = change(loaded.state, now);
           if (decided.tellIssuer)
             await this.applications.callIssuer(() => decided.tellIssuer?.(this.applications.issuer(card.issuer), card.issuerReference) as Promise<void>);
           const data = answer(decided.events.reduce(cardDecider.evolve, loaded.state).card as Card);
@@ -254,6 +256,18 @@ export class CardCommands {
     const { state } = await load(this.tally.store, userCardsStream(userId), userCardsDecider);
     const loaded = await Promise.all(state.cardIds.map((id) => load(this.tally.store, cardStream(id), cardDecider)));
     return loaded.flatMap((l) => (l.state.card ? [l.state.card] : []));
+  }
+
+  /**
+   * A card the user names: 404 when unknown or another partner's (its existence is not theirs to
+   * learn), 403 when another user's of the same partner (as accounts are, decisions.md "Errors").
+   */
+  async requireOwnCard(cardId: string, user: User): Promise<Card> {
+    const { state } = await load(this.tally.store, cardStream(cardId), cardDecider, { cache: this.tally.stateCache });
+    const card = state.card;
+    if (!card || card.partnerId !== user.partnerId) return requireCard({ card: null });
+    if (card.userId !== user.userId) throw new DomainError('forbidden', 'Card does not belong to the authenticated user');
+    return card;
   }
 
   /** The user's primary card (the latest issued), 404 when there is none. */

@@ -1,10 +1,9 @@
 import { type CardRequestKind, cardRequestDecider, cardRequestStream, answeredUnderKey, REUSED_KEY } from '../../domain/cards/keyed';
 import { DomainError } from '../../domain/decider';
-import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import type { Append, Reads } from '../command-handler';
 import { at } from '../command-handler';
 import type { CommandContext } from '../commands';
-import { headerKey, type IdempotencyKeys, requestHashOf } from '../ledger/idempotency';
+import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, requestHashOf } from '../ledger/idempotency';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
@@ -12,6 +11,9 @@ type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 export interface CardKey {
   /** The partner's key, as IdempotencyKeys knows copies in flight by. */
   key: string;
+  /** The key as sent, and whose it is. */
+  idempotencyKey: string;
+  partnerId: string;
   uuid: string;
   kind: CardRequestKind;
   requestHash: string;
@@ -21,8 +23,9 @@ export interface CardKey {
 
 /**
  * The one idempotency mechanism of the ledger (app/ledger/idempotency.ts) for card calls: a partner's
- * key names one request whichever route it went to, its copies in flight are refused (400), and what
- * it made is kept in the stream it names, with the request's hash and first answer.
+ * key names one request whichever route it went to, its copies in flight (of any keyed command, one
+ * tracker) are refused (400), and what it made is kept in the stream it names, with the request's
+ * hash and first answer.
  */
 export function cardKey(
   user: { userId: string; partnerId: string },
@@ -33,7 +36,16 @@ export function cardKey(
 ): CardKey {
   const keyed = headerKey(user.partnerId, idempotencyKey);
   const requestHash = requestHashOf({ kind, request, userId: user.userId });
-  return { key: keyed.key, uuid: keyed.uuid, kind, requestHash, userId: user.userId, ctx: { ...ctx, commandId: `cards:${keyed.key}`, unkeyed: false } };
+  return {
+    key: keyed.key,
+    idempotencyKey,
+    partnerId: user.partnerId,
+    uuid: keyed.uuid,
+    kind,
+    requestHash,
+    userId: user.userId,
+    ctx: { ...ctx, commandId: `cards:${keyed.key}`, unkeyed: false },
+  };
 }
 
 /** Runs `body` as the only copy of the key's request in this process (a second copy in flight is 400). */
@@ -42,15 +54,14 @@ export const exclusive = <T>(keys: IdempotencyKeys, key: CardKey | undefined, bo
 
 /**
  * What was answered under the key before, null when nothing was made under it. A key that already
- * names a ledger transaction (a transfer or deposit made with it) is another request: 422.
+ * names what another kind of command made (a transfer, deposit or payout) is another request: 422.
  */
 export async function answeredBefore(reads: Reads, key: CardKey): Promise<{ [key: string]: Json } | null> {
-  const [stored, txn] = await Promise.all([
-    reads.stream(cardRequestStream(key.uuid), cardRequestDecider, { cached: false }),
-    reads.stream(transactionStream(key.uuid), transactionDecider, { cached: false }),
-  ]);
-  if (txn.state.created || txn.state.rejection) throw new DomainError('unprocessable', REUSED_KEY);
-  return answeredUnderKey(stored.state, key)?.answer ?? null;
+  const stored = await reads.stream(cardRequestStream(key.uuid), cardRequestDecider, { cached: false });
+  const answered = answeredUnderKey(stored.state, key);
+  if (answered) return answered.answer;
+  if (await madeUnderKeyElsewhere(reads, key.partnerId, key.idempotencyKey, 'card')) throw new DomainError('unprocessable', REUSED_KEY);
+  return null;
 }
 
 /** The append that keeps the first answer under the key (the key's stream is new: a race loses there). */

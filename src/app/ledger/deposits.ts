@@ -8,7 +8,7 @@ import type { PaymentProvider, PaymentWebhookEvent } from '../../providers/payme
 import { at } from '../command-handler';
 import type { CommandContext } from '../commands';
 import type { Tally } from '../tally';
-import { headerKey, type IdempotencyKeys, requestHashOf } from './idempotency';
+import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
 import type { TransactionIds } from './transaction-ids';
 
@@ -51,7 +51,7 @@ export class Deposits {
     const keyed = headerKey(user.partnerId, idempotencyKey);
     const requestHash = requestHashOf({ ...input, amount: fixed(money(input.amount)), userId: user.userId });
     return this.keys.run(keyed.key, 'refuse', () =>
-      this.depositOnce(user, input, { ...ctx, commandId: keyed.commandId, unkeyed: false }, { uuid: keyed.uuid, requestHash }),
+      this.depositOnce(user, input, { ...ctx, commandId: keyed.commandId, unkeyed: false }, { uuid: keyed.uuid, requestHash, idempotencyKey }),
     );
   }
 
@@ -59,7 +59,12 @@ export class Deposits {
    * The payment is made inside the decision: the provider is idempotent by transactionId, so a
    * decision made again (after a concurrent write) asks for the same payment.
    */
-  private async depositOnce(user: User, input: DepositInput, ctx: CommandContext, key: { uuid: string; requestHash: string | null }): Promise<DepositDone> {
+  private async depositOnce(
+    user: User,
+    input: DepositInput,
+    ctx: CommandContext,
+    key: { uuid: string; requestHash: string | null; idempotencyKey?: string },
+  ): Promise<DepositDone> {
     const { uuid, requestHash } = key;
     const done = await this.tally.commands.run(ctx, async (reads) => {
       const destination = await reads.stream(accountStream(input.toAccountId), accountDecider);
@@ -69,6 +74,9 @@ export class Deposits {
       // Unkeyed, the uuid was made for this request: nothing can be stored under it yet.
       const txn = requestHash === null ? NEW_STREAM : await reads.stream(transactionStream(uuid), transactionDecider, { cached: false });
       const stored = requestHash !== null && storedUnderKey(txn.state, { kind: 'DEPOSIT', requestHash });
+      // Checked before the provider is asked for a payment: a card call or payout made under the key refuses it.
+      if (!stored && key.idempotencyKey !== undefined && (await madeUnderKeyElsewhere(reads, user.partnerId, key.idempotencyKey, 'transaction')))
+        throw new DomainError('unprocessable', REUSED_KEY);
       const payment = await this.payment(uuid, input, provider);
       if (stored) return { appends: [], result: { transactionId: uuid, paymentLink: payment.paymentLink, replayed: true } };
       const events = decideDeposit(destination.state, {

@@ -1,16 +1,24 @@
+import { cardRequestDecider, cardRequestStream } from '../../domain/cards/keyed';
 import { DomainError } from '../../domain/decider';
 import { uuidV5 } from '../../domain/ids';
+import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
+import { userDecider, userStream } from '../../domain/users/user';
 import { canonicalJson, sha256Hex } from '../../eventstore/hash';
 import { OverloadedError } from '../../eventstore/port';
+import type { Reads } from '../command-handler';
+
+/** The refusal of a request under a key that another request (of any kind) was made under. */
+export { REUSED_KEY } from '../../domain/cards/keyed';
 
 /**
- * One mechanism for every keyed command (transfers and deposits keyed by `Idempotency-Key` or
- * `x-idempotency-key`, payouts by their `transactionId`): the key names the command's transaction
- * stream, whose TransactionCreated (or TransactionRejected) keeps the request's hash, and the
- * decision reads that stream first (domain `storedUnderKey`; payouts' `storedPayout`, which also
- * answers a stored refusal): the same request again is answered with what was made, another one
- * under the key is refused. Here: copies of a request running at
- * the same time in this process, refused (400) or made to wait for the first.
+ * One mechanism for every keyed command (transfers, deposits and card calls keyed by
+ * `Idempotency-Key` or `x-idempotency-key`, payouts by their `transactionId`), in one key space per
+ * partner: the key names the command's stream (a transaction's, or a card request's), which keeps
+ * the request's hash, and the decision reads that stream first (domain `storedUnderKey`, payouts'
+ * `storedPayout`, cards' `answeredUnderKey`): the same request again is answered with what was made,
+ * another one under the key is refused; what another kind of command made under the key refuses it
+ * too (`madeUnderKeyElsewhere`). Here: copies running at the same time in this process, whatever
+ * their kind (one tracker, `partnerKey`), refused (400) or made to wait for the first.
  */
 export class IdempotencyKeys {
   private readonly running = new Map<string, Promise<unknown>>();
@@ -48,14 +56,49 @@ export class IdempotencyKeys {
   }
 }
 
+/** How the in-flight tracker knows a partner's key, whichever command it came with. */
+export const partnerKey = (partnerId: string, idempotencyKey: string): string => `${partnerId}:${idempotencyKey.toLowerCase()}`;
+
 /**
  * A partner's header key: one key names one request of that partner, whichever route it went to.
  * "transfer:" for every route: keys stored before deposits took keys still name the same uuid.
  */
 export function headerKey(partnerId: string, idempotencyKey: string): { key: string; uuid: string; commandId: string } {
-  const key = `${partnerId}:${idempotencyKey.toLowerCase()}`;
+  const key = partnerKey(partnerId, idempotencyKey);
   return { key, uuid: uuidV5(`transfer:${key}`), commandId: `transfer:${key}` };
 }
 
 /** The hash a keyed request is known by (its canonical JSON: the same request written another way is the same). */
 export const requestHashOf = (request: object): string => sha256Hex(canonicalJson(request));
+
+/** The streams a partner's key names, by the kind of command that keeps its request there. */
+export type KeyedStreamKind = 'transaction' | 'card' | 'payout';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Whether a command of another kind already made something under the partner's key: a transfer or
+ * deposit (the transaction stream the header key names), a card call (the card request stream it
+ * names), a payout (the transaction stream its transactionId names, when the key is a UUID, and the
+ * payout is the partner's). `mine`: the kind asking, whose own stream its decision reads itself.
+ */
+export async function madeUnderKeyElsewhere(reads: Reads, partnerId: string, idempotencyKey: string, mine: KeyedStreamKind): Promise<boolean> {
+  const { uuid } = headerKey(partnerId, idempotencyKey);
+  const found: Array<Promise<boolean>> = [];
+  if (mine !== 'transaction')
+    found.push(
+      reads.stream(transactionStream(uuid), transactionDecider, { cached: false }).then((t) => t.state.created !== null || t.state.rejection !== null),
+    );
+  if (mine !== 'card') found.push(reads.stream(cardRequestStream(uuid), cardRequestDecider, { cached: false }).then((r) => r.state.answered !== null));
+  if (mine !== 'payout' && UUID.test(idempotencyKey)) found.push(payoutOfPartner(reads, partnerId, idempotencyKey.toLowerCase()));
+  return (await Promise.all(found)).some(Boolean);
+}
+
+/** A payout (made or refused) whose transactionId is `uuid`, of one of the partner's users. */
+async function payoutOfPartner(reads: Reads, partnerId: string, uuid: string): Promise<boolean> {
+  const { state } = await reads.stream(transactionStream(uuid), transactionDecider, { cached: false });
+  if (state.created) return state.created.kind === 'PAYOUT' && state.created.partnerId === partnerId;
+  if (!state.rejection) return false;
+  const user = await reads.stream(userStream(state.rejection.userId), userDecider);
+  return user.state.partnerId === partnerId;
+}

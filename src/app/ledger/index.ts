@@ -19,11 +19,17 @@ export class LedgerService {
   readonly deposits: Deposits;
   readonly payouts: Payouts;
   readonly reads: LedgerQueries;
+  /** Ledger transaction numbers, for every movement (card spends too). */
+  readonly ids: TransactionIds;
+  /** The one in-flight tracker of every keyed command: transfers, deposits, payouts and card calls. */
+  readonly keys: IdempotencyKeys;
 
   constructor(tally: Tally) {
     this.accounts = new LedgerAccounts(tally);
     const ids = new TransactionIds(tally.sql, tally.log);
     const keys = new IdempotencyKeys();
+    this.ids = ids;
+    this.keys = keys;
     const limits = approvedLimits(tally.config);
     this.transfers = new Transfers(tally, ids, keys, limits);
     this.deposits = new Deposits(tally, ids, keys);

@@ -10,7 +10,7 @@ import { type Append, at, type Batches, type Decision, type Reads } from '../com
 import { type CommandContext, load } from '../commands';
 import type { Tally } from '../tally';
 import { accountOfUser, limitsOf } from './facts';
-import { type IdempotencyKeys, requestHashOf } from './idempotency';
+import { type IdempotencyKeys, madeUnderKeyElsewhere, partnerKey, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
 import type { TransactionIds } from './transaction-ids';
 
@@ -72,8 +72,8 @@ export class Payouts {
     };
     const handOver = JSON.parse(JSON.stringify({ source: input.source, destination: input.destination, description: input.description ?? null }));
     const request = { ...user, ...input, uuid, accountId, requestHash, handOver };
-    // A copy sent while the first runs waits for it, then gets its answer.
-    return this.keys.run(`payout:${uuid}`, 'wait', async () => {
+    // A copy sent while the first runs waits for it, then gets its answer (a keyed call of another kind under it is 400).
+    return this.keys.run(partnerKey(user.partnerId, uuid), 'wait', async () => {
       const done = await this.holds.submit(accountStream(accountId), ctx, { request, facts, ctx });
       const held = done.result;
       if (held.kind === 'refused') throw held.refusal;
@@ -94,6 +94,9 @@ export class Payouts {
     for (const { request, facts, ctx } of batch) {
       try {
         const txn = await reads.stream(transactionStream(request.uuid), transactionDecider, { cached: false });
+        const fresh = !txn.state.created && !txn.state.rejection;
+        if (fresh && (await madeUnderKeyElsewhere(reads, request.partnerId, request.uuid, 'payout')))
+          throw new DomainError('conflict', 'transactionId already used with different parameters');
         const limits = await limitsOf(reads, request.userId, now, this.approved);
         const decision = decidePayout(txn.state, state, { ...request, id: await this.ids.next(), at: now }, { ...facts, limits });
         const stream = transactionStream(request.uuid);

@@ -10,7 +10,7 @@ import { type CommandContext, load } from '../commands';
 import type { TransactionView } from '../../projections/ledger';
 import { type Tally, writeScope } from '../tally';
 import { accountOfUser, limitsOf, viewOf } from './facts';
-import { headerKey, type IdempotencyKeys, requestHashOf } from './idempotency';
+import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
 import type { TransactionIds } from './transaction-ids';
 
 type User = { userId: string; partnerId: string };
@@ -19,8 +19,9 @@ type TransferInput = { fromAccountId?: number; toAccountId: number; amount: stri
 /** A transfer waiting for its account's batch: the request without its time, which each decision gives it. */
 interface Asked {
   request: Omit<TransferRequest, 'at'>;
-  /** Keyed: its transaction stream may hold it already (a retry). */
+  /** Keyed: its transaction stream may hold it already (a retry); the partner's key as sent. */
   keyed: boolean;
+  idempotencyKey?: string;
   ctx: CommandContext;
 }
 
@@ -57,7 +58,7 @@ export class Transfers {
     const keyed = headerKey(user.partnerId, idempotencyKey);
     const requestHash = requestHashOf({ ...input, fromAccountId: input.fromAccountId ?? null, amount: fixed(money(input.amount)), userId: user.userId });
     return this.keys.run(keyed.key, 'refuse', () =>
-      this.submit(user, { ...input, fromAccountId }, { ...ctx, commandId: keyed.commandId, unkeyed: false }, { uuid: keyed.uuid, requestHash }),
+      this.submit(user, { ...input, fromAccountId }, { ...ctx, commandId: keyed.commandId, unkeyed: false }, { uuid: keyed.uuid, requestHash, idempotencyKey }),
     );
   }
 
@@ -65,11 +66,12 @@ export class Transfers {
     user: User,
     input: TransferInput & { fromAccountId: number },
     ctx: CommandContext,
-    key: { uuid: string; requestHash: string | null },
+    key: { uuid: string; requestHash: string | null; idempotencyKey?: string },
   ): Promise<TransferDone> {
     const id = this.ids.take() ?? (await this.ids.next());
-    const request = { ...user, ...input, ...key, id };
-    const done = await this.batches.submit(accountStream(input.fromAccountId), ctx, { request, keyed: key.requestHash !== null, ctx });
+    const { idempotencyKey, ...named } = key;
+    const request = { ...user, ...input, ...named, id };
+    const done = await this.batches.submit(accountStream(input.fromAccountId), ctx, { request, keyed: key.requestHash !== null, idempotencyKey, ctx });
     // The answer comes from the events, so nothing waits for the read model here: the partner's next
     // ledger read does (Tally.noteWrite).
     this.tally.noteWrite(writeScope('ledger', user.partnerId), done.position);
@@ -119,13 +121,20 @@ export class Transfers {
     return { appends, result: results as Array<TransferDone | DomainError> };
   }
 
-  /** A keyed transfer already made under its key: its answer again (or 422 for another request under the key). */
+  /**
+   * A keyed transfer already made under its key: its answer again (or 422 for another request under
+   * the key, a card call or payout made under it included).
+   */
   private async madeBefore(asked: Asked, reads: Reads): Promise<TransferDone | DomainError | undefined> {
     if (!asked.keyed) return undefined;
     const txn = await reads.stream(transactionStream(asked.request.uuid), transactionDecider, { cached: false });
     try {
       const stored = storedUnderKey(txn.state, { kind: 'TRANSFER', requestHash: asked.request.requestHash as string });
-      return stored ? { transfer: viewOf(stored), replayed: true } : undefined;
+      if (stored) return { transfer: viewOf(stored), replayed: true };
+      const key = asked.idempotencyKey;
+      if (key !== undefined && (await madeUnderKeyElsewhere(reads, asked.request.partnerId, key, 'transaction')))
+        return new DomainError('unprocessable', REUSED_KEY);
+      return undefined;
     } catch (error) {
       if (error instanceof DomainError) return error;
       throw error;

@@ -1,6 +1,7 @@
 import { DomainError, type Decider, invariant } from '../decider';
 import type { CardType } from './application';
 import { type CardLimit, DEFAULT_CARD_LIMIT } from './limit';
+import { type CardSpendEvent, type CardSpends, evolveSpends } from './spend';
 
 /** Card statuses (interface 3.4). */
 export const CARD_STATUSES = ['notActivated', 'active', 'locked', 'canceled'] as const;
@@ -43,7 +44,9 @@ export type CardEvent =
   | { type: StatusEventType; data: { cardId: string; from: CardStatus; to: CardStatus; at: string } }
   | { type: 'CardLimitChanged'; data: { cardId: string; limit: CardLimit; at: string } }
   /** The PIN itself is never an event's: only that it changed (the issuer keeps it). */
-  | { type: 'CardPinChanged'; data: { cardId: string; at: string } };
+  | { type: 'CardPinChanged'; data: { cardId: string; at: string } }
+  /** Authorizations, decided in order on the card's stream (src/domain/cards/authorization.ts). */
+  | CardSpendEvent;
 
 export type CardCommand =
   | { type: 'Issue'; card: Omit<CardIssuedData, 'status' | 'limit'> }
@@ -59,6 +62,8 @@ export type Card = CardIssuedData & {
 
 export interface CardState {
   card: Card | null;
+  /** Its approved spends: what the spending limit's windows count, and what can be cleared or reversed. */
+  spends: CardSpends;
 }
 
 export const cardStream = (cardId: string) => `card-${cardId}`;
@@ -76,26 +81,32 @@ export function checkPin(pin: unknown): string {
 }
 
 /** The card, for an action of its owner (404 when there is none, or it is someone else's). */
-export function requireCard(state: CardState, userId?: string): Card {
+export function requireCard(state: Pick<CardState, 'card'>, userId?: string): Card {
   const card = state.card;
   if (!card || (userId !== undefined && card.userId !== userId)) throw new DomainError('not_found', 'Card not found');
   return card;
 }
 
 export const cardDecider: Decider<CardState, CardCommand, CardEvent> = {
-  initialState: () => ({ card: null }),
+  initialState: () => ({ card: null, spends: {} }),
 
   evolve(state, event) {
-    if (event.type === 'CardIssued') return { card: { ...event.data, pinSet: false, createdAt: event.data.at, updatedAt: event.data.at } };
+    if (event.type === 'CardIssued') return { ...state, card: { ...event.data, pinSet: false, createdAt: event.data.at, updatedAt: event.data.at } };
     const card = state.card;
     if (!card) return state;
     switch (event.type) {
       case 'CardLimitChanged':
-        return { card: { ...card, limit: event.data.limit, updatedAt: event.data.at } };
+        return { ...state, card: { ...card, limit: event.data.limit, updatedAt: event.data.at } };
       case 'CardPinChanged':
-        return { card: { ...card, pinSet: true, updatedAt: event.data.at } };
+        return { ...state, card: { ...card, pinSet: true, updatedAt: event.data.at } };
+      // Spends are the card's use, not a change of it: its updatedAt stays.
+      case 'CardSpendAuthorized':
+      case 'CardSpendDeclined':
+      case 'CardSpendCleared':
+      case 'CardSpendReversed':
+        return { ...state, spends: evolveSpends(state.spends, event) };
       default:
-        return { card: { ...card, status: event.data.to, updatedAt: event.data.at } };
+        return { ...state, card: { ...card, status: event.data.to, updatedAt: event.data.at } };
     }
   },
 

@@ -3,7 +3,8 @@ import { DomainError, type Decider, invariant } from '../decider';
 /** Ledger transactions: what partners see in lists, with the statuses of the interface (3.3). */
 export const TRANSACTION_STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const;
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
-export type TransactionKind = 'DEPOSIT' | 'TRANSFER' | 'PAYOUT' | 'REVERSAL';
+/** `CARD`: a card spend, held on its account while pending (src/domain/cards/authorization.ts). */
+export type TransactionKind = 'DEPOSIT' | 'TRANSFER' | 'PAYOUT' | 'REVERSAL' | 'CARD';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
@@ -61,6 +62,7 @@ const NEXT: Record<TransactionKind, Partial<Record<TransactionStatus, Transactio
   TRANSFER: {},
   PAYOUT: { PENDING: ['PROCESSING', 'COMPLETED', 'FAILED'], PROCESSING: ['COMPLETED', 'FAILED'] },
   REVERSAL: {},
+  CARD: { PENDING: ['COMPLETED', 'REVERSED'] },
 };
 
 export const transactionDecider: Decider<TransactionState, TransactionCommand, TransactionEvent> = {

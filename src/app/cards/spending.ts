@@ -1,0 +1,196 @@
+import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/accounts/account';
+import {
+  type AuthorizationDecided,
+  type AuthorizationRequest,
+  decideAuthorizations,
+  decideClearing,
+  decideReversal,
+  type SettlementDecided,
+  type SettlementRequest,
+} from '../../domain/cards/authorization';
+import { type CardState, cardDecider, cardStream, requireCard } from '../../domain/cards/card';
+import type { CardSpendData } from '../../domain/cards/spend';
+import { DomainError, invariant } from '../../domain/decider';
+import { uuidV5, uuidV7 } from '../../domain/ids';
+import { type TransactionState, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
+import { type CardHolder, CardQueries, type CardTransactionView, cardTransactionView } from '../../projections/cards';
+import { type Append, at, type Batches, type Decision, type Reads } from '../command-handler';
+import { type CommandContext, load } from '../commands';
+import type { LedgerService } from '../ledger';
+import { type Tally, writeScope } from '../tally';
+
+/** An authorization as the card network sends it (the sandbox route's body, checked). */
+export interface AuthorizationInput {
+  amount: string;
+  currency: string;
+  merchantName: string;
+  merchantCategoryCode: string;
+  localAmount?: string;
+  localCurrency?: string;
+  authorizationMethod?: string;
+}
+
+/** An authorization waiting for its account's batch. */
+interface Asked {
+  cardId: string;
+  accountId: number;
+  request: Omit<AuthorizationRequest, 'ledgerId' | 'at'>;
+  ctx: CommandContext;
+}
+
+const CARD_TRANSACTION_NOT_FOUND = 'Card transaction not found';
+
+/**
+ * Card spends: authorizations decided in order per account (so per card), each a card transaction,
+ * the approved ones holds on the account; clearings and reversals settle them. The clock is a field
+ * so tests can put authorizations exactly at a window's edge.
+ */
+export class CardSpending {
+  /** Now, as an ISO 8601 instant: every decision's time. */
+  clock: () => string = () => new Date().toISOString();
+  readonly queries: CardQueries;
+  private readonly authorizations: Batches<Asked, AuthorizationDecided>;
+
+  constructor(
+    private readonly tally: Tally,
+    private readonly ledger: LedgerService,
+  ) {
+    this.queries = new CardQueries(tally.sql);
+    this.authorizations = tally.commands.batches((asked, reads) => this.decideBatch(asked, reads));
+  }
+
+  /** A sandbox authorization on one of the partner's cards: 201 the card transaction, pending or declined. */
+  async authorize(partnerId: string, cardId: string, input: AuthorizationInput, ctx: CommandContext): Promise<CardTransactionView> {
+    const { state } = await load(this.tally.store, cardStream(cardId), cardDecider, { cache: this.tally.stateCache });
+    const card = state.card;
+    if (!card || card.partnerId !== partnerId) throw new DomainError('not_found', 'Card not found');
+    const request = {
+      transactionId: uuidV7(),
+      amount: input.amount,
+      currency: input.currency,
+      localAmount: input.localAmount ?? null,
+      localCurrency: input.localCurrency ?? null,
+      merchantName: input.merchantName,
+      merchantCategoryCode: input.merchantCategoryCode,
+      authorizationMethod: input.authorizationMethod ?? null,
+    };
+    const done = await this.authorizations.submit(accountStream(card.accountId), ctx, { cardId, accountId: card.accountId, request, ctx });
+    this.noteWrites(partnerId, done.position);
+    const decided = done.result;
+    const event = decided.card[0];
+    invariant(event?.type === 'CardSpendAuthorized' || event?.type === 'CardSpendDeclined', 'an authorization is a card transaction');
+    const declinedReason = event.type === 'CardSpendDeclined' ? event.data.declinedReason : null;
+    return cardTransactionView(factsOf(event.data, declinedReason), await this.holder(partnerId, card.userId));
+  }
+
+  /** Authorizations on one account, decided in order on its state and its cards' and appended together. */
+  private async decideBatch(batch: Asked[], reads: Reads): Promise<Decision<AuthorizationDecided[]>> {
+    const now = this.clock();
+    const account = await reads.account(batch[0]?.accountId as number);
+    const cardIds = [...new Set(batch.map((asked) => asked.cardId))];
+    const cards = new Map(await Promise.all(cardIds.map(async (id) => [id, await reads.stream(cardStream(id), cardDecider)] as const)));
+    const requests = [];
+    for (const asked of batch) requests.push({ cardId: asked.cardId, request: { ...asked.request, at: now, ledgerId: await this.ledger.ids.next() } });
+    const states = new Map([...cards].map(([id, loaded]) => [id, loaded.state] as [string, CardState]));
+    const { outcomes } = decideAuthorizations(states, account.state, requests);
+    const appends: Append[] = [];
+    outcomes.forEach((decided, i) => {
+      const { cardId, ctx, request } = batch[i] as Asked;
+      appends.push({ stream: cardStream(cardId), events: decided.card, expected: at(cards.get(cardId) as { revision: number }), ctx });
+      if (decided.outcome !== 'approved') return;
+      appends.push(
+        { stream: accountStream(account.state.accountId as number), events: decided.debit, expected: at(account), ctx, cached: accountDecider },
+        { stream: transactionStream(request.transactionId), events: decided.transaction, expected: 'no_stream', ctx },
+      );
+    });
+    // A decline decided on a state trusted from the cache (a credit it had not seen) is decided again on the stored one.
+    return { appends, result: outcomes, refused: outcomes.some((o) => o.outcome === 'declined') };
+  }
+
+  /** The merchant took the money (`amount`, or the authorized amount): 200 the card transaction, completed. */
+  clear(partnerId: string, transactionId: string, amount: string | undefined, ctx: CommandContext): Promise<CardTransactionView> {
+    return this.settle(partnerId, transactionId, ctx, 'clear', (card, account, txn, request) => decideClearing(card, account, txn, { ...request, amount }));
+  }
+
+  /** The authorization is reversed: its hold comes back. 200 the card transaction, reversed. */
+  reverse(partnerId: string, transactionId: string, ctx: CommandContext): Promise<CardTransactionView> {
+    return this.settle(partnerId, transactionId, ctx, 'reverse', decideReversal);
+  }
+
+  private async settle(
+    partnerId: string,
+    transactionId: string,
+    ctx: CommandContext,
+    action: 'clear' | 'reverse',
+    decide: (card: CardState, account: AccountState, txn: TransactionState, request: SettlementRequest) => SettlementDecided,
+  ): Promise<CardTransactionView> {
+    const done = await this.tally.commands.run(ctx, async (reads) => {
+      const stream = transactionStream(transactionId);
+      const txn = await reads.stream(stream, transactionDecider, { cached: false });
+      const created = txn.state.created;
+      if (created?.kind !== 'CARD' || created.partnerId !== partnerId) return this.notSettleable(partnerId, transactionId, action);
+      const cardId = String(created.details.cardId);
+      const card = await reads.stream(cardStream(cardId), cardDecider);
+      const accountId = requireCard(card.state).accountId;
+      const account = await reads.account(accountId);
+      // The difference's ledger transaction is named after the card transaction: a decision made again names the same one.
+      const difference = { uuid: uuidV5(`card-difference:${transactionId}`), id: await this.ledger.ids.next() };
+      const decided = decide(card.state, account.state, txn.state, { transactionId, at: this.clock(), difference });
+      const appends: Append[] = [
+        { stream: cardStream(cardId), events: decided.card, expected: at(card) },
+        { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
+        { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
+        { stream, events: decided.transaction, expected: at(txn) },
+        { stream: transactionStream(difference.uuid), events: decided.difference, expected: 'no_stream' },
+      ];
+      return { appends, result: undefined };
+    });
+    this.noteWrites(partnerId, done.position);
+    // A sandbox operation, not a hot path: it answers from the read model, waited for.
+    await this.tally.readYourWrites(done.position, ['cards']);
+    const view = await this.queries.get(partnerId, transactionId);
+    invariant(view !== null, 'a settled card transaction is in the read model once it caught up');
+    return view;
+  }
+
+  /** Not an approved card transaction of the partner's: a declined one is 409, anything else 404. */
+  private async notSettleable(partnerId: string, transactionId: string, action: 'clear' | 'reverse'): Promise<never> {
+    const seen = await this.queries.get(partnerId, transactionId);
+    if (seen?.spend.status === 'declined') throw new DomainError('conflict', `Cannot ${action} a card transaction in status declined`);
+    throw new DomainError('not_found', CARD_TRANSACTION_NOT_FOUND);
+  }
+
+  /** The card holder's name and email, as the card transaction shows them (read models: display only, no decision). */
+  private async holder(partnerId: string, userId: string): Promise<CardHolder> {
+    const [user, profile] = await Promise.all([this.tally.users.get(partnerId, userId), this.tally.profiles.get(userId)]);
+    return { firstName: profile?.firstName ?? '', lastName: profile?.lastName ?? null, email: user?.email ?? '' };
+  }
+
+  /** The authorization moved money (ledger) and made a card transaction (cards): the partner's next reads of either wait for it. */
+  private noteWrites(partnerId: string, position: string | undefined): void {
+    this.tally.noteWrite(writeScope('ledger', partnerId), position);
+    this.tally.noteWrite(writeScope('cards', partnerId), position);
+  }
+}
+
+function factsOf(d: CardSpendData, declinedReason: string | null) {
+  return {
+    id: d.transactionId,
+    cardId: d.cardId,
+    cardType: d.cardType,
+    userId: d.userId,
+    partnerId: d.partnerId,
+    status: declinedReason === null ? ('pending' as const) : ('declined' as const),
+    declinedReason,
+    amount: d.amount,
+    authorizedAmount: d.amount,
+    currency: d.currency,
+    localAmount: d.localAmount,
+    localCurrency: d.localCurrency,
+    merchantName: d.merchantName,
+    merchantCategoryCode: d.merchantCategoryCode,
+    authorizationMethod: d.authorizationMethod,
+    authorizedAt: d.at,
+    postedAt: null,
+  };
+}
