@@ -440,13 +440,22 @@ for (const store of STORES)
     async function resolveUnknowns(rng: () => number): Promise<void> {
       const deposits = book.deposits.filter((d) => d.created === 'unknown');
       const transfers = book.transfers.filter((t) => t.outcome === 'unknown');
-      if (deposits.length + transfers.length === 0) return;
-      const rows = await offline(() =>
-        sql<{ uuid: string; description: string; kind: string; status: string; amount: string; debit: string | null; credit: string }>(
-          `SELECT uuid::text, description, kind, status, amount::text, debit_account_id::text AS debit, credit_account_id::text AS credit
+      const cards = book.cards.filter((c) => c.outcome === 'unknown');
+      if (deposits.length + transfers.length + cards.length === 0) return;
+      // One look at the store (on the embedded store, with the server stopped): the ledger's and the cards' rows.
+      const [rows, spent] = await offline(
+        async () =>
+          [
+            await sql<{ uuid: string; description: string; kind: string; status: string; amount: string; debit: string | null; credit: string }>(
+              `SELECT uuid::text, description, kind, status, amount::text, debit_account_id::text AS debit, credit_account_id::text AS credit
            FROM rm_transactions WHERE description = ANY($1::text[])`,
-          [[...deposits.map((d) => d.description), ...transfers.map((t) => t.description)]],
-        ),
+              [[...deposits.map((d) => d.description), ...transfers.map((t) => t.description)]],
+            ),
+            await sql<{ id: string; merchant_name: string; status: string; amount: string; card_id: string }>(
+              `SELECT id::text, merchant_name, status, amount::text, card_id::text FROM rm_card_transactions WHERE merchant_name = ANY($1::text[])`,
+              [cards.map((c) => c.merchant)],
+            ),
+          ] as const,
       );
       const found = new Map(rows.map((r) => [r.description, r]));
       for (const t of transfers) {
@@ -461,11 +470,6 @@ for (const store of STORES)
           expect(dec(row.amount).eq(t.amount), `amount of transfer ${t.description}`).to.equal(true);
         }
       }
-      const cards = book.cards.filter((c) => c.outcome === 'unknown');
-      const spent = await sql<{ id: string; merchant_name: string; status: string; amount: string; card_id: string }>(
-        `SELECT id::text, merchant_name, status, amount::text, card_id::text FROM rm_card_transactions WHERE merchant_name = ANY($1::text[])`,
-        [cards.map((c) => c.merchant)],
-      );
       const spentBy = new Map(spent.map((row) => [row.merchant_name, row]));
       for (const c of cards) {
         const row = spentBy.get(c.merchant);

@@ -18,6 +18,7 @@ import { type Append, at, type Batches, type Decision, type Reads } from '../com
 import { type CommandContext, load } from '../commands';
 import type { LedgerService } from '../ledger';
 import { type Tally, writeScope } from '../tally';
+import { OverloadedError } from '../../eventstore/port';
 
 /** An authorization as the card network sends it (the sandbox route's body, checked). */
 export interface AuthorizationInput {
@@ -148,8 +149,15 @@ export class CardSpending {
     this.noteWrites(partnerId, done.position);
     // A sandbox operation, not a hot path: it answers from the read model, waited for.
     await this.tally.readYourWrites(done.position, ['cards']);
-    const view = await this.queries.get(partnerId, transactionId);
-    invariant(view !== null, 'a settled card transaction is in the read model once it caught up');
+    let view = await this.queries.get(partnerId, transactionId);
+    if (view === null) {
+      // Nothing appended this time (a settlement made before, sent again) while the read model is
+      // still catching up (after a restart, say): wait for what the log holds now.
+      await this.tally.readYourWrites(await this.tally.store.headPosition(), ['cards']);
+      view = await this.queries.get(partnerId, transactionId);
+    }
+    // Still behind after the bounded wait: a 503 the caller may retry, not a wrong answer.
+    if (view === null) throw new OverloadedError('the cards read model is catching up');
     return view;
   }
 
