@@ -1,3 +1,4 @@
+import { BackgroundLoop } from './background-loop';
 import type { Logger } from 'pino';
 import type { Tally } from '../app/tally';
 import { signatureHeaders } from './secrets';
@@ -65,9 +66,7 @@ export function retryWaitMs(attempt: number, options: Pick<DispatchOptions, 'fir
  */
 export class Dispatcher {
   readonly options: DispatchOptions = { ...DEFAULT_DISPATCH };
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeUp: (() => void) | undefined;
+  private readonly background = new BackgroundLoop(() => this.run());
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly perPartner = new Map<string, number>();
   /** Attempts this node made, by outcome (metrics). */
@@ -80,15 +79,11 @@ export class Dispatcher {
   ) {}
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.background.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    this.wakeUp?.();
-    await this.loop;
+    await this.background.stop();
     await Promise.all(this.inFlight.values());
     await this.tally.sql
       .query('DELETE FROM webhook_dispatch_leases WHERE owner = $1', [this.nodeId])
@@ -97,7 +92,7 @@ export class Dispatcher {
 
   /** Looks for due deliveries now rather than at the next poll. */
   wake(): void {
-    this.wakeUp?.();
+    this.background.wake();
   }
 
   /** Resolves once every attempt started so far has been recorded (tests). */
@@ -106,21 +101,13 @@ export class Dispatcher {
   }
 
   private async run(): Promise<void> {
-    while (this.running) {
+    while (this.background.running) {
       try {
         await this.tick();
       } catch (error) {
         this.log.error({ err: error }, 'webhook dispatch round failed; trying again at the next poll');
       }
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          this.wakeUp = undefined;
-          resolve();
-        };
-        const timer = setTimeout(done, this.options.pollMs);
-        this.wakeUp = done;
-      });
+      await this.background.sleep(this.options.pollMs);
     }
   }
 

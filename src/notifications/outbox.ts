@@ -1,3 +1,4 @@
+import { BackgroundLoop } from './background-loop';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Tally } from '../app/tally';
@@ -29,9 +30,7 @@ type Subscriptions = Map<string, NotificationType[] | null>;
  * One node at a time runs it (a lease), so sequences follow the log.
  */
 export class Outbox {
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly background = new BackgroundLoop(() => this.run());
   private failures = 0;
   /** Told after each batch that inserted deliveries. */
   onDeliveries: () => void = () => {};
@@ -43,22 +42,18 @@ export class Outbox {
   ) {}
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.background.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+    await this.background.stop();
     await this.tally.sql
       .query(`UPDATE webhook_outbox_checkpoint SET owner = NULL, lease_until = NULL WHERE name = 'outbox' AND owner = $1`, [this.nodeId])
       .catch((error) => this.log.warn({ err: error }, 'outbox lease not released at stop: it lapses by itself'));
   }
 
   private async run(): Promise<void> {
-    while (this.running) {
+    while (this.background.running) {
       let worked = false;
       try {
         worked = await this.step();
@@ -67,10 +62,10 @@ export class Outbox {
         this.failures++;
         const delayMs = Math.min(FAILURE_BACKOFF_MAX_MS, FAILURE_BACKOFF_MS * 2 ** (this.failures - 1));
         this.log.error({ err: error, attempts: this.failures, retryInMs: delayMs }, 'notification outbox batch failed; retrying');
-        await this.sleep(delayMs);
+        await this.background.sleep(delayMs);
         continue;
       }
-      if (!worked) await Promise.race([this.tally.store.waitForAppend(IDLE_WAIT_MS), this.sleep(IDLE_WAIT_MS)]);
+      if (!worked) await Promise.race([this.tally.store.waitForAppend(IDLE_WAIT_MS), this.background.sleep(IDLE_WAIT_MS)]);
     }
   }
 
@@ -153,19 +148,6 @@ export class Outbox {
       [this.nodeId, LEASE_SECONDS],
     );
     return row ? row.position : null;
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
-        clearTimeout(timer);
-        if (self.wake === done) self.wake = undefined;
-        resolve();
-      }
-      this.wake = done;
-    });
   }
 }
 
