@@ -74,18 +74,22 @@ export class Outbox {
     const position = await this.holdLease();
     if (position === null) return false;
     const head = await this.tally.store.headPosition();
+    const subscriptions = await this.subscriptions();
+    // With no partner listening, events notify nobody until an endpoint is configured: only that
+    // configuration is read (up to the first one), not every event.
+    const listening = subscriptions.size > 0;
+    const maxCount = listening ? BATCH_SIZE : 1;
     const events = await this.tally.store.readAll({
       fromPosition: position || undefined,
-      filter: { eventTypes: [...NOTIFYING_EVENTS, CONFIG_EVENT] },
-      maxCount: BATCH_SIZE,
+      filter: { eventTypes: listening ? [...NOTIFYING_EVENTS, CONFIG_EVENT] : [CONFIG_EVENT] },
+      maxCount,
       projectionOnly: true,
     });
     const last = events[events.length - 1]?.position ?? position;
     // A short read drained every visible event of these types up to `head` (read before it): the
     // checkpoint may move there, past events the outbox does not need.
-    const to = events.length < BATCH_SIZE && comparePositions(head, last) > 0 ? head : last;
+    const to = events.length < maxCount && comparePositions(head, last) > 0 ? head : last;
     if (comparePositions(to, position) <= 0) return false;
-    const subscriptions = await this.subscriptions();
     // With no partner listening (and none starting to), the batch only moves the checkpoint: no read model is needed.
     const reads = subscriptions.size > 0 || events.some((e) => e.type === CONFIG_EVENT);
     if (reads && !(await this.tally.engine.waitFor(last, { names: READ_MODELS, timeoutMs: READ_MODELS_WAIT_MS })))
