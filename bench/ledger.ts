@@ -53,6 +53,7 @@ import {
  *   BENCH_TIMINGS   1: time the server's transfer path per call (wraps its methods, which costs the server a little)
  *   BENCH_SAMPLES   sequential transfers out of each account in part 2 (default 500)
  *   BENCH_LOG_LEVEL the server's pino level (default warn)
+ *   BENCH_CATCHUP   1: also the projections' catch-up alone, after a 50-account loop run with them stopped (CPU per transfer)
  *   BENCH_CPU_PROFILE directory for a CPU profile of the server's main thread during each measured loop
  *   BENCH_PG_SETTINGS extra settings of the throwaway cluster, `;`-separated (e.g. shared_preload_libraries=pg_stat_statements)
  * The HTTP clients run in a worker thread (a keep-alive HTTP/1.1 connection each) so that their CPU is not
@@ -529,6 +530,33 @@ async function measureLoop(b: Bench, accounts: Customer[], clients: number, star
   return result;
 }
 
+/**
+ * BENCH_CATCHUP=1: the projections' own cost, apart from the requests'. The closed loop runs with
+ * the projection engine stopped, then the engine catches up on what it missed while nothing else
+ * runs: the server's CPU per transfer in that catch-up is what the live read models cost.
+ */
+async function catchUp(b: Bench, accounts: Customer[]): Promise<void> {
+  console.log(`  projections' catch-up: the ${accounts.length}-account loop with the projection engine stopped, then the engine alone`);
+  const { engine } = b.tally;
+  await engine.stop();
+  await measureLoop(b, accounts, b.clients, async () => {});
+  const head = await b.tally.store.headPosition();
+  const rows = async () => Number((await b.tally.sql.query<{ n: string }>(`SELECT count(*)::text AS n FROM rm_transactions`))[0]?.n ?? 0);
+  const before = await rows();
+  const from = cpuSnapshot(b.postmaster);
+  const started = performance.now();
+  await profiled(`postgres-catchup-${accounts.length}-accounts`, async (go) => {
+    await go();
+    engine.start();
+    if (!(await engine.waitFor(head, { timeoutMs: 300_000 }))) throw new Error('the projections did not catch up');
+  });
+  const seconds = (performance.now() - started) / 1_000;
+  const to = cpuSnapshot(b.postmaster);
+  const count = (await rows()) - before;
+  console.log(`      ${fmtInt(count)} transfers caught up in ${seconds.toFixed(2)} s (${fmtInt(count / seconds)} transfers/s)`);
+  console.log(`      ${describeCpu(from, to, count)}`);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Setup helpers.
 
@@ -808,6 +836,8 @@ interface BenchOptions {
   samples: number;
   /** Clients of the embedded part's loops (0 skips it). */
   embeddedClients: number;
+  /** BENCH_CATCHUP=1: the projections' catch-up part (see catchUp). */
+  catchUp: boolean;
 }
 
 function benchOptions(): BenchOptions {
@@ -818,6 +848,7 @@ function benchOptions(): BenchOptions {
     historyEvents: envNumber('BENCH_HISTORY', 100_000, { integer: true, zero: true }),
     samples: envNumber('BENCH_SAMPLES', 500, { integer: true }),
     embeddedClients: envNumber('BENCH_EMBEDDED_CLIENTS', 32, { integer: true, zero: true }),
+    catchUp: process.env.BENCH_CATCHUP === '1',
   };
 }
 
@@ -921,6 +952,7 @@ async function postgresParts(config: Config, options: BenchOptions, alsoAt: numb
       console.log(`  for part 3 to compare with: the ${n}-account loop at ${alsoAt} clients`);
       loops.push(await closedLoop(b, funded.slice(0, n), alsoAt));
     }
+    if (options.catchUp) await catchUp(b, funded.slice(0, 50));
     const hist = options.historyEvents > 0 ? await history(b, funded, options.historyEvents, options.samples) : undefined;
     return { loops, hist };
   } finally {
