@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { MESSAGES } from './errors';
+import { OPERATIONS, type OperationExamples, PARAMETER_EXAMPLES, PLACEHOLDERS, SCHEMA_EXAMPLES } from './openapi-examples';
 import type { RouteSpec } from './route';
 import { ErrorBody } from './schemas';
 
@@ -33,11 +35,49 @@ function commonErrors(r: RouteSpec): number[] {
   const statuses = [429];
   if (r.body || r.query || r.params || r.headers) statuses.push(400);
   if (r.auth !== 'public') statuses.push(401);
-  if (r.params || r.auth !== 'public') statuses.push(404);
+  if (switchable(r)) statuses.push(404);
   if (r.body) statuses.push(413, 415);
   if (r.auth !== 'public' || r.tag !== 'Operations') statuses.push(503);
   return statuses;
 }
+
+/** Routes that answer 404 `Not found` while they are off (the sandbox without SANDBOX, the operator API without ADMIN_TOKEN). */
+const switchable = (r: RouteSpec) => r.path.startsWith('/sandbox/') || r.path.startsWith('/admin/');
+
+/** The 401 message of each kind of credential. */
+const CREDENTIAL_ERROR: Record<string, string> = {
+  partner: MESSAGES.invalidPartner,
+  bearer: MESSAGES.invalidToken,
+  admin: 'Invalid admin token',
+  signed: 'Invalid webhook signature',
+};
+
+/** What the area of each tag holds: the reference's navigation shows it. */
+const TAGS: Array<{ name: string; description: string }> = [
+  { name: 'Users', description: 'Register end-users and read them (partner credentials). A partner sees only the users it created.' },
+  { name: 'Profile', description: 'The personal profile that must exist, complete, before KYC: partner credentials with `userId`, or the user’s token.' },
+  { name: 'KYC', description: 'Identity verification with the identity provider; approval makes the user `active` with no partner call.' },
+  { name: 'Login', description: 'Email one-time code login: send, verify, refresh, logout. The answer carries the user’s access and refresh tokens.' },
+  { name: 'Accounts', description: 'The user’s USDC account (opened at first login) and its balance: credits minus debits, decimal strings.' },
+  { name: 'Transactions', description: 'Deposits through a hosted payment link, transfers, payouts to a bank account, and the transaction history.' },
+  { name: 'Exchange', description: 'Assets and exchange quotes (30 seconds).' },
+  { name: 'Cards', description: 'The user’s payment card: application, issuance, status, PIN, lock and unlock, spending limit, balance and transactions.' },
+  {
+    name: 'Webhooks',
+    description:
+      'Partner notifications: the endpoint, its signing secret and the delivery log. The notifications themselves are under Webhooks in the navigation.',
+  },
+  { name: 'Sandbox', description: 'Only while SANDBOX is on: the test providers’ decisions (KYC, payments, payouts, cards) and the emails sent.' },
+  {
+    name: 'Provider callbacks',
+    description: 'Signed calls from identity, payment, payout and card providers; unsigned or badly signed ones are 401 and change nothing.',
+  },
+  {
+    name: 'Operator',
+    description: 'The operator API (`Authorization: Bearer <ADMIN_TOKEN>`): partners and keys, user actions, projections. Off while ADMIN_TOKEN is unset.',
+  },
+  { name: 'Operations', description: 'Health, readiness, metrics and this reference.' },
+];
 
 /** Strips TypeBox's symbol keys and our `x-*` validation keys stay (they are valid OpenAPI extensions). */
 function plain(schema: unknown): unknown {
@@ -57,6 +97,29 @@ class Components {
     return this.hoist(plain(schema));
   }
 
+  /**
+   * The operation's own shape under a name (SDK generators make a type of each): the name the
+   * examples module gives, else one derived from the named schemas inside, else the fallback.
+   */
+  name(node: unknown, given: string | undefined, fallback: string): unknown {
+    const n = node as { $ref?: string; type?: string; contentMediaType?: string };
+    if (!n || n.$ref || (n.type !== 'object' && n.type !== 'array')) return node;
+    const text = JSON.stringify(node);
+    const same = given ? undefined : [...this.json].find(([, known]) => known === text)?.[0];
+    for (const name of [given, same, derivedName(node), fallback]) {
+      if (!name) continue;
+      const known = this.json.get(name);
+      if (known !== undefined && known !== text) {
+        if (name === given) throw new Error(`OpenAPI: two different schemas are named ${name}`);
+        continue;
+      }
+      this.json.set(name, text);
+      this.schemas[name] = node;
+      return { $ref: `#/components/schemas/${name}` };
+    }
+    return node;
+  }
+
   private hoist(node: unknown): unknown {
     if (Array.isArray(node)) return node.map((n) => this.hoist(n));
     if (!node || typeof node !== 'object') return node;
@@ -70,6 +133,23 @@ class Components {
     this.schemas[$id] = out;
     return { $ref: `#/components/schemas/${$id}` };
   }
+}
+
+const refName = (node: unknown) => ((node as { $ref?: string })?.$ref ?? '').replace('#/components/schemas/', '') || undefined;
+
+/** `{success, data: X}`, `{success, data: [X]}`, `{success, data: {x: X}}`, `{..., data: {items: [X], meta}}`, `[X]` named after X. */
+function derivedName(node: unknown): string | undefined {
+  const n = node as { type?: string; items?: unknown; properties?: Record<string, { type?: string; items?: unknown; properties?: Record<string, unknown> }> };
+  if (n.type === 'array') return refName(n.items) && `${refName(n.items)}List`;
+  const data = n.properties?.data;
+  if (!data || Object.keys(n.properties ?? {}).length !== 2 || !n.properties?.success) return undefined;
+  if (refName(data)) return `${refName(data)}Response`;
+  if (data.type === 'array') return refName(data.items) && `${refName(data.items)}ListResponse`;
+  const inner = Object.entries(data.properties ?? {});
+  if (inner.length === 1) return refName(inner[0]?.[1]) && `${refName(inner[0]?.[1])}Response`;
+  const items = (data.properties?.items as { items?: unknown } | undefined)?.items;
+  if (inner.length === 2 && data.properties?.meta && refName(items)) return `${refName(items)}PageResponse`;
+  return undefined;
 }
 
 /** JSON, unless the schema is a string of another media type (HTML pages, Prometheus text). */
@@ -89,6 +169,102 @@ function parameters(schema: RouteSpec['query'], where: 'query' | 'path' | 'heade
   }));
 }
 
+type SchemaNode = {
+  $ref?: string;
+  type?: string;
+  const?: unknown;
+  enum?: unknown[];
+  default?: unknown;
+  anyOf?: SchemaNode[];
+  items?: SchemaNode;
+  required?: string[];
+  properties?: Record<string, SchemaNode & { 'x-required-error'?: string }>;
+  'x-required-error'?: unknown;
+};
+
+/** An error message as the examples module writes it, each `<name>` filled in (PLACEHOLDERS, else the name itself). */
+const filled = (template: string) => template.replace(/<([^>]+)>/g, (_, name: string) => PLACEHOLDERS[name] ?? name);
+
+/** The validation message of a request without its first required field, else one any text field can get. */
+function validationExample(r: RouteSpec): { error: string; code: string; details: Array<{ field: string; rule: string }> } | undefined {
+  const schemas = [r.body, r.query, r.headers].map((x) => x as SchemaNode | undefined);
+  for (const s of schemas) {
+    const name = (s?.required ?? []).find((n) => s?.properties?.[n]?.default === undefined);
+    if (!s || !name) continue;
+    const own = s.properties?.[name]?.['x-required-error'];
+    const error = own ?? (typeof s['x-required-error'] === 'string' ? s['x-required-error'] : `${name} is required`);
+    return { error, code: 'validation_error', details: [{ field: name, rule: 'required' }] };
+  }
+  for (const s of [...schemas, r.params as SchemaNode | undefined]) {
+    const text = Object.entries(s?.properties ?? {}).find(([, sub]) => sub.type === 'string');
+    if (text) return { error: `${text[0]} contains characters that are not allowed`, code: 'validation_error', details: [{ field: text[0], rule: 'text' }] };
+  }
+  return undefined;
+}
+
+/** The messages every route of its kind answers with a status, besides the operation's own. */
+function commonMessages(r: RouteSpec, status: number): string[] {
+  switch (status) {
+    case 400:
+      return r.body ? [MESSAGES.invalidJson, 'Invalid request body'] : [];
+    case 401:
+      return r.auth === 'bearer' && r.bearerError ? [r.bearerError] : CREDENTIAL_ERROR[r.auth] ? [CREDENTIAL_ERROR[r.auth] as string] : [];
+    case 404:
+      return switchable(r) ? [MESSAGES.notFound] : [];
+    case 413:
+      return [MESSAGES.tooLarge];
+    case 415:
+      return [MESSAGES.jsonOnly, 'Unsupported body encoding'];
+    case 429:
+      return [MESSAGES.tooManyRequests];
+    case 503:
+      return [MESSAGES.unavailable];
+    default:
+      return [];
+  }
+}
+
+/**
+ * The examples of one error status: each message the operation can answer with it (its template,
+ * `<name>` for what varies, kept as `x-message` for the tests), and a validation failure for 400.
+ */
+function errorExamples(r: RouteSpec, status: number, own: string[]): Record<string, unknown> {
+  const examples: Record<string, unknown> = {};
+  const validation = status === 400 ? validationExample(r) : undefined;
+  if (validation) examples.validation = { summary: validation.error, value: { success: false, ...validation }, 'x-message': validation.error };
+  for (const template of [...new Set([...own, ...commonMessages(r, status)])]) {
+    const key = template
+      .replace(/<[^>]+>/g, 'x')
+      .replace(/[^A-Za-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '')
+      .slice(0, 60);
+    examples[key] = { summary: filled(template), value: { success: false, error: filled(template) }, 'x-message': template };
+  }
+  return examples;
+}
+
+/** An example of a schema, made of the named schemas' examples; undefined where a value would be made up. */
+function exampleOf(node: SchemaNode | undefined, schemas: Record<string, unknown>): unknown {
+  if (!node) return undefined;
+  const name = refName(node);
+  if (name) return SCHEMA_EXAMPLES[name] ?? exampleOf(schemas[name] as SchemaNode, schemas);
+  if (node.const !== undefined) return node.const;
+  if (node.type === 'null') return null;
+  if (node.anyOf) return node.anyOf.map((branch) => exampleOf(branch, schemas)).find((value) => value !== undefined);
+  if (node.type === 'array') {
+    const item = exampleOf(node.items, schemas);
+    return item === undefined ? undefined : [item];
+  }
+  if (node.type !== 'object' || !node.properties) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [key, sub] of Object.entries(node.properties)) {
+    const value = exampleOf(sub, schemas);
+    if (value === undefined && (node.required ?? []).includes(key)) return undefined;
+    if (value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
 /** OpenAPI 3.1 of every route, from the same schemas that validate requests. */
 /** A notification the service sends to partners: documented in the `webhooks` section of OpenAPI 3.1. */
 export interface WebhookSpec {
@@ -97,35 +273,132 @@ export interface WebhookSpec {
   body: unknown;
 }
 
+/** The credentials operations name (`security`), each described for the reference's authentication section. */
+const SECURITY_SCHEMES = {
+  partnerKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Api-Key',
+    description: 'The partner’s API key, sent with X-Api-Secret on every operation before the user logs in (users, profile, KYC, login, sandbox).',
+  },
+  partnerSecret: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Api-Secret',
+    description: 'The secret of the key pair, shown once when the pair is made. If it is lost or leaked, make a new pair and revoke the old key.',
+  },
+  userToken: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description:
+      'The user’s access token from POST /api/v1/partner/auth/verify or /refresh (15 minutes), for everything after login: accounts, transactions, payouts, cards. It stops working at once when the user leaves `active`.',
+  },
+  adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN); the operator API is off while it is unset.' },
+  providerSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Signature',
+    description: 'The provider’s HMAC-SHA256 signature of the raw body with the callback secret; an unsigned or badly signed call is 401 and changes nothing.',
+  },
+  notificationSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Webhook-Signature',
+    description:
+      'Sent by Tally on every notification: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" keyed with the endpoint secret>` (two v1 during a rotation); the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) carry the same proof in that scheme.',
+  },
+};
+
+/** The reference's opening: what the service is, how to authenticate, what errors look like. */
+const INFO_DESCRIPTION =
+  'Partner financial and card service: users, identity, ledger, cards.\n\n' +
+  '**Authentication.** Each operation takes exactly one kind of credential. Before the user logs in, the partner ' +
+  'sends its key pair (`X-Api-Key` and `X-Api-Secret`); after login, the user’s access token ' +
+  '(`Authorization: Bearer <accessToken>` from POST /api/v1/partner/auth/verify) identifies the user and the partner, ' +
+  'with no key, secret or userId.\n\n' +
+  '**Errors** are `{"success": false, "error": "<message>"}` with the exact messages shown in each operation’s examples; ' +
+  'validation errors add `code: "validation_error"` and `details`. Amounts are decimals (strings in accounts and transactions), never smallest units.';
+
+/** `postApiV1PartnerUsers`: the method and the path's words. */
+const operationIdOf = (r: RouteSpec) => `${r.method}${r.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`;
+
+/** Every answer of the route: its declared statuses, those of its kind, and those its examples name, each with its examples. */
+function responsesOf(r: RouteSpec, examples: OperationExamples, components: Components): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
+  const declared = r.responses as Record<number, { description: string; schema?: unknown }>;
+  const own = examples.errors ?? {};
+  const statuses = [...new Set([...Object.keys(declared), ...Object.keys(own)].map(Number).concat(commonErrors(r)))].sort((a, b) => a - b);
+  const Id = operationIdOf(r).replace(/^./, (c) => c.toUpperCase());
+  for (const status of statuses) {
+    const res = declared[status];
+    const schema = res?.schema ?? (status >= 400 ? ErrorBody : undefined);
+    const description = res?.description ?? ERROR_TEXT[status] ?? 'Error';
+    if (!schema) {
+      responses[status] = { description };
+      continue;
+    }
+    const media = mediaType(schema);
+    const named =
+      status < 400 && media === 'application/json'
+        ? components.name(components.use(schema), examples.names?.response, `${Id}Response`)
+        : components.use(schema);
+    const content: Record<string, unknown> = { schema: named };
+    if (examples.errorBodies?.[status] !== undefined) content.example = examples.errorBodies[status];
+    else if (status >= 400) content.examples = errorExamples(r, status, own[status] ?? []);
+    else {
+      const example = examples.response ?? exampleOf(named as SchemaNode, components.schemas);
+      if (example !== undefined) content.example = example;
+    }
+    responses[status] = { description, content: { [media]: content } };
+  }
+  return responses;
+}
+
+/** The route's parameters, each with its example (the operation's own, else the shared one of its name). */
+function parametersOf(r: RouteSpec, examples: OperationExamples, components: Components) {
+  const all = [...parameters(r.params, 'path', components), ...parameters(r.query, 'query', components), ...parameters(r.headers, 'header', components)];
+  return all.map((p) => {
+    const example = examples.parameters?.[p.name] ?? PARAMETER_EXAMPLES[p.name];
+    return example === undefined ? p : { ...p, example };
+  });
+}
+
+function operationOf(r: RouteSpec, components: Components, errorRef: unknown): Record<string, unknown> {
+  const examples = OPERATIONS[`${r.method.toUpperCase()} ${r.path}`] ?? {};
+  const responses = responsesOf(r, examples, components);
+  responses.default = {
+    description: 'Unexpected error',
+    content: { 'application/json': { schema: errorRef, example: { success: false, error: MESSAGES.internal } } },
+  };
+  const operation: Record<string, unknown> = {
+    operationId: operationIdOf(r),
+    summary: r.summary,
+    tags: [r.tag],
+    security: SECURITY[r.auth],
+    'x-credentials': r.auth,
+    parameters: parametersOf(r, examples, components),
+    responses,
+  };
+  if (r.description) operation.description = r.description;
+  if (r.deprecated) operation.deprecated = true;
+  if (r.body) {
+    const Id = operationIdOf(r).replace(/^./, (c) => c.toUpperCase());
+    const schema = components.name(components.use(r.body), examples.names?.request, `${Id}Request`);
+    const content: Record<string, unknown> = { schema };
+    if (examples.request !== undefined) content.example = examples.request;
+    operation.requestBody = { required: true, content: { 'application/json': content } };
+  }
+  return operation;
+}
+
 export function buildOpenApi(routes: RouteSpec[], serverUrl: string, webhooks: WebhookSpec[] = []) {
   const paths: Record<string, Record<string, unknown>> = {};
   const components = new Components();
   const errorRef = components.use(ErrorBody);
   for (const r of routes) {
-    const responses: Record<string, unknown> = {};
-    const declared = r.responses as Record<number, { description: string; schema?: unknown }>;
-    const statuses = [...new Set([...Object.keys(declared).map(Number), ...commonErrors(r)])].sort((a, b) => a - b);
-    for (const status of statuses) {
-      const res = declared[status];
-      const schema = res?.schema ?? (status >= 400 ? ErrorBody : undefined);
-      const description = res?.description ?? ERROR_TEXT[status] ?? 'Error';
-      responses[status] = schema ? { description, content: { [mediaType(schema)]: { schema: components.use(schema) } } } : { description };
-    }
-    responses.default = { description: 'Unexpected error', content: { 'application/json': { schema: errorRef } } };
-    const operation: Record<string, unknown> = {
-      operationId: `${r.method}${r.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
-      summary: r.summary,
-      tags: [r.tag],
-      security: SECURITY[r.auth],
-      'x-credentials': r.auth,
-      parameters: [...parameters(r.params, 'path', components), ...parameters(r.query, 'query', components), ...parameters(r.headers, 'header', components)],
-      responses,
-    };
-    if (r.description) operation.description = r.description;
-    if (r.deprecated) operation.deprecated = true;
-    if (r.body) operation.requestBody = { required: true, content: { 'application/json': { schema: components.use(r.body) } } };
     paths[r.path] ??= {};
-    (paths[r.path] as Record<string, unknown>)[r.method] = operation;
+    (paths[r.path] as Record<string, unknown>)[r.method] = operationOf(r, components, errorRef);
   }
   const webhookItems = Object.fromEntries(
     webhooks.map((w) => [
@@ -146,24 +419,20 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, webhooks: W
   return {
     openapi: '3.1.0',
     ...(webhooks.length > 0 ? { webhooks: webhookItems } : {}),
-    info: { title: 'Tally partner API', version: '1.0.0', description: 'Partner financial and card service: users, identity, ledger, cards.' },
+    info: {
+      title: 'Tally partner API',
+      version: '1.0.0',
+      description: INFO_DESCRIPTION,
+    },
     servers: [{ url: serverUrl }],
+    tags: TAGS.filter((t) => routes.some((r) => r.tag === t.name)),
     components: {
-      schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
-      securitySchemes: {
-        partnerKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-        partnerSecret: { type: 'apiKey', in: 'header', name: 'X-Api-Secret' },
-        userToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-        adminToken: { type: 'http', scheme: 'bearer' },
-        providerSignature: { type: 'apiKey', in: 'header', name: 'X-Signature' },
-        notificationSignature: {
-          type: 'apiKey',
-          in: 'header',
-          name: 'X-Webhook-Signature',
-          description:
-            'Sent by Tally on every notification: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" keyed with the endpoint secret>` (two v1 during a rotation); the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) carry the same proof in that scheme.',
-        },
-      },
+      schemas: Object.fromEntries(
+        Object.entries(components.schemas)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([name, schema]) => [name, SCHEMA_EXAMPLES[name] === undefined ? schema : { ...(schema as object), examples: [SCHEMA_EXAMPLES[name]] }]),
+      ),
+      securitySchemes: SECURITY_SCHEMES,
     },
     paths,
   };

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { statSync } from 'node:fs';
 import { expect } from 'chai';
+import { SAMPLE } from '../../src/http/openapi-examples';
 import { startTestApp } from '../support/app';
 import { launchChromium } from '../support/browser';
 import { tempDir } from '../support/temp';
@@ -34,6 +35,13 @@ describe('the API reference in a browser (/docs)', function () {
     await page.getByText('Move funds to another account', { exact: false }).first().waitFor({ timeout: 30_000 });
     // An example: the request sample of an operation (curl by default), built from its schemas.
     await page.waitForFunction('/curl[\\s\\S]*--request POST/.test(document.body.innerText)', undefined, { timeout: 30_000 });
+    // The hand-written examples (src/http/openapi-examples.ts), not values made up from the schemas:
+    // the first operation's request in its curl sample, its answer, and an error's exact message.
+    const shown = (text: string) => page.waitForFunction(`document.body.innerText.includes(${JSON.stringify(text)})`, undefined, { timeout: 30_000 });
+    await shown(`"email": "${SAMPLE.email}"`);
+    await shown('"message": "User created"');
+    await page.getByRole('tab', { name: /409/ }).first().click();
+    await shown('User with this email already exists');
     const screenshot = join(tempDir('tally-docs-'), 'docs.png');
     await page.screenshot({ path: screenshot, fullPage: false });
     expect(statSync(screenshot).size).to.be.greaterThan(10_000);

@@ -108,7 +108,9 @@ describe('HTTP foundation', () => {
     const doc = await app.http.get('/api/v1/openapi.json');
     expect(doc.status).to.equal(200);
     expect(doc.body.openapi).to.equal('3.1.0');
-    expect(doc.body.paths['/api/v1/partner/users'].post.requestBody.content['application/json'].schema.required).to.include.members(['email', 'countryCode']);
+    // The request body is a named schema (components.schemas), referenced from the operation.
+    const ref: string = doc.body.paths['/api/v1/partner/users'].post.requestBody.content['application/json'].schema.$ref;
+    expect(doc.body.components.schemas[ref.replace('#/components/schemas/', '')].required).to.include.members(['email', 'countryCode']);
     expect(doc.body.paths['/api/v1/partner/users/{userId}'].get.parameters[0]).to.include({ name: 'userId', in: 'path', required: true });
     const docs = await app.http.get('/docs');
     expect(docs.status).to.equal(200);

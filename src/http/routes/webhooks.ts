@@ -33,7 +33,7 @@ function signedCallback(path: string, summary: string, apply: (ctx: RequestConte
     auth: 'signed',
     tag: 'Provider callbacks',
     summary,
-    body: Type.Object({}),
+    body: Type.Object({}, { additionalProperties: true, description: 'The provider’s event in its own format, read from the raw bytes it signed' }),
     responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
     async handler(ctx) {
       await apply(ctx);

@@ -1,0 +1,812 @@
+/**
+ * The hand-written parts of the API reference, kept apart from the routes: one example per named
+ * schema, and per operation (`METHOD /path`) its request example, the messages of the errors it
+ * answers beyond those every route of its kind answers (the builder adds those), and names for its
+ * own request and response shapes. A success answer's example is built from the named schemas'
+ * examples unless the operation gives one. The tests check every example against its schema, and
+ * every message a sampled request really answered against the messages written here.
+ */
+
+/** Values the examples share, so that one user, account or card is followed through them. */
+export const SAMPLE = {
+  userId: 'b3e1c9a2-5d4f-4c1e-9a7b-2f6d8e0c1a34',
+  payeeUserId: '0c8f3a52-9e61-4b7d-8d2a-51f0e6c7b9d3',
+  partnerId: 'a5f0d2c4-7b13-4e8a-9c61-3d2b1f0e9a87',
+  email: 'ada@example.com',
+  accountId: 1002,
+  payeeAccountId: 1003,
+  transactionUuid: '7c9e6679-7425-40de-944b-e07fc1f90ae7',
+  payoutUuid: '5f2c8e1a-3b4d-4f6a-8c9e-0d1b2a3c4e5f',
+  cardId: 'f47ac10b-58cc-4372-a567-0e02b2c3d479',
+  applicationId: '6ba7b810-9dad-41d1-80b4-00c04fd430c8',
+  cardTransactionId: '1b4e28ba-2fa1-41d2-883f-0016d3cca427',
+  inquiryId: 'inq_sandbox_60d7ccd781a436330f55ea2d',
+  paymentId: 'pay_mock_25ba8ca2f0b830ba5115c9b6',
+  payoutId: 'po_mock_694a4adb044d18794b72e60e',
+  eventId: '9d4e1f2a-6b3c-4d5e-8f7a-1b2c3d4e5f60',
+  deliveryId: 'c2d3e4f5-a6b7-4c8d-9e0f-1a2b3c4d5e6f',
+  idempotencyKey: '3f1d7a9c-2b4e-4f6a-8d0c-5e7b9a1c3d5f',
+  apiKey: 'tk_sandbox_4f1c2a9e7b3d5f6a8c0e1d2b',
+  apiSecret: 'ts_Zq3v9XkPp2mW8rT1yH6nJ4cL7bF0dS5aG2eU9iO3xE',
+  accessToken: 'eyJhbGciOiJFUzI1NiIsImtpZCI6ImsxIn0.eyJzdWIiOiJiM2UxYzlhMiJ9.c2lnbmF0dXJl',
+  refreshToken: 'rt_8mQ2xV7pL4nK9sD1fG6hJ3wE5rT0yU2iO8aZ4cB7',
+  at: '2026-03-02T14:05:09.123Z',
+  later: '2026-03-02T14:05:39.123Z',
+} as const;
+
+/** The values `<name>` stands for in an error message below; any other `<text>` stands for itself. */
+export const PLACEHOLDERS: Record<string, string> = {
+  userId: SAMPLE.userId,
+  accountId: String(SAMPLE.accountId),
+  inquiryId: SAMPLE.inquiryId,
+  paymentId: SAMPLE.paymentId,
+  payoutId: SAMPLE.payoutId,
+  applicationId: SAMPLE.applicationId,
+};
+
+const PROFILE = {
+  firstName: 'Ada',
+  lastName: 'Lovelace',
+  dateOfBirth: '1990-12-10',
+  nationality: 'CO',
+  gender: 'female',
+  governmentIdType: 'national_id',
+  governmentIdNumber: '1020304050',
+  governmentIdCountry: 'CO',
+  addressLine1: 'Calle 93 #11-26',
+  city: 'Bogotá',
+  stateProvince: 'Cundinamarca',
+  postalCode: '110221',
+  addressCountry: 'CO',
+  occupation: 'Engineer',
+  annualSalary: '85000',
+  accountPurpose: 'Savings',
+  expectedMonthlyVolume: '2500',
+};
+
+const USER_SUMMARY = { id: SAMPLE.userId, email: SAMPLE.email, status: 'pending', createdAt: SAMPLE.at };
+const CARD_LIMIT = { amount: 1000, frequency: 'per24HourPeriod' };
+const CARD_SUMMARY = { id: SAMPLE.cardId, type: 'virtual', status: 'active', last4: '4242', expirationMonth: '03', expirationYear: '29', limit: CARD_LIMIT };
+const CARD = { ...CARD_SUMMARY, createdAt: SAMPLE.at, updatedAt: SAMPLE.at };
+const DELIVERY = {
+  id: SAMPLE.deliveryId,
+  type: 'deposit.completed',
+  eventId: SAMPLE.eventId,
+  sequence: 42,
+  createdAt: SAMPLE.at,
+  status: 'succeeded',
+  nextAttemptAt: null,
+  attempts: [{ at: SAMPLE.at, httpStatus: 200, error: null, durationMs: 87 }],
+};
+const EVENTS = ['deposit.completed', 'deposit.failed', 'payout.updated'];
+const WEBHOOK_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+/** One example per named schema (components.schemas), the objects partners meet. */
+export const SCHEMA_EXAMPLES: Record<string, unknown> = {
+  Account: { id: SAMPLE.accountId, asset: 'USDC', type: 'LIABILITY', credits: '150.00000000', debits: '30.50000000' },
+  Asset: { asset: 'COP', name: 'Colombian peso', decimals: 2 },
+  Card: CARD,
+  CardApplication: {
+    id: SAMPLE.applicationId,
+    accountId: SAMPLE.accountId,
+    userId: SAMPLE.userId,
+    issuerApplicationId: 'app_sandbox_51f0e6c7b9d3',
+    identityShareToken: null,
+    walletAddress: null,
+    solanaAddress: null,
+    tronAddress: null,
+    chainId: null,
+    contractAddress: null,
+    sourceKey: 'tally',
+    ipAddress: '203.0.113.7',
+    occupation: 'Engineer',
+    annualSalary: '85000',
+    accountPurpose: 'Savings',
+    expectedMonthlyVolume: '2500',
+    isTermsOfServiceAccepted: true,
+    hasExistingDocuments: true,
+    cardType: 'virtual',
+    isActive: false,
+    applicationStatus: 'pending',
+    applicationReason: null,
+    createdAt: SAMPLE.at,
+    updatedAt: SAMPLE.at,
+  },
+  CardApplicationDecision: { applicationId: SAMPLE.applicationId, eventId: SAMPLE.eventId },
+  CardBalance: { currency: 'USD', available: '117.00000000', pending: '2.50000000' },
+  CardCanceled: { id: SAMPLE.cardId, status: 'canceled' },
+  CardFullDetails: { ...CARD, tokenWallets: [], cardNumber: '400000******4242', cvc: '123' },
+  CardLimit: CARD_LIMIT,
+  CardLimitChanged: { id: SAMPLE.cardId, limit: { amount: 250.5, frequency: 'per7DayPeriod' } },
+  CardPin: { pin: '2580' },
+  CardPinSet: { id: SAMPLE.cardId },
+  CardSecrets: { cardNumber: '4000001234564242', cvc: '123', expirationMonth: '03', expirationYear: '29' },
+  CardStatus: { id: SAMPLE.cardId, status: 'active' },
+  CardSummary: CARD_SUMMARY,
+  CardTransaction: {
+    id: SAMPLE.cardTransactionId,
+    type: 'spend',
+    spend: {
+      amount: 2.5,
+      currency: 'USD',
+      localAmount: 10250,
+      localCurrency: 'COP',
+      authorizedAmount: 2.5,
+      authorizationMethod: 'contactless',
+      memo: null,
+      receipt: false,
+      merchantName: 'Café Juan Valdez',
+      merchantCategory: 'Eating Places and Restaurants',
+      merchantCategoryCode: '5812',
+      merchantId: null,
+      enrichedMerchantIcon: null,
+      enrichedMerchantName: null,
+      enrichedMerchantCategory: null,
+      cardId: SAMPLE.cardId,
+      cardType: 'virtual',
+      companyId: SAMPLE.partnerId,
+      userId: SAMPLE.userId,
+      userFirstName: 'Ada',
+      userLastName: 'Lovelace',
+      userEmail: SAMPLE.email,
+      status: 'pending',
+      declinedReason: null,
+      authorizedAt: SAMPLE.at,
+      postedAt: null,
+    },
+  },
+  DepositCreated: {
+    transactionId: SAMPLE.transactionUuid,
+    status: 'PENDING',
+    inferredTransactionType: 'DEPOSIT',
+    paymentLink: `/api/pay/${SAMPLE.paymentId}?transactionId=${SAMPLE.transactionUuid}&amount=100&currency=USDC`,
+    message: 'Payment link created',
+  },
+  Error: { success: false, error: 'User not found' },
+  KeyPair: { id: SAMPLE.partnerId, apiKey: SAMPLE.apiKey, apiSecret: SAMPLE.apiSecret },
+  KycDocument: {
+    inquiryId: SAMPLE.inquiryId,
+    kycStatus: 'approved',
+    document: {
+      issuingCountry: 'CO',
+      type: 'national_id',
+      issuedDate: '2012-05-14',
+      idNumber: '1020304050',
+      expiryDate: '2032-05-14',
+      imageFront: null,
+      imageBack: null,
+    },
+  },
+  KycHistoryItem: {
+    id: '2e7d4c1b-8a9f-4b3e-a6d5-0c1f2e3d4a5b',
+    status: 'approved',
+    verificationLevel: 'basic',
+    riskLevel: 'low',
+    riskScore: 12,
+    provider: 'sandbox',
+    providerVerificationId: SAMPLE.inquiryId,
+    submittedAt: SAMPLE.at,
+    reviewedAt: SAMPLE.later,
+    approvedAt: SAMPLE.later,
+    rejectionReasons: null,
+    complianceNotes: null,
+    createdAt: SAMPLE.at,
+  },
+  KycSimpleStatus: { status: 'approved' },
+  KycStarted: {
+    success: true,
+    verificationUrl: `http://localhost:3000/sandbox/identity/inquiries/${SAMPLE.inquiryId}`,
+    inquiryId: SAMPLE.inquiryId,
+    isExisting: false,
+    message: 'KYC verification started',
+  },
+  KycStatus: {
+    userId: SAMPLE.userId,
+    userStatus: 'active',
+    userType: 'individual',
+    kyc: {
+      hasKyc: true,
+      hasActiveKyc: true,
+      isApproved: true,
+      isExpired: false,
+      status: 'approved',
+      inquiryId: SAMPLE.inquiryId,
+      verificationLevel: 'basic',
+      riskLevel: 'low',
+      riskScore: 12,
+      submittedAt: SAMPLE.at,
+      approvedAt: SAMPLE.later,
+      expiresAt: '2027-03-02T14:05:39.123Z',
+      nextReviewDate: '2027-02-02T14:05:39.123Z',
+      canStartNewKyc: false,
+    },
+    permissions: { canStartKyc: false, canCreateAccounts: true, requiresKyc: false, maxTransactionAmount: 10000, dailyTransactionLimit: 50000 },
+  },
+  Message: { success: true, message: 'If the email is registered, a code has been sent' },
+  PageMeta: { totalItems: 1, totalPages: 1, currentPage: 1, itemsPerPage: 20 },
+  PartnerCreated: { id: SAMPLE.partnerId, apiKey: SAMPLE.apiKey, apiSecret: SAMPLE.apiSecret, name: 'Acme Wallet' },
+  PayoutAccepted: { success: true, paymentId: SAMPLE.payoutId, status: 'PENDING', message: 'Payout accepted' },
+  Profile: { userId: SAMPLE.userId, createdAt: SAMPLE.at, updatedAt: SAMPLE.at, ...PROFILE },
+  ProfileCompletion: { isComplete: true, missingFields: [] },
+  ProjectionLag: { name: 'ledger', lag: 0 },
+  ProjectionStatus: {
+    name: 'ledger',
+    position: '18233',
+    headPosition: '18233',
+    lag: 0,
+    lagAtLeast: false,
+    owner: 'node-1',
+    ownedHere: true,
+    failure: null,
+  },
+  ProviderDecision: { transactionId: SAMPLE.transactionUuid, paymentId: SAMPLE.paymentId, eventId: SAMPLE.eventId },
+  Quote: {
+    id: 'q_3b9f0c1d2e4a',
+    fromAsset: 'USDC',
+    toAsset: 'COP',
+    fromAmount: 100,
+    toAmount: 405950,
+    rate: 4059.5,
+    expiresAt: SAMPLE.later,
+  },
+  SandboxEmail: {
+    id: 'c6a1e9f2-4b7d-4e3a-9f0c-2d5b8a1e6c73',
+    to: SAMPLE.email,
+    subject: 'Your Tally login code',
+    text: 'Your login code is 482915. It expires in 10 minutes.',
+    createdAt: SAMPLE.at,
+    code: '482915',
+  },
+  Tokens: {
+    success: true,
+    accessToken: SAMPLE.accessToken,
+    refreshToken: SAMPLE.refreshToken,
+    tokenType: 'Bearer',
+    expiresIn: 900,
+    user: { id: SAMPLE.userId, email: SAMPLE.email, status: 'active' },
+  },
+  Transaction: {
+    id: 5012,
+    uuid: SAMPLE.transactionUuid,
+    description: 'rent',
+    status: 'COMPLETED',
+    amount: '10.50000000',
+    debitAccountId: SAMPLE.accountId,
+    creditAccountId: SAMPLE.payeeAccountId,
+    created: SAMPLE.at,
+    updated: SAMPLE.at,
+  },
+  TransactionListItem: {
+    id: 5012,
+    uuid: SAMPLE.transactionUuid,
+    description: 'rent',
+    status: 'COMPLETED',
+    amount: '10.50000000',
+    debitAccountId: SAMPLE.accountId,
+    creditAccountId: SAMPLE.payeeAccountId,
+    created: SAMPLE.at,
+  },
+  Transfer: { id: 5012, uuid: SAMPLE.transactionUuid, status: 'COMPLETED', amount: 10.5, description: 'rent' },
+  User: { ...USER_SUMMARY, status: 'active', updatedAt: SAMPLE.later, countryCode: 'CO', phoneNumber: '+573001234567', language: 'en', kycStatus: 'approved' },
+  UserSummary: USER_SUMMARY,
+  WebhookAttempt: { at: SAMPLE.at, httpStatus: 200, error: null, durationMs: 87 },
+  WebhookDelivery: DELIVERY,
+  WebhookDeliveryPage: { items: [DELIVERY], nextCursor: null },
+  WebhookEndpoint: { url: 'https://partner.example.com/tally/webhooks', events: EVENTS },
+  WebhookEndpointWithSecret: { url: 'https://partner.example.com/tally/webhooks', events: EVENTS, secret: WEBHOOK_SECRET },
+  WebhookReceived: { success: true, received: true },
+  WebhookSecretRotation: { secret: WEBHOOK_SECRET, previousSecretExpiresAt: '2026-03-03T14:05:09.123Z' },
+};
+
+/** Example values of path, query and header parameters, by name. */
+export const PARAMETER_EXAMPLES: Record<string, unknown> = {
+  userId: SAMPLE.userId,
+  id: SAMPLE.transactionUuid,
+  cardId: SAMPLE.cardId,
+  applicationId: SAMPLE.applicationId,
+  inquiryId: SAMPLE.inquiryId,
+  transactionId: SAMPLE.transactionUuid,
+  paymentId: SAMPLE.payoutId,
+  accountId: SAMPLE.accountId,
+  apiKey: SAMPLE.apiKey,
+  name: 'ledger',
+  page: 1,
+  limit: 20,
+  status: 'active',
+  email: SAMPLE.email,
+  q: 'ada',
+  createdFrom: '2026-01-01T00:00:00Z',
+  createdTo: '2026-12-31T23:59:59Z',
+  from: '2026-03-01',
+  to: '2026-03-31',
+  at: SAMPLE.at,
+  includeSecrets: 'true',
+  type: 'spend',
+  cursor: 'eyJhdCI6IjIwMjYtMDMtMDJUMTQ6MDU6MDkuMTIzWiJ9',
+  eventId: SAMPLE.eventId,
+  'x-idempotency-key': SAMPLE.idempotencyKey,
+  'idempotency-key': SAMPLE.idempotencyKey,
+};
+
+export interface OperationExamples {
+  /** The request body. */
+  request?: unknown;
+  /** The success answer, where the named schemas' examples do not make it whole. */
+  response?: unknown;
+  /** The messages of the errors this operation answers, by status; `<name>` as in PLACEHOLDERS. */
+  errors?: Record<number, string[]>;
+  /** Whole error bodies, for a status whose answer is not the Error schema. */
+  errorBodies?: Record<number, unknown>;
+  /** Example values of parameters whose shared example (PARAMETER_EXAMPLES) does not fit here. */
+  parameters?: Record<string, unknown>;
+  /** Names in components.schemas for the operation's own (unnamed) request and response shapes. */
+  names?: { request?: string; response?: string };
+}
+
+const PROFILE_ERRORS = {
+  400: ['dateOfBirth: the user must be at least 18 years old', 'dateOfBirth must be in the past', 'dateOfBirth must be a real date in YYYY-MM-DD format'],
+};
+const VERIFIED_FIELDS = 'Verified identity fields cannot be changed: <lastName, dateOfBirth>';
+const IDEMPOTENT_CARD_CALL = {
+  400: [
+    'x-idempotency-key header is required',
+    'x-idempotency-key must be a UUID',
+    'Idempotency-Key and x-idempotency-key must be the same when both are sent',
+    'Duplicate request in progress',
+  ],
+  404: ['Card not found'],
+  422: ['Idempotency key reused with different parameters'],
+};
+/** What an amount sent as a JSON number or a decimal string may be refused for. */
+const AMOUNT_ERRORS = [
+  'Amount must be greater than 0',
+  'amount must have at most 8 decimal places',
+  'amount must have at most 18 integer digits',
+  'amount has more than 15 significant digits: send it as a decimal string',
+];
+const KEYED_MONEY_CALL = {
+  400: ['Idempotency-Key and x-idempotency-key must be the same when both are sent', 'Duplicate request in progress', ...AMOUNT_ERRORS],
+  422: ['Idempotency key reused with different parameters'],
+};
+const SANDBOX_REASON = { reason: 'closed account' };
+const QUOTE_REQUEST = { fromAsset: 'USDC', toAsset: 'COP', fromAmount: 100 };
+const QUOTE_ERRORS = { 400: ['Unsupported asset: <XYZ>', 'Amount must be greater than 0', 'fromAmount must be a number'] };
+
+export const OPERATIONS: Record<string, OperationExamples> = {
+  'POST /api/v1/partner/users': {
+    request: { email: SAMPLE.email, countryCode: 'CO', phoneNumber: '+573001234567', language: 'es' },
+    response: { success: true, data: { user: USER_SUMMARY }, message: 'User created' },
+    errors: { 400: ['countryCode must be exactly 2 characters', 'email must be a valid email address'], 409: ['User with this email already exists'] },
+    names: { request: 'RegisterUserRequest', response: 'RegisterUserResponse' },
+  },
+  'GET /api/v1/partner/users': {
+    errors: { 400: ['status must be one of pending, kyc_required, active, suspended, banned', 'createdFrom must be a valid date-time'] },
+  },
+  'GET /api/v1/partner/users/{userId}': { errors: { 404: ['User not found'] } },
+  'POST /api/v1/partner/auth/send': { request: { email: SAMPLE.email }, names: { request: 'SendLoginCodeRequest' } },
+  'POST /api/v1/partner/auth/verify': {
+    request: { email: SAMPLE.email, code: '482915' },
+    errors: { 400: ['code must be a string of 6 digits'], 401: ['Invalid or expired code', 'User account is <kyc_required>'] },
+    names: { request: 'VerifyLoginCodeRequest' },
+  },
+  'POST /api/v1/partner/auth/refresh': {
+    request: { refreshToken: SAMPLE.refreshToken },
+    errors: { 401: ['Invalid or expired token', 'User account is <suspended>'] },
+    names: { request: 'RefreshTokenRequest' },
+  },
+  'POST /api/v1/partner/auth/logout': {
+    request: { refreshToken: SAMPLE.refreshToken },
+    response: { success: true, message: 'Logged out' },
+    errors: { 401: ['Invalid or expired token'] },
+    names: { request: 'RefreshTokenRequest' },
+  },
+  'POST /api/v1/partner/auth/login': {
+    errors: { 410: ['This endpoint is deprecated. Use /api/v1/partner/auth/send and /api/v1/partner/auth/verify'] },
+  },
+  'POST /api/v1/user/profile': {
+    request: { userId: SAMPLE.userId, ...PROFILE },
+    errors: { ...PROFILE_ERRORS, 403: ['User does not belong to this partner'], 404: ['User not found'], 409: ['PersonalProfile already exists: <userId>'] },
+    names: { request: 'PartnerProfileRequest' },
+  },
+  'GET /api/v1/user/profile': { errors: { 404: ['User not found', 'PersonalProfile not found: <userId>'] } },
+  'PATCH /api/v1/user/profile': {
+    request: { userId: SAMPLE.userId, occupation: 'Mathematician', city: 'Medellín' },
+    errors: {
+      ...PROFILE_ERRORS,
+      403: ['User does not belong to this partner'],
+      404: ['User not found', 'PersonalProfile not found: <userId>'],
+      409: [VERIFIED_FIELDS],
+    },
+    names: { request: 'PartnerProfileRequest' },
+  },
+  'GET /api/v1/user/profile/check-completion': {
+    errors: { 404: ['User not found', 'PersonalProfile not found: <userId>'] },
+  },
+  'POST /api/v1/auth/profile': {
+    request: PROFILE,
+    errors: { ...PROFILE_ERRORS, 409: ['PersonalProfile already exists: <userId>'] },
+    names: { request: 'ProfileRequest' },
+  },
+  'GET /api/v1/auth/profile': { errors: { 404: ['PersonalProfile not found: <userId>'] } },
+  'PATCH /api/v1/auth/profile': {
+    request: { occupation: 'Mathematician', city: 'Medellín' },
+    errors: { ...PROFILE_ERRORS, 404: ['PersonalProfile not found: <userId>'], 409: [VERIFIED_FIELDS] },
+    names: { request: 'ProfileRequest' },
+  },
+  'POST /api/v1/partner/kyc': {
+    request: { userId: SAMPLE.userId, birthDate: '1990-12-10' },
+    errors: {
+      400: ['Invalid birthDate format. Use YYYY-MM-DD', 'phone must be in international format, e.g. +573001234567'],
+      403: ['User does not belong to this partner'],
+      404: ['User not found', 'PersonalProfile not found: <userId>'],
+      409: ['KYC already in progress', 'User account is <suspended>'],
+      422: ['KYC already finalized with status: <approved>'],
+      502: ['Failed to create identity inquiry'],
+    },
+    names: { request: 'StartKycRequest' },
+  },
+  'GET /api/v1/user/kyc/status': { errors: { 404: ['User not found'] } },
+  'POST /api/v1/auth/kyc/verify': {
+    request: { userId: SAMPLE.userId },
+    errors: { 403: ['User does not belong to this partner'], 404: ['User not found', 'KycVerification not found: <userId>'] },
+    names: { request: 'UserIdRequest' },
+  },
+  'GET /api/v1/auth/kyc/simple-status': { errors: { 404: ['User not found'] } },
+  'GET /api/v1/auth/kyc/document/me': { errors: { 404: ['KycVerification not found: <userId>'] } },
+  'GET /api/v1/user/kyc/document/me': { errors: { 404: ['KycVerification not found: <userId>'] } },
+  'GET /api/v1/auth/kyc/history': {
+    response: { success: true, data: { total: 1, history: [SCHEMA_EXAMPLES.KycHistoryItem] } },
+    names: { response: 'KycHistoryResponse' },
+  },
+  'GET /api/v1/user/kyc/history': {
+    response: { success: true, data: { total: 1, history: [SCHEMA_EXAMPLES.KycHistoryItem] } },
+    names: { response: 'KycHistoryResponse' },
+  },
+  'GET /api/v1/user/accounts': {
+    response: { items: [SCHEMA_EXAMPLES.Account], meta: { totalItems: 1, currentPage: 1 } },
+    names: { response: 'AccountsResponse' },
+  },
+  'POST /api/v1/user/accounts': { errors: { 410: ['Accounts are created automatically at first login'] } },
+  'GET /api/v1/user/balance': {
+    errors: { 400: ['at must be an ISO 8601 date-time', 'at must be a date between 1970-01-01 and 9999-12-31 (UTC)'] },
+    names: { response: 'BalancesResponse' },
+  },
+  'POST /api/v1/transactions/deposit': {
+    request: {
+      toAccountId: SAMPLE.accountId,
+      amount: 100,
+      currency: 'USDC',
+      provider: 'mock',
+      description: 'Top up',
+      metadata: { payer: { documentType: 'CC', documentNumber: '1020304050' } },
+    },
+    errors: {
+      400: [
+        ...KEYED_MONEY_CALL[400],
+        'description must be a string',
+        'Payer information is required for deposits',
+        'Payer document type and number are required for deposits',
+        'currency must match the account asset (USDC)',
+        'Unsupported payment provider: <acmepay>',
+      ],
+      403: ['Account does not belong to the authenticated user'],
+      404: ['Account not found'],
+      422: KEYED_MONEY_CALL[422],
+    },
+    names: { request: 'DepositRequest' },
+  },
+  'GET /api/v1/transactions': {
+    names: { response: 'TransactionList' },
+    errors: {
+      400: ['accountId is required', 'from must be an ISO 8601 date'],
+      403: ['Account does not belong to the authenticated user'],
+      404: ['Account not found'],
+    },
+  },
+  'GET /api/v1/transactions/{id}': {
+    errors: { 403: ['Transaction does not belong to the authenticated user'], 404: ['Transaction not found'] },
+  },
+  'POST /api/v1/transactions/transfer': {
+    request: { toAccountId: SAMPLE.payeeAccountId, amount: 10.5, description: 'rent' },
+    errors: {
+      400: [
+        ...KEYED_MONEY_CALL[400],
+        'Insufficient balance in account <accountId>',
+        'One or both accounts do not exist',
+        'Cannot transfer to the same account',
+        'Amount exceeds maximum transaction amount of <10000>',
+        'Daily transaction limit exceeded',
+      ],
+      403: ['Account does not belong to the authenticated user'],
+      422: KEYED_MONEY_CALL[422],
+    },
+    names: { request: 'TransferRequest' },
+  },
+  'POST /api/v1/user/payout': {
+    request: {
+      transactionId: SAMPLE.payoutUuid,
+      amount: 50000,
+      asset: 'COP',
+      description: 'Rent for March',
+      provider: 'mock',
+      source: { metadata: { fundingId: 'fund_01' } },
+      destination: {
+        accountNumber: '0123456789',
+        accountType: 'H',
+        bankName: 'Bancolombia',
+        bankNumber: '007',
+        ownerName: 'Ada Lovelace',
+        ownerDocumentType: 'CC',
+        ownerDocumentNumber: '1020304050',
+      },
+    },
+    errors: {
+      400: [
+        'Insufficient balance in account <accountId>',
+        ...AMOUNT_ERRORS,
+        'Amount exceeds maximum transaction amount of <10000>',
+        'Daily transaction limit exceeded',
+        'Unsupported asset: <XYZ>',
+        'Unsupported payout provider: <bankco>',
+        'amount must have at most <2> decimal places for <COP>',
+      ],
+      409: ['transactionId already used with different parameters'],
+      502: ['Payout refused by the provider; the funds were returned'],
+    },
+    names: { request: 'PayoutRequest' },
+  },
+  'GET /api/v1/cards/application/status': {
+    response: {
+      success: true,
+      data: {
+        application: { ...(SCHEMA_EXAMPLES.CardApplication as object), applicationStatus: 'approved', isActive: true },
+        card: CARD_SUMMARY,
+        hasApplication: true,
+        canCreateCard: false,
+        statusSummary: { local: 'approved', external: 'approved', synced: true },
+      },
+    },
+    names: { response: 'CardApplicationStatusResponse' },
+  },
+  'POST /api/v1/cards/application': {
+    request: { cardType: 'virtual', isTermsOfServiceAccepted: true },
+    errors: {
+      400: ['isTermsOfServiceAccepted must be true', 'cardType must be one of virtual, physical'],
+      403: ['KYC must be approved to apply for a card'],
+      409: ['Card application already exists with status: <pending>'],
+      422: ['PersonalProfile is missing fields required for a card: <occupation>'],
+    },
+    names: { request: 'CardApplicationRequest', response: 'CardApplicationResponse' },
+  },
+  'POST /api/v1/cards': {
+    errors: {
+      400: IDEMPOTENT_CARD_CALL[400],
+      404: ['Card application not found'],
+      409: ['Card already issued', 'Card application is <pending>'],
+      422: IDEMPOTENT_CARD_CALL[422],
+    },
+  },
+  'POST /api/v1/cards/activate': { errors: { ...IDEMPOTENT_CARD_CALL, 409: ['Cannot activate a card in status <active>'] } },
+  'POST /api/v1/cards/lock': { errors: { ...IDEMPOTENT_CARD_CALL, 409: ['Cannot lock a card in status <locked>'] } },
+  'POST /api/v1/cards/unlock': { errors: { ...IDEMPOTENT_CARD_CALL, 409: ['Cannot unlock a card in status <active>'] } },
+  'PATCH /api/v1/cards/limit': {
+    request: { amount: 250.5, frequency: 'per7DayPeriod' },
+    errors: {
+      ...IDEMPOTENT_CARD_CALL,
+      400: [...IDEMPOTENT_CARD_CALL[400], 'Amount must be greater than 0', 'amount must be a number'],
+      409: ['Cannot update the limit of a card in status <canceled>'],
+    },
+    names: { request: 'CardLimitRequest' },
+  },
+  'PUT /api/v1/cards/pin': {
+    request: { pin: '2580' },
+    errors: {
+      ...IDEMPOTENT_CARD_CALL,
+      400: [...IDEMPOTENT_CARD_CALL[400], 'pin must be exactly 4 digits'],
+      409: ['Cannot change the PIN of a card in status <canceled>'],
+    },
+    names: { request: 'CardPinRequest' },
+  },
+  'GET /api/v1/cards/pin': { errors: { 404: ['Card not found'], 409: ['Cannot reveal the PIN of a card in status <canceled>'] } },
+  'GET /api/v1/cards/me': { response: [CARD], errors: { 400: ['status must be one of notActivated, active, locked, canceled'] } },
+  'GET /api/v1/cards/status': { errors: { 404: ['Card not found'] } },
+  'GET /api/v1/cards/details': { errors: { 404: ['Card not found'] } },
+  'GET /api/v1/cards/details/full': { errors: { 404: ['Card not found'] } },
+  'GET /api/v1/cards/secrets': { errors: { 404: ['Card not found'], 409: ['Cannot reveal the secrets of a card in status <locked>'] } },
+  'POST /sandbox/v1/cards/applications/{applicationId}/approve': {
+    request: {},
+    errors: { 404: ['Card application not found'], 409: ['Card application <applicationId> is already <declined>'] },
+    names: { request: 'SandboxReasonRequest' },
+  },
+  'POST /sandbox/v1/cards/applications/{applicationId}/decline': {
+    request: { reason: 'risk' },
+    errors: { 404: ['Card application not found'], 409: ['Card application <applicationId> is already <approved>'] },
+    names: { request: 'SandboxReasonRequest' },
+  },
+  'POST /admin/v1/cards/{cardId}/cancel': { errors: { 404: ['Card not found'], 409: ['Cannot cancel a card in status <canceled>'] } },
+  'GET /api/v1/cards/balance': { errors: { 404: ['Card not found'] } },
+  'GET /api/v1/cards/transactions': {
+    errors: { 400: ['cursor is not valid', 'cardId must be a UUID'], 403: ['Card does not belong to the authenticated user'], 404: ['Card not found'] },
+    names: { response: 'CardTransactionPage' },
+  },
+  'POST /sandbox/v1/cards/{cardId}/authorizations': {
+    request: { amount: 2.5, currency: 'USD', merchantName: 'Café Juan Valdez', merchantCategoryCode: '5812', localAmount: 10250, localCurrency: 'COP' },
+    errors: {
+      400: ['Amount must be greater than 0', 'amount must have at most 8 decimal places', 'merchantCategoryCode must be four digits (ISO 18245)'],
+      404: ['Card not found'],
+    },
+    names: { request: 'CardAuthorizationRequest' },
+  },
+  'POST /sandbox/v1/card-transactions/{id}/clear': {
+    parameters: { id: SAMPLE.cardTransactionId },
+    request: { amount: 2.5 },
+    errors: {
+      400: ['Insufficient balance in account <accountId>'],
+      404: ['Card transaction not found'],
+      409: ['Cannot clear a card transaction in status <completed>'],
+    },
+    names: { request: 'CardClearingRequest' },
+  },
+  'POST /sandbox/v1/card-transactions/{id}/reverse': {
+    parameters: { id: SAMPLE.cardTransactionId },
+    errors: { 404: ['Card transaction not found'], 409: ['Cannot reverse a card transaction in status <reversed>'] },
+  },
+  'POST /api/v1/exchanges/quote/public': { request: QUOTE_REQUEST, errors: QUOTE_ERRORS, names: { request: 'QuoteRequest' } },
+  'POST /api/v1/user/exchange/calculate': { request: QUOTE_REQUEST, errors: QUOTE_ERRORS, names: { request: 'QuoteRequest' } },
+  'GET /sandbox/v1/emails': { parameters: { to: SAMPLE.email }, errors: { 400: ['to must be a valid email address'], 404: ['User not found'] } },
+  'POST /sandbox/v1/kyc/{inquiryId}/complete': {
+    request: { outcome: 'approved' },
+    response: { success: true, data: { inquiryId: SAMPLE.inquiryId, outcome: 'approved', eventId: SAMPLE.eventId } },
+    errors: { 404: ['Inquiry not found'], 409: ['Sandbox inquiry <inquiryId> is already <approved>'] },
+    names: { request: 'SandboxKycOutcomeRequest', response: 'SandboxKycOutcomeResponse' },
+  },
+  'GET /sandbox/identity/inquiries/{inquiryId}': { errors: { 404: ['Inquiry not found'] } },
+  'POST /sandbox/identity/inquiries/{inquiryId}/decision': {
+    request: { outcome: 'approved' },
+    errors: { 404: ['Inquiry not found'], 409: ['Sandbox inquiry <inquiryId> is already <approved>'] },
+    names: { request: 'HostedKycDecisionRequest' },
+  },
+  'POST /sandbox/v1/deposits/{transactionId}/confirm': {
+    errors: { 404: ['Transaction not found'], 409: ['Mock payment <paymentId> is already <failed>'] },
+  },
+  'POST /sandbox/v1/deposits/{transactionId}/fail': {
+    errors: { 404: ['Transaction not found'], 409: ['Mock payment <paymentId> is already <confirmed>'] },
+  },
+  'POST /sandbox/v1/payouts/{paymentId}/settle': {
+    request: {},
+    errors: { 404: ['Transaction not found'], 409: ['Mock payout <payoutId> is already <failed>'] },
+    names: { request: 'SandboxReasonRequest' },
+  },
+  'POST /sandbox/v1/payouts/{paymentId}/fail': {
+    request: SANDBOX_REASON,
+    errors: { 404: ['Transaction not found'], 409: ['Mock payout <payoutId> is already <settled>'] },
+    names: { request: 'SandboxReasonRequest' },
+  },
+  'GET /api/pay/{paymentId}': { parameters: { paymentId: SAMPLE.paymentId }, errors: { 404: ['Payment not found'] } },
+  'POST /api/pay/{paymentId}/decision': {
+    parameters: { paymentId: SAMPLE.paymentId },
+    request: { outcome: 'confirmed' },
+    errors: { 404: ['Payment not found'], 409: ['Mock payment <paymentId> is already <failed>'] },
+    names: { request: 'HostedPaymentDecisionRequest' },
+  },
+  'POST /webhooks/identity/sandbox': {
+    request: {
+      id: 'evt_7d1c9e2b4a6f',
+      type: 'inquiry.approved',
+      createdAt: SAMPLE.at,
+      data: { inquiryId: SAMPLE.inquiryId, referenceId: SAMPLE.userId, status: 'approved', snapshot: null },
+    },
+    errors: { 400: ['Invalid webhook payload'], 404: ['Unknown inquiry <inquiryId>'] },
+    names: { request: 'ProviderCallback' },
+  },
+  'POST /webhooks/identity/persona': {
+    request: {
+      data: {
+        type: 'event',
+        id: 'evt_Q8n2Lr5Tx',
+        attributes: {
+          name: 'inquiry.approved',
+          payload: { data: { type: 'inquiry', id: 'inq_8Zx3kP2', attributes: { status: 'approved', 'reference-id': SAMPLE.userId } } },
+        },
+      },
+    },
+    errors: { 400: ['Invalid webhook payload'], 404: ['Not found'] },
+    names: { request: 'ProviderCallback' },
+  },
+  'POST /webhooks/payments/mock': {
+    request: {
+      id: 'evt_pay_3f9a1c7e5b2d',
+      type: 'payment.confirmed',
+      createdAt: SAMPLE.at,
+      data: { paymentId: SAMPLE.paymentId, transactionId: SAMPLE.transactionUuid, amount: '100', currency: 'USDC' },
+    },
+    errors: { 400: ['Invalid webhook payload'], 404: ['Transaction not found'] },
+    names: { request: 'ProviderCallback' },
+  },
+  'POST /webhooks/payouts/mock': {
+    request: {
+      id: 'evt_po_8b2d4f6a1c3e',
+      type: 'payout.settled',
+      createdAt: SAMPLE.at,
+      data: { paymentId: SAMPLE.payoutId, transactionId: SAMPLE.payoutUuid, reason: null },
+    },
+    errors: { 400: ['Invalid webhook payload'], 404: ['Transaction not found'] },
+    names: { request: 'ProviderCallback' },
+  },
+  'POST /webhooks/cards/sandbox': {
+    request: {
+      id: 'evt_card_5c7e9a1b3d2f',
+      type: 'application.approved',
+      createdAt: SAMPLE.at,
+      data: { issuerApplicationId: 'app_sandbox_51f0e6c7b9d3', referenceId: SAMPLE.applicationId, status: 'approved', reason: null },
+    },
+    errors: { 400: ['Invalid webhook payload'] },
+    names: { request: 'ProviderCallback' },
+  },
+  'PUT /api/v1/partner/webhooks': {
+    request: { url: 'https://partner.example.com/tally/webhooks', events: EVENTS },
+    errors: {
+      400: [
+        'url must be an absolute URL',
+        'url must use https',
+        'url must use https or http',
+        'url must not point to a private, loopback or link-local address',
+        'url must not contain credentials',
+        'Unknown event type: <money.printed>',
+      ],
+    },
+    names: { request: 'WebhookEndpointRequest' },
+  },
+  'GET /api/v1/partner/webhooks': { errors: { 404: ['Webhook endpoint not configured'] } },
+  'POST /api/v1/partner/webhooks/secret/rotate': { errors: { 404: ['Webhook endpoint not configured'] } },
+  'GET /api/v1/partner/webhooks/deliveries': {
+    parameters: { status: 'failed', type: 'deposit.completed' },
+    errors: { 400: ['cursor is not valid', 'status must be one of pending, succeeded, failed'] },
+  },
+  'POST /api/v1/partner/webhooks/deliveries/{id}/redeliver': { parameters: { id: SAMPLE.deliveryId }, errors: { 404: ['Delivery not found'] } },
+  'POST /admin/v1/partners': { request: { name: 'Acme Wallet' }, names: { request: 'PartnerRequest' } },
+  'POST /admin/v1/partners/{id}/keys': {
+    parameters: { id: SAMPLE.partnerId },
+    errors: { 404: ['Partner not found'], 409: ['A partner may hold at most <5> active keys; revoke one first'] },
+  },
+  'DELETE /admin/v1/partners/{id}/keys/{apiKey}': { parameters: { id: SAMPLE.partnerId }, errors: { 404: ['Partner not found', 'API key not found'] } },
+  'POST /admin/v1/users/{userId}/suspend': {
+    request: { reason: 'Chargeback review' },
+    errors: { 404: ['User not found'], 409: ['User is banned'] },
+    names: { request: 'UserActionRequest' },
+  },
+  'POST /admin/v1/users/{userId}/ban': {
+    request: { reason: 'Fraud confirmed' },
+    errors: { 404: ['User not found'], 409: ['User is banned'] },
+    names: { request: 'UserActionRequest' },
+  },
+  'POST /admin/v1/users/{userId}/reinstate': {
+    request: { reason: 'Review closed' },
+    errors: { 404: ['User not found'], 409: ['User is not suspended (status <active>)', 'A banned user cannot be reinstated'] },
+    names: { request: 'UserActionRequest' },
+  },
+  'POST /admin/v1/projections/{name}/rebuild': {
+    response: { success: true, data: { name: 'ledger', events: 18233, position: '18233' } },
+    errors: { 404: ['Projection not found'] },
+    names: { response: 'ProjectionRebuilt' },
+  },
+  'GET /healthz': { response: { status: 'ok' }, names: { response: 'Health' } },
+  'GET /readyz': {
+    response: { status: 'ready', store: 'postgres', projections: [{ name: 'ledger', lag: 0 }] },
+    errorBodies: {
+      503: {
+        status: 'unavailable',
+        success: false,
+        error: 'Service unavailable',
+        store: 'postgres',
+        projections: [{ name: 'ledger', lag: 120, stoppedSince: SAMPLE.at }],
+      },
+    },
+    names: { response: 'Readiness' },
+  },
+  'GET /api/v1/openapi.json': {
+    response: { openapi: '3.1.0', info: { title: 'Tally partner API', version: '1.0.0' }, paths: {} },
+    names: { response: 'OpenApiDocument' },
+  },
+  'GET /metrics': { errors: { 401: ['Invalid admin token'] } },
+};
