@@ -5,7 +5,7 @@ import { INVALID_CODE, loginDecider, loginStream, MAX_SENDS_PER_HOUR } from '../
 import { INVALID_TOKEN, sessionDecider, sessionStream } from '../domain/sessions/session';
 import { normalizeEmail, userDecider, userStream } from '../domain/users/user';
 import { type Append, at as atRevision, type Reads } from './command-handler';
-import { type CommandContext, load, toNewEvents } from './commands';
+import type { CommandContext } from './commands';
 import type { Tally } from './tally';
 import { newLoginCode, newRefreshToken, parseRefreshToken } from './tokens';
 
@@ -58,14 +58,17 @@ export class LoginService {
     const user = await this.partnerUser(partnerId, email);
     if (!user) return;
     const code = newLoginCode();
-    const at = new Date().toISOString();
-    const login = await load(this.tally.store, loginStream(user.id), loginDecider);
-    const events = loginDecider.decide(
-      { type: 'IssueCode', userId: user.id, codeId: randomUUID(), codeHash: this.tally.tokens.codeHash(user.id, code), at },
-      login.state,
+    const codeHash = this.tally.tokens.codeHash(user.id, code);
+    await this.tally.commands.run(
+      ctx,
+      async (reads) => {
+        const login = await reads.stream(loginStream(user.id), loginDecider);
+        const events = loginDecider.decide({ type: 'IssueCode', userId: user.id, codeId: randomUUID(), codeHash, at: new Date().toISOString() }, login.state);
+        // Any revision: a new send replaces the code whatever happened in between.
+        return { appends: [{ stream: loginStream(user.id), events, expected: 'any' }], result: null };
+      },
+      { cache: false },
     );
-    // Any revision: a new send replaces the code whatever happened in between.
-    await this.tally.store.append(loginStream(user.id), toNewEvents(ctx, loginStream(user.id), events), 'any');
     try {
       await this.tally.providers.email.send({
         to: user.email,
@@ -93,7 +96,7 @@ export class LoginService {
         const loginAppend: Append = { stream: loginStream(user.id), events, expected: atRevision(login) };
         // The failed try is stored even though the answer is an error: it counts.
         if (events.some((e) => e.type === 'LoginCodeAttemptFailed')) return { appends: [loginAppend], result: null };
-        const account = await this.userState(user.id);
+        const account = await this.userState(reads, user.id);
         if (account.status !== 'active') throw new DomainError('unauthenticated', `User account is ${account.status}`);
         const refresh = newRefreshToken(sessionId);
         const sessionEvents = sessionDecider.decide(
@@ -140,37 +143,37 @@ export class LoginService {
     ];
   }
 
-  private async userState(userId: string) {
-    const { state } = await load(this.tally.store, userStream(userId), userDecider);
+  private async userState(reads: Reads, userId: string) {
+    const { state } = await reads.stream(userStream(userId), userDecider);
     return { status: state.status ?? 'pending', sessionGeneration: state.sessionGeneration };
   }
 
+  /**
+   * Rotates the refresh token. A concurrent refresh or logout of the session decides it again on
+   * what is stored: a token rotated meanwhile is a reused one, which ends the session.
+   */
   async refresh(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<LoginResult> {
     const parsed = parseRefreshToken(refreshToken);
     if (!parsed) throw new DomainError('unauthenticated', INVALID_TOKEN);
-    const session = await load(this.tally.store, sessionStream(parsed.sessionId), sessionDecider);
-    if (session.state.partnerId !== partnerId || !session.state.userId) throw new DomainError('unauthenticated', INVALID_TOKEN);
-    const userId = session.state.userId;
-    const user = await this.userState(userId);
     const next = newRefreshToken(parsed.sessionId);
-    const events = sessionDecider.decide(
-      {
-        type: 'Refresh',
-        presentedHash: parsed.hash,
-        newHash: next.hash,
-        userStatus: user.status,
-        userGeneration: user.sessionGeneration,
-        at: new Date().toISOString(),
+    const done = await this.tally.commands.run(
+      ctx,
+      async (reads) => {
+        const session = await reads.stream(sessionStream(parsed.sessionId), sessionDecider);
+        const userId = session.state.userId;
+        if (session.state.partnerId !== partnerId || !userId) throw new DomainError('unauthenticated', INVALID_TOKEN);
+        const user = await this.userState(reads, userId);
+        const command = { presentedHash: parsed.hash, newHash: next.hash, userStatus: user.status, userGeneration: user.sessionGeneration };
+        const events = sessionDecider.decide({ type: 'Refresh', ...command, at: new Date().toISOString() }, session.state);
+        const revoked = events.some((e) => e.type === 'SessionRevoked');
+        return { appends: [{ stream: sessionStream(parsed.sessionId), events, expected: atRevision(session) }], result: { userId, revoked } };
       },
-      session.state,
+      { cache: false },
     );
-    const result = await this.tally.store.append(sessionStream(parsed.sessionId), toNewEvents(ctx, sessionStream(parsed.sessionId), events), session.revision);
-    if (events.some((e) => e.type === 'SessionRevoked')) {
-      await this.tally.readYourWrites(result.position, ['sessions']);
-      throw new DomainError('unauthenticated', INVALID_TOKEN);
-    }
+    const { userId, revoked } = done.result;
+    if (done.position) await this.tally.readYourWrites(done.position, ['sessions']);
+    if (revoked) throw new DomainError('unauthenticated', INVALID_TOKEN);
     const [row] = await this.tally.sql.query<{ email: string }>('SELECT email FROM rm_users WHERE user_id = $1', [userId]);
-    await this.tally.readYourWrites(result.position, ['sessions']);
     return {
       success: true,
       accessToken: this.tally.tokens.issueAccessToken({ userId, partnerId, sessionId: parsed.sessionId }),
@@ -184,11 +187,17 @@ export class LoginService {
   async logout(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<void> {
     const parsed = parseRefreshToken(refreshToken);
     if (!parsed) throw new DomainError('unauthenticated', INVALID_TOKEN);
-    const session = await load(this.tally.store, sessionStream(parsed.sessionId), sessionDecider);
-    if (session.state.partnerId !== partnerId) throw new DomainError('unauthenticated', INVALID_TOKEN);
-    const events = sessionDecider.decide({ type: 'Logout', presentedHash: parsed.hash, at: new Date().toISOString() }, session.state);
-    const result = await this.tally.store.append(sessionStream(parsed.sessionId), toNewEvents(ctx, sessionStream(parsed.sessionId), events), session.revision);
-    await this.tally.readYourWrites(result.position, ['sessions']);
+    const done = await this.tally.commands.run(
+      ctx,
+      async (reads) => {
+        const session = await reads.stream(sessionStream(parsed.sessionId), sessionDecider);
+        if (session.state.partnerId !== partnerId) throw new DomainError('unauthenticated', INVALID_TOKEN);
+        const events = sessionDecider.decide({ type: 'Logout', presentedHash: parsed.hash, at: new Date().toISOString() }, session.state);
+        return { appends: [{ stream: sessionStream(parsed.sessionId), events, expected: atRevision(session) }], result: null };
+      },
+      { cache: false },
+    );
+    if (done.position) await this.tally.readYourWrites(done.position, ['sessions']);
   }
 
   /** Bearer check on every request: a valid token of a live session of a user who is still active. */
