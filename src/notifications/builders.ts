@@ -1,12 +1,22 @@
 import type { Tally } from '../app/tally';
 import type { NotificationType } from '../domain/webhooks/endpoint';
 import type { RecordedEvent } from '../eventstore/port';
+import { CARD_APPLICATION_EVENTS, CARD_EVENTS, CARD_TRANSACTION_EVENTS, cardApplicationUpdated, cardTransaction, cardUpdated } from './card-builders';
 
-/** The events the outbox turns into notifications (cards types join once cards have their events). */
-export const NOTIFYING_EVENTS = ['UserStatusChanged', 'KycStatusChanged', 'TransactionCreated', 'TransactionStatusChanged', 'PayoutAccepted'];
+/** The events the outbox turns into notifications. */
+export const NOTIFYING_EVENTS = [
+  'UserStatusChanged',
+  'KycStatusChanged',
+  'TransactionCreated',
+  'TransactionStatusChanged',
+  'PayoutAccepted',
+  ...CARD_APPLICATION_EVENTS,
+  ...CARD_EVENTS,
+  ...CARD_TRANSACTION_EVENTS,
+];
 
 /** The read models a notification's data is read from: the outbox waits for them to pass its events. */
-export const READ_MODELS = ['users', 'kyc', 'ledger'];
+export const READ_MODELS = ['users', 'kyc', 'ledger', 'cards', 'profiles'];
 
 /** One notification to one partner: what the outbox stores and delivery sends as `{id, type, createdAt, sequence, data}`. */
 export interface Notification {
@@ -43,6 +53,9 @@ export async function notificationFor(tally: Tally, event: RecordedEvent): Promi
       return null;
     }
     default:
+      if (CARD_APPLICATION_EVENTS.includes(event.type)) return cardApplicationUpdated(tally, event);
+      if (CARD_EVENTS.includes(event.type)) return cardUpdated(tally, event);
+      if (CARD_TRANSACTION_EVENTS.includes(event.type)) return cardTransaction(tally, event);
       return null;
   }
 }

@@ -5,6 +5,8 @@ import { HttpError } from '../errors';
 import { route } from '../route';
 import type { WebhookSpec } from '../openapi';
 import { IsoDateTime, StringEnum, Success, User, UUID_RE } from '../schemas';
+import { CardTransaction } from './card-transactions';
+import { Application, Card } from './cards';
 import { StatusView } from './kyc';
 import { Transaction } from './ledger';
 
@@ -167,6 +169,27 @@ const NOTIFICATION_DATA: Array<{ type: string; summary: string; data: TSchema }>
   { type: 'deposit.failed', summary: 'A deposit failed; `data` as GET transactions/:id shows it.', data: Transaction },
   { type: 'transfer.completed', summary: 'A transfer between two users of the partner completed; `data` as GET transactions/:id shows it.', data: Transaction },
   { type: 'payout.updated', summary: "A payout's status changed (PROCESSING, COMPLETED, FAILED); `data` as GET transactions/:id shows it.", data: Transaction },
+  {
+    type: 'card.application.updated',
+    summary: 'A card application was made (pending) or decided (approved, declined); `data.application` as GET cards/application/status shows it just after.',
+    data: Type.Object({ application: Application }),
+  },
+  {
+    type: 'card.updated',
+    summary:
+      'A card was issued, activated, locked, unlocked, canceled or given a new limit; `data` as GET cards/details shows it, with the status and limit the change set.',
+    data: Card,
+  },
+  {
+    type: 'card.transaction.created',
+    summary: 'An authorization made a card transaction, `pending` (approved) or `declined`; `data` as the card transactions list shows it when made.',
+    data: CardTransaction,
+  },
+  {
+    type: 'card.transaction.updated',
+    summary: 'A card transaction was cleared (`completed`, with the amount the merchant took) or reversed; `data` as the card transactions list shows it.',
+    data: CardTransaction,
+  },
 ];
 
 export const notificationWebhooks: WebhookSpec[] = NOTIFICATION_DATA.map(({ type, summary, data }) => ({
