@@ -156,5 +156,11 @@ describe('partner webhook endpoint configuration over HTTP', () => {
       expect(res.status).to.equal(200);
       expect(res.body.data.url).to.equal('https://93.184.216.34/hooks');
     });
+
+    it('has no webhook inbox (404): it is a sandbox receiver', async () => {
+      const read = await app.http.get('/sandbox/v1/webhook-inbox').set(acme.headers);
+      const post = await app.http.post('/sandbox/v1/webhook-inbox').send({});
+      expect([read.status, post.status]).to.deep.equal([404, 404]);
+    });
   });
 });

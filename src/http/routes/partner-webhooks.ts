@@ -8,6 +8,7 @@ import { IsoDateTime, StringEnum, Success, User, UUID_RE } from '../schemas';
 import { CardTransaction } from './card-transactions';
 import { Application, Card } from './cards';
 import { StatusView } from './kyc';
+import { sandboxWebhookInboxRoutes } from './sandbox-webhook-inbox';
 import { Transaction } from './ledger';
 
 const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, 'x-error': 'events must be an array of event types' });
@@ -159,6 +160,7 @@ export const partnerWebhookRoutes = [
       return { status: 202, body: { success: true, data } };
     },
   }),
+  ...sandboxWebhookInboxRoutes,
 ];
 
 /** What each notification type carries as `data`: the read the API answers for the same thing. */
