@@ -32,24 +32,24 @@ export interface Notification {
  * the event (it is read once the projections passed it): the status field is the event's own, so
  * every notified transition says which one it was.
  */
-export async function notificationFor(tally: Tally, event: RecordedEvent): Promise<Notification | null> {
+export async function notificationFor(tally: Tally, event: RecordedEvent, known: KnownTransactions = new Map()): Promise<Notification | null> {
   const d = event.data as Record<string, unknown>;
+  const read = async (uuid: string) => known.get(uuid) ?? (await tally.ledger.reads.transaction(uuid));
   switch (event.type) {
     case 'UserStatusChanged':
       return userStatus(tally, event, String(d.userId), String(d.to));
     case 'KycStatusChanged':
       return kycStatus(tally, event, String(d.userId), String(d.to));
     case 'TransactionCreated':
-      return d.kind === 'TRANSFER' ? transaction(tally, event, String(d.uuid), 'transfer.completed', String(d.status)) : null;
+      return d.kind === 'TRANSFER' ? withStatus(await found(read, event, String(d.uuid)), event, 'transfer.completed', String(d.status)) : null;
     case 'TransactionStatusChanged':
     case 'PayoutAccepted': {
       if (d.from === d.to) return null;
       const to = String(d.to);
-      const found = await tally.ledger.reads.transaction(String(d.uuid));
-      if (!found) throw new Error(`transaction ${String(d.uuid)} of event ${event.id} is not in the ledger read model`);
-      if (found.kind === 'PAYOUT') return transaction(tally, event, String(d.uuid), 'payout.updated', to);
-      if (found.kind === 'DEPOSIT' && (to === 'COMPLETED' || to === 'FAILED'))
-        return transaction(tally, event, String(d.uuid), to === 'COMPLETED' ? 'deposit.completed' : 'deposit.failed', to);
+      const txn = await found(read, event, String(d.uuid));
+      if (txn.kind === 'PAYOUT') return withStatus(txn, event, 'payout.updated', to);
+      if (txn.kind === 'DEPOSIT' && (to === 'COMPLETED' || to === 'FAILED'))
+        return withStatus(txn, event, to === 'COMPLETED' ? 'deposit.completed' : 'deposit.failed', to);
       return null;
     }
     default:
@@ -81,8 +81,31 @@ async function kycStatus(tally: Tally, event: RecordedEvent, userId: string, to:
   return { partnerId, type: 'kyc.status.updated', eventId: event.id, data: { ...view, kyc: { ...view.kyc, status: to } } };
 }
 
-async function transaction(tally: Tally, event: RecordedEvent, uuid: string, type: NotificationType, status: string): Promise<Notification> {
-  const found = await tally.ledger.reads.transaction(uuid);
-  if (!found) throw new Error(`transaction ${uuid} of event ${event.id} is not in the ledger read model`);
-  return { partnerId: found.partnerId, type, eventId: event.id, data: { ...found.view, status } };
+type FoundTransaction = NonNullable<Awaited<ReturnType<Tally['ledger']['reads']['transaction']>>>;
+/** Transactions read ahead for a batch of events, by uuid. */
+export type KnownTransactions = Map<string, FoundTransaction>;
+
+/** Whether notificationFor reads the event's transaction. */
+const readsTransaction = (e: RecordedEvent) => {
+  const d = e.data as { kind?: unknown; from?: unknown; to?: unknown };
+  return e.type === 'TransactionCreated' ? d.kind === 'TRANSFER' : (e.type === 'TransactionStatusChanged' || e.type === 'PayoutAccepted') && d.from !== d.to;
+};
+
+/** The transactions a batch's events notify about, read in one query (each event would read its own otherwise). */
+export async function knownTransactions(tally: Tally, events: RecordedEvent[]): Promise<KnownTransactions> {
+  const uuids = events.filter(readsTransaction).map((e) => String((e.data as { uuid: unknown }).uuid));
+  return uuids.length > 0 ? tally.ledger.reads.transactions([...new Set(uuids)]) : new Map();
 }
+
+async function found(read: (uuid: string) => Promise<FoundTransaction | null>, event: RecordedEvent, uuid: string): Promise<FoundTransaction> {
+  const txn = await read(uuid);
+  if (!txn) throw new Error(`transaction ${uuid} of event ${event.id} is not in the ledger read model`);
+  return txn;
+}
+
+const withStatus = (found: FoundTransaction, event: RecordedEvent, type: NotificationType, status: string): Notification => ({
+  partnerId: found.partnerId,
+  type,
+  eventId: event.id,
+  data: { ...found.view, status },
+});

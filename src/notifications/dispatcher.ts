@@ -29,7 +29,7 @@ export const DEFAULT_DISPATCH: DispatchOptions = {
   firstRetryMs: 30_000,
   maxRetryWaitMs: 4 * HOUR_MS,
   giveUpAfterMs: 24 * HOUR_MS,
-  perPartner: 4,
+  perPartner: 16,
   overall: 64,
   pollMs: 500,
   leaseSeconds: 30,
@@ -168,7 +168,7 @@ export class Dispatcher {
     this.attempts[result.ok ? 'succeeded' : result.httpStatus !== null ? 'http_error' : 'no_answer']++;
   }
 
-  /** The attempt and what follows it, in one transaction: succeeded, failed for good after 24 h, or the next try. */
+  /** The attempt and what follows it, together: succeeded, failed for good after 24 h, or the next try. */
   private async record(row: DueDelivery, atMs: number, result: AttemptResult): Promise<void> {
     const firstMs = row.first_attempt_at ? row.first_attempt_at.getTime() : atMs;
     const attempts = row.attempts + 1;
@@ -183,18 +183,15 @@ export class Dispatcher {
         nextMs = Math.min(atMs + retryWaitMs(attempts, this.options), deadlineMs);
       }
     }
-    await this.tally.sql.transaction(async (tx) => {
-      await tx.query(
-        `INSERT INTO webhook_attempts (delivery_id, attempt, at, http_status, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (delivery_id, attempt) DO NOTHING`,
-        [row.id, attempts, new Date(atMs), result.httpStatus, result.error, result.durationMs],
-      );
-      await tx.query(
-        `UPDATE webhook_deliveries SET status = $2, attempts = $3, next_attempt_at = $4, first_attempt_at = $5, last_attempt_at = $6
-          WHERE id = $1 AND attempts = $7`,
-        [row.id, status, attempts, new Date(nextMs), new Date(firstMs), new Date(atMs), row.attempts],
-      );
-    });
+    // One statement (atomic by itself): the attempt is recorded with what follows it, in one round trip.
+    await this.tally.sql.query(
+      `WITH attempt AS (
+         INSERT INTO webhook_attempts (delivery_id, attempt, at, http_status, error, duration_ms) VALUES ($1, $3, $6, $8, $9, $10)
+         ON CONFLICT (delivery_id, attempt) DO NOTHING)
+       UPDATE webhook_deliveries SET status = $2, attempts = $3, next_attempt_at = $4, first_attempt_at = $5, last_attempt_at = $6
+        WHERE id = $1 AND attempts = $7`,
+      [row.id, status, attempts, new Date(nextMs), new Date(firstMs), new Date(atMs), row.attempts, result.httpStatus, result.error, result.durationMs],
+    );
     if (!result.ok)
       this.log.info({ delivery: row.id, attempt: attempts, status, httpStatus: result.httpStatus, error: result.error }, 'webhook attempt failed');
   }

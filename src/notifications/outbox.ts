@@ -5,7 +5,7 @@ import type { Tally } from '../app/tally';
 import type { NotificationType } from '../domain/webhooks/endpoint';
 import { comparePositions, type RecordedEvent } from '../eventstore/port';
 import type { SqlQueryable } from '../eventstore/sql';
-import { type Notification, NOTIFYING_EVENTS, notificationFor, READ_MODELS } from './builders';
+import { knownTransactions, type Notification, NOTIFYING_EVENTS, notificationFor, READ_MODELS } from './builders';
 
 const BATCH_SIZE = 200;
 /** Short, so a crashed node holds up notifications for seconds; renewed on every batch. */
@@ -17,6 +17,8 @@ const FAILURE_BACKOFF_MAX_MS = 60_000;
 const READ_MODELS_WAIT_MS = 5_000;
 
 const CONFIG_EVENT = 'WebhookEndpointConfigured';
+/** Notification data read at once by a batch: enough to overlap round trips, few beside the pool's connections. */
+const READ_CONCURRENCY = 8;
 
 class CheckpointMoved extends Error {}
 
@@ -113,23 +115,39 @@ export class Outbox {
     return true;
   }
 
+  /**
+   * The batch's notifications, in log order. The endpoint events are folded in order first, so each
+   * event is judged by the subscriptions of its moment; an event that names a partner with no
+   * endpoint is passed over unread; the others' data is read a few at a time (the reads are
+   * independent, and one at a time they would hold the outbox to one database round trip per event).
+   */
   private async build(events: RecordedEvent[], subscriptions: Subscriptions): Promise<{ notifications: Notification[]; changed: Subscriptions }> {
-    const notifications: Notification[] = [];
     const changed: Subscriptions = new Map();
+    let current = subscriptions;
+    const wanted: Array<{ event: RecordedEvent; subscriptions: Subscriptions }> = [];
     for (const event of events) {
       if (event.type === CONFIG_EVENT) {
         const d = event.data as { partnerId: string; events: NotificationType[] | null };
-        subscriptions.set(d.partnerId, d.events);
+        current = new Map(current).set(d.partnerId, d.events);
         changed.set(d.partnerId, d.events);
         continue;
       }
-      // No partner listens: nothing to read.
-      if (subscriptions.size === 0) continue;
-      const notification = await notificationFor(this.tally, event);
-      if (!notification || !subscriptions.has(notification.partnerId)) continue;
-      const types = subscriptions.get(notification.partnerId);
-      if (types === null || types?.includes(notification.type)) notifications.push(notification);
+      const partnerId = partnerNamedBy(event);
+      if (current.size === 0 || (partnerId !== undefined && !current.has(partnerId))) continue;
+      wanted.push({ event, subscriptions: current });
     }
+    const known = await knownTransactions(
+      this.tally,
+      wanted.map((w) => w.event),
+    );
+    const made = await mapInOrder(wanted, READ_CONCURRENCY, (w) => notificationFor(this.tally, w.event, known));
+    const notifications: Notification[] = [];
+    made.forEach((notification, i) => {
+      const subscribed = wanted[i]?.subscriptions;
+      if (!notification || !subscribed?.has(notification.partnerId)) return;
+      const types = subscribed.get(notification.partnerId);
+      if (types === null || types?.includes(notification.type)) notifications.push(notification);
+    });
     return { notifications, changed };
   }
 
@@ -149,6 +167,26 @@ export class Outbox {
     );
     return row ? row.position : null;
   }
+}
+
+/** The partner an event names in its own data, when it does (transactions and card events made for a partner). */
+function partnerNamedBy(event: RecordedEvent): string | undefined {
+  const partnerId = (event.data as { partnerId?: unknown }).partnerId;
+  return typeof partnerId === 'string' ? partnerId : undefined;
+}
+
+/** `fn` over `items` with at most `limit` at once; the results in the items' order. */
+async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
 }
 
 /**
