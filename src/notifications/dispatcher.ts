@@ -1,6 +1,7 @@
 import { BackgroundLoop } from './background-loop';
 import type { Logger } from 'pino';
 import type { Tally } from '../app/tally';
+import { type Resolver, systemResolver } from './address-guard';
 import { signatureHeaders } from './secrets';
 import { type AttemptResult, postNotification } from './sender';
 
@@ -22,6 +23,8 @@ export interface DispatchOptions {
   /** Epoch ms; tests move it to cross retry waits and the 24-hour limit. */
   now: () => number;
   random: () => number;
+  /** Where target names are looked up at each attempt (outside sandbox mode, checked there). */
+  resolve: Resolver;
 }
 
 export const DEFAULT_DISPATCH: DispatchOptions = {
@@ -35,6 +38,7 @@ export const DEFAULT_DISPATCH: DispatchOptions = {
   leaseSeconds: 30,
   now: () => Date.now(),
   random: Math.random,
+  resolve: systemResolver,
 };
 
 /** How an attempt ended: answered 2xx, answered otherwise, or no answer (timeout, network, refused target). */
@@ -162,7 +166,11 @@ export class Dispatcher {
     if (!target) result = { ok: false, httpStatus: null, error: 'no webhook endpoint configured', durationMs: 0 };
     else {
       const headers = signatureHeaders(target.secrets, row.id, Math.floor(atMs / 1000), row.body);
-      result = await postNotification(target.url, row.body, headers, { timeoutMs: this.options.timeoutMs, publicOnly: !this.tally.config.sandbox });
+      result = await postNotification(target.url, row.body, headers, {
+        timeoutMs: this.options.timeoutMs,
+        publicOnly: !this.tally.config.sandbox,
+        resolve: this.options.resolve,
+      });
     }
     await this.record(row, atMs, result);
     this.attempts[result.ok ? 'succeeded' : result.httpStatus !== null ? 'http_error' : 'no_answer']++;

@@ -13,7 +13,7 @@ import {
   webhookEndpointDecider,
   webhookEndpointStream,
 } from '../domain/webhooks/endpoint';
-import { checkPublicTarget } from './address-guard';
+import { checkPublicTarget, type Resolver, systemResolver } from './address-guard';
 import { newSigningSecret, SecretBox } from './secrets';
 
 export interface EndpointView {
@@ -32,6 +32,8 @@ const TARGET_TTL_MS = 1_000;
 /** A partner's notification endpoint: configured and rotated through its stream, read back from it. */
 export class WebhookEndpoints {
   readonly box: SecretBox;
+  /** Where a PUT's host name is looked up (outside sandbox mode). */
+  resolve: Resolver = systemResolver;
   /** Endpoints as delivery last read them (real time of the read), and their secrets opened, by secret id. */
   private readonly targets = new Map<string, { state: WebhookEndpointState; readAtMs: number; opened: Map<string, string> }>();
 
@@ -43,7 +45,7 @@ export class WebhookEndpoints {
   async configure(partnerId: string, input: { url: string; events?: string[] }, ctx: CommandContext): Promise<EndpointView & { secret: string }> {
     const sandbox = this.tally.config.sandbox;
     const url = checkEndpointUrl(input.url, sandbox);
-    if (!sandbox) await checkPublicTarget(url);
+    if (!sandbox) await checkPublicTarget(url, this.resolve);
     const events = input.events === undefined ? null : eventTypes(input.events);
     const fresh = this.newSecret(partnerId);
     const { result } = await this.tally.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
