@@ -32,14 +32,14 @@ export interface Notification {
  * the event (it is read once the projections passed it): the status field is the event's own, so
  * every notified transition says which one it was.
  */
-export async function notificationFor(tally: Tally, event: RecordedEvent, known: KnownTransactions = new Map()): Promise<Notification | null> {
+export async function notificationFor(tally: Tally, event: RecordedEvent, batch: BatchReads = NO_BATCH): Promise<Notification | null> {
   const d = event.data as Record<string, unknown>;
-  const read = async (uuid: string) => known.get(uuid) ?? (await tally.ledger.reads.transaction(uuid));
+  const read = async (uuid: string) => batch.transactions.get(uuid) ?? (await tally.ledger.reads.transaction(uuid));
   switch (event.type) {
     case 'UserStatusChanged':
-      return userStatus(tally, event, String(d.userId), String(d.to));
+      return userStatus(tally, event, batch, String(d.userId), String(d.to));
     case 'KycStatusChanged':
-      return kycStatus(tally, event, String(d.userId), String(d.to));
+      return kycStatus(tally, event, batch, String(d.userId), String(d.to));
     case 'TransactionCreated':
       return d.kind === 'TRANSFER' ? withStatus(await found(read, event, String(d.uuid)), event, 'transfer.completed', String(d.status)) : null;
     case 'TransactionStatusChanged':
@@ -60,21 +60,23 @@ export async function notificationFor(tally: Tally, event: RecordedEvent, known:
   }
 }
 
-async function partnerOfUser(tally: Tally, userId: string, event: RecordedEvent): Promise<string> {
+async function partnerOfUser(tally: Tally, batch: BatchReads, userId: string, event: RecordedEvent): Promise<string> {
+  const known = batch.userPartners.get(userId);
+  if (known) return known;
   const [row] = await tally.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_users WHERE user_id = $1', [userId]);
   if (!row) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
   return row.partner_id;
 }
 
-async function userStatus(tally: Tally, event: RecordedEvent, userId: string, to: string): Promise<Notification> {
-  const partnerId = await partnerOfUser(tally, userId, event);
+async function userStatus(tally: Tally, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
+  const partnerId = await partnerOfUser(tally, batch, userId, event);
   const user = await tally.users.get(partnerId, userId);
   if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
   return { partnerId, type: 'user.status.updated', eventId: event.id, data: { user: { ...user, status: to } } };
 }
 
-async function kycStatus(tally: Tally, event: RecordedEvent, userId: string, to: string): Promise<Notification> {
-  const partnerId = await partnerOfUser(tally, userId, event);
+async function kycStatus(tally: Tally, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
+  const partnerId = await partnerOfUser(tally, batch, userId, event);
   const user = await tally.users.get(partnerId, userId);
   if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
   const view = await tally.kyc.statusView(userId, user.status);
@@ -82,8 +84,14 @@ async function kycStatus(tally: Tally, event: RecordedEvent, userId: string, to:
 }
 
 type FoundTransaction = NonNullable<Awaited<ReturnType<Tally['ledger']['reads']['transaction']>>>;
-/** Transactions read ahead for a batch of events, by uuid. */
-export type KnownTransactions = Map<string, FoundTransaction>;
+
+/** What a batch of events is read ahead for, in one query each: their transactions (by uuid) and their users' partners. */
+export interface BatchReads {
+  transactions: Map<string, FoundTransaction>;
+  userPartners: Map<string, string>;
+}
+
+const NO_BATCH: BatchReads = { transactions: new Map(), userPartners: new Map() };
 
 /** Whether notificationFor reads the event's transaction. */
 const readsTransaction = (e: RecordedEvent) => {
@@ -91,10 +99,33 @@ const readsTransaction = (e: RecordedEvent) => {
   return e.type === 'TransactionCreated' ? d.kind === 'TRANSFER' : (e.type === 'TransactionStatusChanged' || e.type === 'PayoutAccepted') && d.from !== d.to;
 };
 
-/** The transactions a batch's events notify about, read in one query (each event would read its own otherwise). */
-export async function knownTransactions(tally: Tally, events: RecordedEvent[]): Promise<KnownTransactions> {
-  const uuids = events.filter(readsTransaction).map((e) => String((e.data as { uuid: unknown }).uuid));
-  return uuids.length > 0 ? tally.ledger.reads.transactions([...new Set(uuids)]) : new Map();
+/** The user an event is about, when the event names no partner. */
+const userOf = (e: RecordedEvent): string | undefined => {
+  const d = e.data as { userId?: unknown; partnerId?: unknown };
+  return typeof d.userId === 'string' && d.partnerId === undefined ? d.userId : undefined;
+};
+
+export async function batchReads(tally: Tally, events: RecordedEvent[]): Promise<BatchReads> {
+  const uuids = [...new Set(events.filter(readsTransaction).map((e) => String((e.data as { uuid: unknown }).uuid)))];
+  const users = [...new Set(events.map(userOf).filter((u) => u !== undefined))];
+  const [transactions, rows] = await Promise.all([
+    uuids.length > 0 ? tally.ledger.reads.transactions(uuids) : new Map<string, FoundTransaction>(),
+    users.length > 0
+      ? tally.sql.query<{ user_id: string; partner_id: string }>('SELECT user_id::text, partner_id::text FROM rm_users WHERE user_id = ANY($1::uuid[])', [
+          users,
+        ])
+      : [],
+  ]);
+  return { transactions, userPartners: new Map(rows.map((r) => [r.user_id, r.partner_id])) };
+}
+
+/** The partner an event is for, when the event itself or the batch's reads tell it without reading its data. */
+export function partnerOfEvent(event: RecordedEvent, batch: BatchReads): string | undefined {
+  const d = event.data as { partnerId?: unknown; uuid?: unknown };
+  if (typeof d.partnerId === 'string') return d.partnerId;
+  const user = userOf(event);
+  if (user) return batch.userPartners.get(user);
+  return typeof d.uuid === 'string' ? batch.transactions.get(d.uuid)?.partnerId : undefined;
 }
 
 async function found(read: (uuid: string) => Promise<FoundTransaction | null>, event: RecordedEvent, uuid: string): Promise<FoundTransaction> {

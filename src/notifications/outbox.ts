@@ -5,7 +5,7 @@ import type { Tally } from '../app/tally';
 import type { NotificationType } from '../domain/webhooks/endpoint';
 import { comparePositions, type RecordedEvent } from '../eventstore/port';
 import type { SqlQueryable } from '../eventstore/sql';
-import { knownTransactions, type Notification, NOTIFYING_EVENTS, notificationFor, READ_MODELS } from './builders';
+import { batchReads, type Notification, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
 
 const BATCH_SIZE = 200;
 /** Short, so a crashed node holds up notifications for seconds; renewed on every batch. */
@@ -117,14 +117,16 @@ export class Outbox {
 
   /**
    * The batch's notifications, in log order. The endpoint events are folded in order first, so each
-   * event is judged by the subscriptions of its moment; an event that names a partner with no
-   * endpoint is passed over unread; the others' data is read a few at a time (the reads are
-   * independent, and one at a time they would hold the outbox to one database round trip per event).
+   * event is judged by the subscriptions of its moment. What tells an event's partner cheaply (the
+   * event itself, or one query for the whole batch: its users' partners, its transactions) is read
+   * first, and an event for a partner with no endpoint goes no further; the others' data is read a
+   * few at a time (the reads are independent; one at a time they would hold the outbox to one
+   * database round trip per event).
    */
   private async build(events: RecordedEvent[], subscriptions: Subscriptions): Promise<{ notifications: Notification[]; changed: Subscriptions }> {
     const changed: Subscriptions = new Map();
     let current = subscriptions;
-    const wanted: Array<{ event: RecordedEvent; subscriptions: Subscriptions }> = [];
+    const candidates: Array<{ event: RecordedEvent; subscriptions: Subscriptions }> = [];
     for (const event of events) {
       if (event.type === CONFIG_EVENT) {
         const d = event.data as { partnerId: string; events: NotificationType[] | null };
@@ -132,15 +134,19 @@ export class Outbox {
         changed.set(d.partnerId, d.events);
         continue;
       }
-      const partnerId = partnerNamedBy(event);
-      if (current.size === 0 || (partnerId !== undefined && !current.has(partnerId))) continue;
-      wanted.push({ event, subscriptions: current });
+      const named = (event.data as { partnerId?: unknown }).partnerId;
+      if (current.size === 0 || (typeof named === 'string' && !current.has(named))) continue;
+      candidates.push({ event, subscriptions: current });
     }
-    const known = await knownTransactions(
+    const batch = await batchReads(
       this.tally,
-      wanted.map((w) => w.event),
+      candidates.map((c) => c.event),
     );
-    const made = await mapInOrder(wanted, READ_CONCURRENCY, (w) => notificationFor(this.tally, w.event, known));
+    const wanted = candidates.filter((c) => {
+      const partnerId = partnerOfEvent(c.event, batch);
+      return partnerId === undefined || c.subscriptions.has(partnerId);
+    });
+    const made = await mapInOrder(wanted, READ_CONCURRENCY, (w) => notificationFor(this.tally, w.event, batch));
     const notifications: Notification[] = [];
     made.forEach((notification, i) => {
       const subscribed = wanted[i]?.subscriptions;
@@ -167,12 +173,6 @@ export class Outbox {
     );
     return row ? row.position : null;
   }
-}
-
-/** The partner an event names in its own data, when it does (transactions and card events made for a partner). */
-function partnerNamedBy(event: RecordedEvent): string | undefined {
-  const partnerId = (event.data as { partnerId?: unknown }).partnerId;
-  return typeof partnerId === 'string' ? partnerId : undefined;
 }
 
 /** `fn` over `items` with at most `limit` at once; the results in the items' order. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { postNotification } from '../../src/notifications/sender';
-import { startTestApp } from '../support/app';
+import { createPartner, startTestApp } from '../support/app';
 import { customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 import { documentedBodies, subscribedPartner, type Received, Receiver, verifiesStandardWebhook, verifiesXWebhookSignature } from './support';
 
@@ -114,6 +114,51 @@ describe('partner notifications delivered to a real receiver', function () {
     await receiver.waitFor((got) => got.length >= 1);
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.received.map((r) => [r.body.type, r.body.data.uuid])).to.deep.equal([['deposit.completed', deposit]]);
+  });
+
+  it('reads no data for the events of a partner with no endpoint, while another partner listens', async () => {
+    const { partner: listening, receiver } = await subscribed('Listening', ['deposit.completed']);
+    const silent = await createPartner(app.http, 'Not listening');
+    const tally = app.tally;
+    // The outbox waits while both partners act, so that what it reads of their events is all it reads then.
+    await tally.notifications.outbox.stop();
+    const ada = await customer(app.http, silent);
+    const bob = await customer(app.http, silent);
+    const deposit = await fund(app.http, silent, ada, '10');
+    const transfer = await app.http
+      .post('/api/v1/transactions/transfer')
+      .set(ada.bearer)
+      .send({ toAccountId: bob.accountId, amount: '1', description: 'unheard' });
+    expect(transfer.status).to.equal(201);
+    const cat = await customer(app.http, listening);
+    const heard = await fund(app.http, listening, cat, '1');
+    const read = new Set<string>();
+    const original = { get: tally.users.get, statusView: tally.kyc.statusView, query: tally.sql.query };
+    // Every read of a notification's data, by whom or what it is about.
+    tally.users.get = (async (partnerId: string, userId: string) => {
+      read.add(partnerId).add(userId);
+      return original.get.call(tally.users, partnerId, userId);
+    }) as typeof tally.users.get;
+    tally.kyc.statusView = (async (userId: string, status: string) => {
+      read.add(userId);
+      return original.statusView.call(tally.kyc, userId, status);
+    }) as typeof tally.kyc.statusView;
+    tally.sql.query = (async (text: string, params?: unknown[]) => {
+      if (/FROM rm_(users|transactions) WHERE (user_id|uuid) = \$1/.test(text)) for (const p of params ?? []) read.add(String(p));
+      return original.query.call(tally.sql, text, params);
+    }) as typeof tally.sql.query;
+    try {
+      tally.notifications.outbox.start();
+      // The listening partner's deposit comes after all of them in the log: the outbox has passed them.
+      await receiver.waitFor((got) => got.some((r) => r.body.data.uuid === heard));
+      expect([silent.id, ada.id, bob.id, deposit, transfer.body.uuid].filter((x) => read.has(x))).to.deep.equal([]);
+      expect(read.has(cat.id), "the listening partner's user is read (the spies see reads)").to.equal(true);
+    } finally {
+      Object.assign(tally.users, { get: original.get });
+      Object.assign(tally.kyc, { statusView: original.statusView });
+      Object.assign(tally.sql, { query: original.query });
+      tally.notifications.outbox.start();
+    }
   });
 
   it('retries a receiver that answered 500 with the same id once the retry wait (under 30 s) has passed', async () => {
