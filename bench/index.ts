@@ -1,5 +1,6 @@
 import { runLedgerBench } from './ledger';
 import { runStoreBench } from './store';
+import { runWebhooksBench } from './webhooks';
 
 /** `npm run bench -- <name>`: benchmarks print figures; they assert nothing. */
 const benches: Record<string, { description: string; run: () => Promise<void> }> = {
@@ -11,6 +12,11 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
     description:
       'HTTP transfers/s through the in-process server over 50, 10 and 2 accounts, and a transfer out of a long account, on a durable PostgreSQL; then the same loops on the embedded store (PGlite), with the ratio',
     run: runLedgerBench,
+  },
+  webhooks: {
+    description:
+      'partner notifications delivered/s to a local receiver (worker thread) while HTTP transfers run, beside transfers/s, and the p99 lag from append to first attempt',
+    run: runWebhooksBench,
   },
 };
 
@@ -24,6 +30,7 @@ function usage(): string {
     '',
     'Environment: BENCH_SECONDS (per measurement, default 5; ledger 10), BENCH_REBUILD_EVENTS (store, default 1000000), DATABASE_URL',
     '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
+    '  webhooks: BENCH_CLIENTS (default 32), BENCH_WEBHOOK_PARTNERS (default 4), BENCH_WEBHOOK_ACCOUNTS (per partner, default 10)',
   ].join('\n');
 }
 

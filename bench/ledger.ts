@@ -258,19 +258,19 @@ parentPort.on('message', async (msg) => {
 });
 `;
 
-interface ClientAccount {
+export interface ClientAccount {
   accountId: number;
   token: string;
 }
 
-interface Outcome {
+export interface Outcome {
   latencies: number[];
   statuses: Record<string, number>;
   samples: Record<string, string[]>;
 }
 
 /** The worker thread's side of one run: `onWarm` runs between the warm-up and the measured part. */
-class LoadClient {
+export class LoadClient {
   readonly worker: Worker;
 
   constructor(url: string) {
@@ -560,7 +560,7 @@ async function catchUp(b: Bench, accounts: Customer[]): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Setup helpers.
 
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   await Promise.all(
@@ -853,7 +853,7 @@ function benchOptions(): BenchOptions {
 }
 
 /** The service's configuration for a bench server: Postgres at `databaseUrl`, or the embedded store in `dataDir` when none. */
-function benchConfig(dataDir: string, databaseUrl: string | undefined): Config {
+export function benchConfig(dataDir: string, databaseUrl: string | undefined): Config {
   // The service's tuning knobs (APPEND_*, PROJECTIONS_*) pass through from the environment; everything else is fixed here.
   const tuning = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('APPEND_') || k.startsWith('PROJECTIONS_')));
   return {

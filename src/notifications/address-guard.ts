@@ -1,4 +1,4 @@
-import { lookup as dnsLookup } from 'node:dns';
+import { promises as dns } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { DomainError } from '../domain/decider';
 
@@ -42,15 +42,25 @@ export function isBlockedAddress(address: string): boolean {
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
 
+/** A host name's addresses, as dns.lookup with `all` answers them: the system's, or a test's own (DNS rebinding tests). */
+export type Resolver = (host: string) => Promise<Array<{ address: string; family: number }>>;
+
+export const systemResolver: Resolver = (host) => dns.lookup(host, { all: true });
+
 /** Resolves a host name (bounded in time) to all its addresses. */
-function resolveAll(host: string, timeoutMs: number): Promise<string[]> {
-  return new Promise((resolve, reject) => {
+function resolveAll(host: string, timeoutMs: number, resolve: Resolver): Promise<Array<{ address: string; family: number }>> {
+  return new Promise((done, reject) => {
     const timer = setTimeout(() => reject(new Error(`DNS lookup of ${host} took over ${timeoutMs} ms`)), timeoutMs);
-    dnsLookup(host, { all: true }, (error, addresses) => {
-      clearTimeout(timer);
-      if (error) reject(error);
-      else resolve(addresses.map((a) => a.address));
-    });
+    resolve(host).then(
+      (addresses) => {
+        clearTimeout(timer);
+        done(addresses);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
   });
 }
 
@@ -58,13 +68,13 @@ function resolveAll(host: string, timeoutMs: number): Promise<string[]> {
  * The PUT-time check: the host must resolve, and to public addresses only. Delivery checks again
  * (guardedLookup): a name may be repointed at an internal address later (DNS rebinding).
  */
-export async function checkPublicTarget(url: URL, timeoutMs = 5_000): Promise<void> {
+export async function checkPublicTarget(url: URL, resolve: Resolver = systemResolver, timeoutMs = 5_000): Promise<void> {
   const host = hostOf(url);
   let addresses: string[];
   if (isIP(host)) addresses = [host];
   else {
     try {
-      addresses = await resolveAll(host, timeoutMs);
+      addresses = (await resolveAll(host, timeoutMs, resolve)).map((a) => a.address);
     } catch {
       throw new DomainError('invalid', 'url host does not resolve');
     }
@@ -77,16 +87,19 @@ export async function checkPublicTarget(url: URL, timeoutMs = 5_000): Promise<vo
  * very address that was checked, so a name that changes between a check and the connect cannot slip
  * through. Hosts given as literal addresses skip `lookup`: the sender checks those itself.
  */
-export const guardedLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, '', undefined);
-    const list = addresses as unknown as Array<{ address: string; family: number }>;
-    const blocked = list.find((a) => isBlockedAddress(a.address));
-    if (blocked || list.length === 0) return callback(new Error(`refused: ${hostname} resolves to a non-public address`), '', undefined);
-    if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: typeof list) => void)(null, list);
-    const first = list[0] as { address: string; family: number };
-    callback(null, first.address, first.family);
-  });
-};
+export function guardedLookup(resolve: Resolver = systemResolver, timeoutMs = 5_000): LookupFunction {
+  return (hostname, options, callback) => {
+    resolveAll(hostname, timeoutMs, resolve).then(
+      (list) => {
+        if (list.length === 0 || list.some((a) => isBlockedAddress(a.address)))
+          return callback(new Error(`refused: ${hostname} resolves to a non-public address`), '', undefined);
+        if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: typeof list) => void)(null, list);
+        const first = list[0] as { address: string; family: number };
+        callback(null, first.address, first.family);
+      },
+      (error: NodeJS.ErrnoException) => callback(error, '', undefined),
+    );
+  };
+}
 
 export { hostOf };

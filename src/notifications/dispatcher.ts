@@ -1,6 +1,7 @@
 import { BackgroundLoop } from './background-loop';
 import type { Logger } from 'pino';
 import type { Tally } from '../app/tally';
+import { type Resolver, systemResolver } from './address-guard';
 import { signatureHeaders } from './secrets';
 import { type AttemptResult, postNotification } from './sender';
 
@@ -22,6 +23,8 @@ export interface DispatchOptions {
   /** Epoch ms; tests move it to cross retry waits and the 24-hour limit. */
   now: () => number;
   random: () => number;
+  /** Where target names are looked up at each attempt (outside sandbox mode, checked there). */
+  resolve: Resolver;
 }
 
 export const DEFAULT_DISPATCH: DispatchOptions = {
@@ -29,12 +32,13 @@ export const DEFAULT_DISPATCH: DispatchOptions = {
   firstRetryMs: 30_000,
   maxRetryWaitMs: 4 * HOUR_MS,
   giveUpAfterMs: 24 * HOUR_MS,
-  perPartner: 4,
+  perPartner: 16,
   overall: 64,
   pollMs: 500,
   leaseSeconds: 30,
   now: () => Date.now(),
   random: Math.random,
+  resolve: systemResolver,
 };
 
 /** How an attempt ended: answered 2xx, answered otherwise, or no answer (timeout, network, refused target). */
@@ -162,13 +166,17 @@ export class Dispatcher {
     if (!target) result = { ok: false, httpStatus: null, error: 'no webhook endpoint configured', durationMs: 0 };
     else {
       const headers = signatureHeaders(target.secrets, row.id, Math.floor(atMs / 1000), row.body);
-      result = await postNotification(target.url, row.body, headers, { timeoutMs: this.options.timeoutMs, publicOnly: !this.tally.config.sandbox });
+      result = await postNotification(target.url, row.body, headers, {
+        timeoutMs: this.options.timeoutMs,
+        publicOnly: !this.tally.config.sandbox,
+        resolve: this.options.resolve,
+      });
     }
     await this.record(row, atMs, result);
     this.attempts[result.ok ? 'succeeded' : result.httpStatus !== null ? 'http_error' : 'no_answer']++;
   }
 
-  /** The attempt and what follows it, in one transaction: succeeded, failed for good after 24 h, or the next try. */
+  /** The attempt and what follows it, together: succeeded, failed for good after 24 h, or the next try. */
   private async record(row: DueDelivery, atMs: number, result: AttemptResult): Promise<void> {
     const firstMs = row.first_attempt_at ? row.first_attempt_at.getTime() : atMs;
     const attempts = row.attempts + 1;
@@ -183,18 +191,15 @@ export class Dispatcher {
         nextMs = Math.min(atMs + retryWaitMs(attempts, this.options), deadlineMs);
       }
     }
-    await this.tally.sql.transaction(async (tx) => {
-      await tx.query(
-        `INSERT INTO webhook_attempts (delivery_id, attempt, at, http_status, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (delivery_id, attempt) DO NOTHING`,
-        [row.id, attempts, new Date(atMs), result.httpStatus, result.error, result.durationMs],
-      );
-      await tx.query(
-        `UPDATE webhook_deliveries SET status = $2, attempts = $3, next_attempt_at = $4, first_attempt_at = $5, last_attempt_at = $6
-          WHERE id = $1 AND attempts = $7`,
-        [row.id, status, attempts, new Date(nextMs), new Date(firstMs), new Date(atMs), row.attempts],
-      );
-    });
+    // One statement (atomic by itself): the attempt is recorded with what follows it, in one round trip.
+    await this.tally.sql.query(
+      `WITH attempt AS (
+         INSERT INTO webhook_attempts (delivery_id, attempt, at, http_status, error, duration_ms) VALUES ($1, $3, $6, $8, $9, $10)
+         ON CONFLICT (delivery_id, attempt) DO NOTHING)
+       UPDATE webhook_deliveries SET status = $2, attempts = $3, next_attempt_at = $4, first_attempt_at = $5, last_attempt_at = $6
+        WHERE id = $1 AND attempts = $7`,
+      [row.id, status, attempts, new Date(nextMs), new Date(firstMs), new Date(atMs), row.attempts, result.httpStatus, result.error, result.durationMs],
+    );
     if (!result.ok)
       this.log.info({ delivery: row.id, attempt: attempts, status, httpStatus: result.httpStatus, error: result.error }, 'webhook attempt failed');
   }

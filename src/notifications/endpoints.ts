@@ -13,7 +13,7 @@ import {
   webhookEndpointDecider,
   webhookEndpointStream,
 } from '../domain/webhooks/endpoint';
-import { checkPublicTarget } from './address-guard';
+import { checkPublicTarget, type Resolver, systemResolver } from './address-guard';
 import { newSigningSecret, SecretBox } from './secrets';
 
 export interface EndpointView {
@@ -23,9 +23,19 @@ export interface EndpointView {
 
 const boundTo = (partnerId: string, secretId: string) => `partner-webhook-secret:${partnerId}:${secretId}`;
 
+/**
+ * How long delivery reuses an endpoint as it last read it: a change made through another node
+ * reaches this node's deliveries within this time (this node's own changes at once).
+ */
+const TARGET_TTL_MS = 1_000;
+
 /** A partner's notification endpoint: configured and rotated through its stream, read back from it. */
 export class WebhookEndpoints {
   readonly box: SecretBox;
+  /** Where a PUT's host name is looked up (outside sandbox mode). */
+  resolve: Resolver = systemResolver;
+  /** Endpoints as delivery last read them (real time of the read), and their secrets opened, by secret id. */
+  private readonly targets = new Map<string, { state: WebhookEndpointState; readAtMs: number; opened: Map<string, string> }>();
 
   constructor(private readonly tally: Tally) {
     this.box = new SecretBox(tally.keys.pepper);
@@ -35,7 +45,7 @@ export class WebhookEndpoints {
   async configure(partnerId: string, input: { url: string; events?: string[] }, ctx: CommandContext): Promise<EndpointView & { secret: string }> {
     const sandbox = this.tally.config.sandbox;
     const url = checkEndpointUrl(input.url, sandbox);
-    if (!sandbox) await checkPublicTarget(url);
+    if (!sandbox) await checkPublicTarget(url, this.resolve);
     const events = input.events === undefined ? null : eventTypes(input.events);
     const fresh = this.newSecret(partnerId);
     const { result } = await this.tally.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
@@ -47,6 +57,7 @@ export class WebhookEndpoints {
       newSecret: fresh.sealed,
       at: new Date().toISOString(),
     });
+    this.targets.delete(partnerId);
     const current = result.state.secrets[result.state.secrets.length - 1];
     if (!current) throw new Error('a configured endpoint has a secret');
     return { ...view(result.state), secret: this.box.open(current.sealed, boundTo(partnerId, current.secretId)) };
@@ -66,6 +77,7 @@ export class WebhookEndpoints {
       newSecret: fresh.sealed,
       at,
     });
+    this.targets.delete(partnerId);
     const [event] = result.events;
     if (event?.type !== 'WebhookSecretIssued' || !event.data.previousExpiresAt) throw new Error('a rotation issues a secret and retires the previous one');
     return { secret: fresh.secret, previousSecretExpiresAt: event.data.previousExpiresAt };
@@ -73,11 +85,17 @@ export class WebhookEndpoints {
 
   /** Where and with which secrets (in clear, newest first) a delivery made at `atMs` goes; null when unconfigured. */
   async target(partnerId: string, atMs: number): Promise<{ url: string; secrets: string[] } | null> {
-    const state = await this.state(partnerId);
+    let cached = this.targets.get(partnerId);
+    if (!cached || Date.now() - cached.readAtMs > TARGET_TTL_MS) {
+      const readAtMs = Date.now();
+      cached = { state: await this.state(partnerId), readAtMs, opened: new Map() };
+      this.targets.set(partnerId, cached);
+    }
+    const { state, opened } = cached;
     if (!state.url) return null;
     const secrets = signingSecrets(state, atMs)
       .reverse()
-      .map((s) => this.box.open(s.sealed, boundTo(partnerId, s.secretId)));
+      .map((s) => opened.get(s.secretId) ?? opened.set(s.secretId, this.box.open(s.sealed, boundTo(partnerId, s.secretId))).get(s.secretId) ?? '');
     return { url: state.url, secrets };
   }
 

@@ -3,6 +3,7 @@ import type { Tally } from '../app/tally';
 import { DeliveryLog, type DeliveryView } from './deliveries';
 import { Dispatcher } from './dispatcher';
 import { WebhookEndpoints } from './endpoints';
+import { SandboxInbox } from './inbox';
 import { Outbox } from './outbox';
 import { NOTIFICATIONS_SCHEMA } from './schema';
 
@@ -12,6 +13,8 @@ export class Notifications {
   readonly outbox: Outbox;
   readonly dispatcher: Dispatcher;
   readonly deliveries: DeliveryLog;
+  /** The sandbox's receiver (its routes answer 404 outside sandbox mode). */
+  readonly inbox: SandboxInbox;
 
   constructor(
     private readonly tally: Tally,
@@ -22,6 +25,7 @@ export class Notifications {
     this.outbox = new Outbox(tally, log.child({ component: 'webhooks-outbox' }), nodeId);
     this.dispatcher = new Dispatcher(tally, log.child({ component: 'webhooks-dispatch' }), nodeId);
     this.deliveries = new DeliveryLog(tally.sql);
+    this.inbox = new SandboxInbox(tally);
     this.outbox.onDeliveries = () => this.dispatcher.wake();
   }
 

@@ -5,7 +5,7 @@ import type { Tally } from '../app/tally';
 import type { NotificationType } from '../domain/webhooks/endpoint';
 import { comparePositions, type RecordedEvent } from '../eventstore/port';
 import type { SqlQueryable } from '../eventstore/sql';
-import { type Notification, NOTIFYING_EVENTS, notificationFor, READ_MODELS } from './builders';
+import { batchReads, type Notification, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
 
 const BATCH_SIZE = 200;
 /** Short, so a crashed node holds up notifications for seconds; renewed on every batch. */
@@ -17,6 +17,8 @@ const FAILURE_BACKOFF_MAX_MS = 60_000;
 const READ_MODELS_WAIT_MS = 5_000;
 
 const CONFIG_EVENT = 'WebhookEndpointConfigured';
+/** Notification data read at once by a batch: enough to overlap round trips, few beside the pool's connections. */
+const READ_CONCURRENCY = 8;
 
 class CheckpointMoved extends Error {}
 
@@ -117,23 +119,45 @@ export class Outbox {
     return true;
   }
 
+  /**
+   * The batch's notifications, in log order. The endpoint events are folded in order first, so each
+   * event is judged by the subscriptions of its moment. What tells an event's partner cheaply (the
+   * event itself, or one query for the whole batch: its users' partners, its transactions) is read
+   * first, and an event for a partner with no endpoint goes no further; the others' data is read a
+   * few at a time (the reads are independent; one at a time they would hold the outbox to one
+   * database round trip per event).
+   */
   private async build(events: RecordedEvent[], subscriptions: Subscriptions): Promise<{ notifications: Notification[]; changed: Subscriptions }> {
-    const notifications: Notification[] = [];
     const changed: Subscriptions = new Map();
+    let current = subscriptions;
+    const candidates: Array<{ event: RecordedEvent; subscriptions: Subscriptions }> = [];
     for (const event of events) {
       if (event.type === CONFIG_EVENT) {
         const d = event.data as { partnerId: string; events: NotificationType[] | null };
-        subscriptions.set(d.partnerId, d.events);
+        current = new Map(current).set(d.partnerId, d.events);
         changed.set(d.partnerId, d.events);
         continue;
       }
-      // No partner listens: nothing to read.
-      if (subscriptions.size === 0) continue;
-      const notification = await notificationFor(this.tally, event);
-      if (!notification || !subscriptions.has(notification.partnerId)) continue;
-      const types = subscriptions.get(notification.partnerId);
-      if (types === null || types?.includes(notification.type)) notifications.push(notification);
+      const named = (event.data as { partnerId?: unknown }).partnerId;
+      if (current.size === 0 || (typeof named === 'string' && !current.has(named))) continue;
+      candidates.push({ event, subscriptions: current });
     }
+    const batch = await batchReads(
+      this.tally,
+      candidates.map((c) => c.event),
+    );
+    const wanted = candidates.filter((c) => {
+      const partnerId = partnerOfEvent(c.event, batch);
+      return partnerId === undefined || c.subscriptions.has(partnerId);
+    });
+    const made = await mapInOrder(wanted, READ_CONCURRENCY, (w) => notificationFor(this.tally, w.event, batch));
+    const notifications: Notification[] = [];
+    made.forEach((notification, i) => {
+      const subscribed = wanted[i]?.subscriptions;
+      if (!notification || !subscribed?.has(notification.partnerId)) return;
+      const types = subscribed.get(notification.partnerId);
+      if (types === null || types?.includes(notification.type)) notifications.push(notification);
+    });
     return { notifications, changed };
   }
 
@@ -153,6 +177,20 @@ export class Outbox {
     );
     return row ? row.position : null;
   }
+}
+
+/** `fn` over `items` with at most `limit` at once; the results in the items' order. */
+async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
 }
 
 /**

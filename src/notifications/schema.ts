@@ -41,6 +41,15 @@ CREATE TABLE IF NOT EXISTS webhook_attempts (
   duration_ms integer NOT NULL,
   PRIMARY KEY (delivery_id, attempt)
 );
+CREATE TABLE IF NOT EXISTS sandbox_webhook_inbox (
+  seq         bigserial PRIMARY KEY,
+  partner_id  uuid NOT NULL,
+  delivery_id uuid NOT NULL,
+  received_at timestamptz NOT NULL DEFAULT now(),
+  headers     jsonb NOT NULL,
+  body        text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sandbox_webhook_inbox_newest ON sandbox_webhook_inbox (partner_id, seq DESC);
 CREATE TABLE IF NOT EXISTS webhook_dispatch_leases (
   partner_id  uuid PRIMARY KEY,
   owner       text NOT NULL,

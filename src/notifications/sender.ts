@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { guardedLookup, hostOf, isBlockedAddress } from './address-guard';
+import { guardedLookup, hostOf, isBlockedAddress, type Resolver } from './address-guard';
 
 export interface AttemptResult {
   ok: boolean;
@@ -23,7 +23,7 @@ export function postNotification(
   target: string,
   body: string,
   headers: Record<string, string>,
-  options: { timeoutMs: number; publicOnly: boolean },
+  options: { timeoutMs: number; publicOnly: boolean; resolve?: Resolver },
 ): Promise<AttemptResult> {
   const started = process.hrtime.bigint();
   const elapsed = () => Number((process.hrtime.bigint() - started) / 1_000_000n);
@@ -39,7 +39,7 @@ export function postNotification(
     const req = send(url, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), 'User-Agent': 'Tally-Webhooks/1', ...headers },
-      lookup: options.publicOnly ? guardedLookup : undefined,
+      lookup: options.publicOnly ? guardedLookup(options.resolve) : undefined,
       // One connection per attempt: a receiver's keep-alive socket never outlives its delivery.
       agent: false,
     });

@@ -312,6 +312,8 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
   /** The decided answer of a case on a route: statuses, and the exact message when decided. */
   function decided(route: RouteSpec, c: Case, baseline: number | undefined): { expected: number[]; message?: string } {
     if (route.auth === 'public') {
+      // The sandbox's webhook receiver keeps only notifications this service signed: any credential is no signature.
+      if (route.path === '/sandbox/v1/webhook-inbox') return { expected: [401], message: 'Invalid webhook signature' };
       if (route.responses[401]) return c === 'operator-token' ? { expected: [200] } : { expected: [401], message: 'Invalid admin token' };
       return { expected: [baseline ?? -1] };
     }

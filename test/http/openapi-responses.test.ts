@@ -23,6 +23,7 @@ const UNSAMPLED: Record<string, string> = {
   'POST /webhooks/identity/persona': 'the persona provider is not configured in tests (404, sampled)',
   'POST /webhooks/payments/mock': 'the mock payment provider signs and delivers these itself (the sandbox confirm/fail routes drive them)',
   'POST /webhooks/payouts/mock': 'the mock payout provider signs and delivers these itself (the sandbox settle/fail routes drive them)',
+  'POST /sandbox/v1/webhook-inbox': "the service's own dispatcher posts these, signed (test/webhooks/inbox.test.ts); an unsigned post is sampled (401)",
   'POST /webhooks/cards/sandbox': 'the sandbox card issuer signs and delivers these itself (its application decisions drive them)',
 };
 
@@ -174,6 +175,8 @@ describe('OpenAPI: real answers match their documented response schemas', functi
         .set(p)
         .send({ url: 'http://127.0.0.1:9/hooks', events: ['deposit.completed'] }),
     );
+    check(await http.get('/sandbox/v1/webhook-inbox').set(p));
+    check(await http.post('/sandbox/v1/webhook-inbox').send({}));
 
     // Users.
     const email = uniqueEmail('docs');

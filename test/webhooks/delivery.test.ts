@@ -1,25 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import Ajv2020 from 'ajv/dist/2020';
-import addFormats from 'ajv-formats';
 import { expect } from 'chai';
 import { postNotification } from '../../src/notifications/sender';
-import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { createPartner, startTestApp } from '../support/app';
 import { customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
-import { type Received, Receiver, verifiesStandardWebhook, verifiesXWebhookSignature } from './support';
+import { documentedBodies, subscribedPartner, type Received, Receiver, verifiesStandardWebhook, verifiesXWebhookSignature } from './support';
 
 const HOUR_MS = 3_600_000;
-
-/** Objects that list their properties allow no others (undocumented fields fail), unless they say so. */
-function strictObjects(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(strictObjects);
-  if (!schema || typeof schema !== 'object') return schema;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(schema))
-    out[key] =
-      key === 'properties' ? Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, strictObjects(v)])) : strictObjects(value);
-  if (out.properties && out.additionalProperties === undefined) out.additionalProperties = false;
-  return out;
-}
 
 describe('partner notifications delivered to a real receiver', function () {
   this.timeout(60_000);
@@ -40,19 +26,11 @@ describe('partner notifications delivered to a real receiver', function () {
     for (const r of receivers) await r.close();
   });
 
-  /** A partner whose endpoint is a fresh receiver; answers its secret. */
-  async function subscribed(name: string, events?: string[]): Promise<{ partner: PartnerCredentials; receiver: Receiver; secret: string }> {
-    const receiver = new Receiver();
-    await receiver.start();
-    receivers.push(receiver);
-    const partner = await createPartner(app.http, name);
-    const put = await app.http
-      .put('/api/v1/partner/webhooks')
-      .set(partner.headers)
-      .send({ url: receiver.url, ...(events ? { events } : {}) });
-    expect(put.status).to.equal(200);
-    return { partner, receiver, secret: put.body.data.secret };
-  }
+  const subscribed = async (name: string, events?: string[]) => {
+    const made = await subscribedPartner(app.http, name, events);
+    receivers.push(made.receiver);
+    return made;
+  };
 
   const deliveryRow = async (id: string) =>
     (
@@ -109,16 +87,8 @@ describe('partner notifications delivered to a real receiver', function () {
     expect(new Set(all.map((r) => r.body.sequence)).size).to.equal(all.length);
 
     // Each body matches its type's schema in the served document's webhooks section, with no undocumented field.
-    const doc = (await app.http.get('/api/v1/openapi.json')).body;
-    const ajv = new Ajv2020({ strict: false, allErrors: true });
-    addFormats(ajv);
-    ajv.addSchema(strictObjects({ $id: 'doc', components: doc.components }) as object);
-    for (const r of all) {
-      const schema = doc.webhooks?.[r.body.type]?.post?.requestBody?.content?.['application/json']?.schema;
-      expect(schema, `documented webhook ${r.body.type}`).to.be.an('object');
-      const validate = ajv.compile(strictObjects(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/'))) as object);
-      expect(validate(r.body), `${r.body.type}: ${ajv.errorsText(validate.errors)}`).to.equal(true);
-    }
+    const check = await documentedBodies(app.http);
+    for (const r of all) expect(check(r), r.body.type).to.equal(null);
 
     const byType = (type: string) => all.filter((r) => r.body.type === type);
     const completed = byType('deposit.completed').find((r) => r.body.data.uuid === deposit);
@@ -144,6 +114,51 @@ describe('partner notifications delivered to a real receiver', function () {
     await receiver.waitFor((got) => got.length >= 1);
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.received.map((r) => [r.body.type, r.body.data.uuid])).to.deep.equal([['deposit.completed', deposit]]);
+  });
+
+  it('reads no data for the events of a partner with no endpoint, while another partner listens', async () => {
+    const { partner: listening, receiver } = await subscribed('Listening', ['deposit.completed']);
+    const silent = await createPartner(app.http, 'Not listening');
+    const tally = app.tally;
+    // The outbox waits while both partners act, so that what it reads of their events is all it reads then.
+    await tally.notifications.outbox.stop();
+    const ada = await customer(app.http, silent);
+    const bob = await customer(app.http, silent);
+    const deposit = await fund(app.http, silent, ada, '10');
+    const transfer = await app.http
+      .post('/api/v1/transactions/transfer')
+      .set(ada.bearer)
+      .send({ toAccountId: bob.accountId, amount: '1', description: 'unheard' });
+    expect(transfer.status).to.equal(201);
+    const cat = await customer(app.http, listening);
+    const heard = await fund(app.http, listening, cat, '1');
+    const read = new Set<string>();
+    const original = { get: tally.users.get, statusView: tally.kyc.statusView, query: tally.sql.query };
+    // Every read of a notification's data, by whom or what it is about.
+    tally.users.get = (async (partnerId: string, userId: string) => {
+      read.add(partnerId).add(userId);
+      return original.get.call(tally.users, partnerId, userId);
+    }) as typeof tally.users.get;
+    tally.kyc.statusView = (async (userId: string, status: string) => {
+      read.add(userId);
+      return original.statusView.call(tally.kyc, userId, status);
+    }) as typeof tally.kyc.statusView;
+    tally.sql.query = (async (text: string, params?: unknown[]) => {
+      if (/FROM rm_(users|transactions) WHERE (user_id|uuid) = \$1/.test(text)) for (const p of params ?? []) read.add(String(p));
+      return original.query.call(tally.sql, text, params);
+    }) as typeof tally.sql.query;
+    try {
+      tally.notifications.outbox.start();
+      // The listening partner's deposit comes after all of them in the log: the outbox has passed them.
+      await receiver.waitFor((got) => got.some((r) => r.body.data.uuid === heard));
+      expect([silent.id, ada.id, bob.id, deposit, transfer.body.uuid].filter((x) => read.has(x))).to.deep.equal([]);
+      expect(read.has(cat.id), "the listening partner's user is read (the spies see reads)").to.equal(true);
+    } finally {
+      Object.assign(tally.users, { get: original.get });
+      Object.assign(tally.kyc, { statusView: original.statusView });
+      Object.assign(tally.sql, { query: original.query });
+      tally.notifications.outbox.start();
+    }
   });
 
   it('retries a receiver that answered 500 with the same id once the retry wait (under 30 s) has passed', async () => {

@@ -1,5 +1,10 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import type { Resolver } from '../../src/notifications/address-guard';
+import { postNotification } from '../../src/notifications/sender';
+import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { registerUser } from '../support/identity';
 
 const ALL_TYPES = [
   'user.status.updated',
@@ -155,6 +160,61 @@ describe('partner webhook endpoint configuration over HTTP', () => {
       const res = await put('https://93.184.216.34/hooks');
       expect(res.status).to.equal(200);
       expect(res.body.data.url).to.equal('https://93.184.216.34/hooks');
+    });
+
+    it('refuses at delivery a name that answered a public address when set and a loopback one at the connection (DNS rebinding)', async () => {
+      // A loopback listener: a connection to it is a notification the guard let through.
+      let connections = 0;
+      const trap = createServer((socket) => {
+        connections++;
+        socket.destroy();
+      });
+      await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+      const port = (trap.address() as AddressInfo).port;
+      const asked: string[] = [];
+      // The name's answer changes after the first lookup (the PUT's check): a public address, then loopback.
+      const rebinding: Resolver = async (host) => {
+        asked.push(host);
+        return [{ address: asked.length === 1 ? '93.184.216.34' : '127.0.0.1', family: 4 }];
+      };
+      const { endpoints, dispatcher } = app.tally.notifications;
+      const saved = { put: endpoints.resolve, delivery: dispatcher.options.resolve };
+      Object.assign(endpoints, { resolve: rebinding });
+      Object.assign(dispatcher.options, { resolve: rebinding });
+      try {
+        const partner = await createPartner(app.http, 'Rebinding');
+        const put = await app.http
+          .put('/api/v1/partner/webhooks')
+          .set(partner.headers)
+          .send({ url: `https://rebind.example:${port}/hooks`, events: ['user.status.updated'] });
+        expect(put.status, JSON.stringify(put.body)).to.equal(200);
+        const user = await registerUser(app.http, partner);
+        expect((await app.http.post(`/admin/v1/users/${user.id}/suspend`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({})).status).to.equal(200);
+        const deadline = Date.now() + 10_000;
+        let attempts: Array<{ error: string | null; httpStatus: number | null }> = [];
+        while (attempts.length === 0 && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 50));
+          const page = (await app.http.get('/api/v1/partner/webhooks/deliveries').set(partner.headers)).body.data;
+          attempts = page.items.flatMap((d: { attempts: typeof attempts }) => d.attempts);
+        }
+        expect(attempts.length, 'an attempt was made').to.be.above(0);
+        for (const a of attempts) expect(a).to.deep.equal({ ...a, httpStatus: null, error: 'refused: rebind.example resolves to a non-public address' });
+        expect(asked.slice(0, 2)).to.deep.equal(['rebind.example', 'rebind.example']);
+        expect(connections).to.equal(0);
+        // The trap does count: the same port, reached without the guard, is one connection.
+        await postNotification(`http://127.0.0.1:${port}/hooks`, '{}', {}, { timeoutMs: 2_000, publicOnly: false });
+        expect(connections).to.equal(1);
+      } finally {
+        Object.assign(endpoints, { resolve: saved.put });
+        Object.assign(dispatcher.options, { resolve: saved.delivery });
+        await new Promise<void>((resolve) => trap.close(() => resolve()));
+      }
+    });
+
+    it('has no webhook inbox (404): it is a sandbox receiver', async () => {
+      const read = await app.http.get('/sandbox/v1/webhook-inbox').set(acme.headers);
+      const post = await app.http.post('/sandbox/v1/webhook-inbox').send({});
+      expect([read.status, post.status]).to.deep.equal([404, 404]);
     });
   });
 });

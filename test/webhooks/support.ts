@@ -1,7 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
+import type supertest from 'supertest';
+import { createPartner, type PartnerCredentials } from '../support/app';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -79,4 +83,50 @@ export function verifiesStandardWebhook(received: Received, secret: string, nowS
   if (!id || !/^\d+$/.test(timestamp) || Math.abs(nowSeconds - Number(timestamp)) > toleranceSeconds) return false;
   const expected = new Webhook(secret).sign(id, new Date(Number(timestamp) * 1000), received.raw);
   return signatures.includes(expected);
+}
+
+/** Objects that list their properties allow no others (undocumented fields fail), unless they say so. */
+function strictObjects(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(strictObjects);
+  if (!schema || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema))
+    out[key] =
+      key === 'properties' ? Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, strictObjects(v)])) : strictObjects(value);
+  if (out.properties && out.additionalProperties === undefined) out.additionalProperties = false;
+  return out;
+}
+
+/**
+ * A check of received bodies against their type's schema in the served document's webhooks section,
+ * with no undocumented field: null when the body matches, else what is wrong.
+ */
+export async function documentedBodies(http: supertest.Agent): Promise<(received: Received) => string | null> {
+  const doc = (await http.get('/api/v1/openapi.json')).body;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema(strictObjects({ $id: 'doc', components: doc.components }) as object);
+  return (received) => {
+    const schema = doc.webhooks?.[received.body.type]?.post?.requestBody?.content?.['application/json']?.schema;
+    if (!schema) return `${received.body.type} is not documented`;
+    const validate = ajv.compile(strictObjects(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/'))) as object);
+    return validate(received.body) ? null : ajv.errorsText(validate.errors);
+  };
+}
+
+/** A new partner whose endpoint is a fresh receiver (the caller closes it), with its signing secret. */
+export async function subscribedPartner(
+  http: supertest.Agent,
+  name: string,
+  events?: string[],
+): Promise<{ partner: PartnerCredentials; receiver: Receiver; secret: string }> {
+  const receiver = new Receiver();
+  await receiver.start();
+  const partner = await createPartner(http, name);
+  const put = await http
+    .put('/api/v1/partner/webhooks')
+    .set(partner.headers)
+    .send({ url: receiver.url, ...(events ? { events } : {}) });
+  if (put.status !== 200) throw new Error(`PUT partner/webhooks answered ${put.status} ${JSON.stringify(put.body)}`);
+  return { partner, receiver, secret: put.body.data.secret };
 }

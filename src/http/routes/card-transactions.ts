@@ -10,7 +10,7 @@ import { AmountField, requireAmount } from './ledger';
 const Nullable = <T extends ReturnType<typeof Type.String | typeof Type.Number>>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /** A card transaction (interface 2.10): its three top-level fields always present. */
-const CardTransaction = Type.Object(
+export const CardTransaction = Type.Object(
   {
     id: Uuid,
     type: Type.Literal('spend'),

@@ -1,8 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox';
-import type { CardApplication } from '../../domain/cards/application';
 import { CARD_STATUSES } from '../../domain/cards/card';
 import { LIMIT_FREQUENCIES } from '../../domain/cards/limit';
-import { type CardView, viewOfCard } from '../../app/cards';
+import { viewOfCard } from '../../app/cards';
+import { applicationOf, cardOf, cardSummaryOf } from '../../app/cards/views';
 import { maskPan } from '../../providers/cards/port';
 import { clientIpResolver } from '../app';
 import { HttpError } from '../errors';
@@ -31,7 +31,7 @@ const cardFields = {
   limit: Limit,
 };
 const CardSummary = Type.Object(cardFields, { $id: 'CardSummary' });
-const Card = Type.Object({ ...cardFields, createdAt: IsoDateTime, updatedAt: IsoDateTime }, { $id: 'Card' });
+export const Card = Type.Object({ ...cardFields, createdAt: IsoDateTime, updatedAt: IsoDateTime }, { $id: 'Card' });
 const CardFull = Type.Object(
   {
     ...cardFields,
@@ -45,7 +45,7 @@ const CardFull = Type.Object(
 );
 const CardStatusBody = Success(Type.Object({ id: Uuid, status: StringEnum(CARD_STATUSES) }, { $id: 'CardStatus' }));
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
-const Application = Type.Object(
+export const Application = Type.Object(
   {
     id: Uuid,
     accountId: Type.Integer(),
@@ -74,44 +74,6 @@ const Application = Type.Object(
   },
   { $id: 'CardApplication' },
 );
-
-const cardOf = (view: CardView) => ({ ...cardSummaryOf(view), createdAt: view.createdAt, updatedAt: view.updatedAt });
-const cardSummaryOf = (view: CardView) => ({
-  id: view.id,
-  type: view.type,
-  status: view.status,
-  last4: view.last4,
-  expirationMonth: view.expirationMonth,
-  expirationYear: view.expirationYear,
-  limit: { amount: asNumber(view.limit.amount), frequency: view.limit.frequency },
-});
-
-const applicationOf = (a: CardApplication) => ({
-  id: a.id,
-  accountId: a.accountId,
-  userId: a.userId,
-  issuerApplicationId: a.issuerApplicationId,
-  identityShareToken: null,
-  walletAddress: a.walletAddress,
-  solanaAddress: a.solanaAddress,
-  tronAddress: a.tronAddress,
-  chainId: a.chainId,
-  contractAddress: a.contractAddress,
-  sourceKey: a.sourceKey,
-  ipAddress: a.ipAddress,
-  occupation: a.occupation,
-  annualSalary: a.annualSalary,
-  accountPurpose: a.accountPurpose,
-  expectedMonthlyVolume: a.expectedMonthlyVolume,
-  isTermsOfServiceAccepted: a.isTermsOfServiceAccepted,
-  hasExistingDocuments: a.hasExistingDocuments,
-  cardType: a.cardType,
-  isActive: a.applicationStatus !== 'declined',
-  applicationStatus: a.applicationStatus,
-  applicationReason: a.applicationReason,
-  createdAt: a.createdAt,
-  updatedAt: a.updatedAt,
-});
 
 const ApplyBody = Type.Object({
   cardType: StringEnum(['virtual', 'physical'] as const),

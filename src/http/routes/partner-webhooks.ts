@@ -5,7 +5,10 @@ import { HttpError } from '../errors';
 import { route } from '../route';
 import type { WebhookSpec } from '../openapi';
 import { IsoDateTime, StringEnum, Success, User, UUID_RE } from '../schemas';
+import { CardTransaction } from './card-transactions';
+import { Application, Card } from './cards';
 import { StatusView } from './kyc';
+import { sandboxWebhookInboxRoutes } from './sandbox-webhook-inbox';
 import { Transaction } from './ledger';
 
 const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, 'x-error': 'events must be an array of event types' });
@@ -157,6 +160,7 @@ export const partnerWebhookRoutes = [
       return { status: 202, body: { success: true, data } };
     },
   }),
+  ...sandboxWebhookInboxRoutes,
 ];
 
 /** What each notification type carries as `data`: the read the API answers for the same thing. */
@@ -167,6 +171,27 @@ const NOTIFICATION_DATA: Array<{ type: string; summary: string; data: TSchema }>
   { type: 'deposit.failed', summary: 'A deposit failed; `data` as GET transactions/:id shows it.', data: Transaction },
   { type: 'transfer.completed', summary: 'A transfer between two users of the partner completed; `data` as GET transactions/:id shows it.', data: Transaction },
   { type: 'payout.updated', summary: "A payout's status changed (PROCESSING, COMPLETED, FAILED); `data` as GET transactions/:id shows it.", data: Transaction },
+  {
+    type: 'card.application.updated',
+    summary: 'A card application was made (pending) or decided (approved, declined); `data.application` as GET cards/application/status shows it just after.',
+    data: Type.Object({ application: Application }),
+  },
+  {
+    type: 'card.updated',
+    summary:
+      'A card was issued, activated, locked, unlocked, canceled or given a new limit; `data` as GET cards/details shows it, with the status and limit the change set.',
+    data: Card,
+  },
+  {
+    type: 'card.transaction.created',
+    summary: 'An authorization made a card transaction, `pending` (approved) or `declined`; `data` as the card transactions list shows it when made.',
+    data: CardTransaction,
+  },
+  {
+    type: 'card.transaction.updated',
+    summary: 'A card transaction was cleared (`completed`, with the amount the merchant took) or reversed; `data` as the card transactions list shows it.',
+    data: CardTransaction,
+  },
 ];
 
 export const notificationWebhooks: WebhookSpec[] = NOTIFICATION_DATA.map(({ type, summary, data }) => ({

@@ -95,6 +95,15 @@ export class LedgerQueries {
     return row ? { view: toView(row, true), kind: row.kind, partnerId: row.partner_id } : null;
   }
 
+  /** Several transactions as transaction() answers each, by uuid (the notification outbox reads a batch of events so); unknown ones left out. */
+  async transactions(uuids: string[]): Promise<Map<string, { view: TransactionView; kind: string; partnerId: string }>> {
+    const rows = await this.sql.query<TxnRow & { kind: string; partner_id: string }>(
+      `SELECT ${TXN_COLUMNS}, kind, partner_id::text FROM rm_transactions WHERE uuid = ANY($1::uuid[])`,
+      [uuids],
+    );
+    return new Map(rows.map((row) => [row.uuid, { view: toView(row, true), kind: row.kind, partnerId: row.partner_id }]));
+  }
+
   /** A transaction the token user is party to (owns its debit or credit account). */
   async getTransaction(uuid: string, user: { userId: string; partnerId: string }): Promise<TransactionView> {
     const [row] = await this.sql.query<TxnRow & { partner_id: string }>(`SELECT ${TXN_COLUMNS}, partner_id::text FROM rm_transactions WHERE uuid = $1`, [uuid]);
