@@ -343,6 +343,15 @@ export interface OperationExamples {
   names?: { request?: string; response?: string };
 }
 
+/** A notification as the sandbox inbox receives it. */
+const INBOX_NOTIFICATION = {
+  id: SAMPLE.deliveryId,
+  type: 'deposit.completed',
+  createdAt: SAMPLE.at,
+  sequence: 42,
+  data: { uuid: SAMPLE.transactionUuid, status: 'COMPLETED' },
+};
+
 const PROFILE_ERRORS = {
   400: ['dateOfBirth: the user must be at least 18 years old', 'dateOfBirth must be in the past', 'dateOfBirth must be a real date in YYYY-MM-DD format'],
 };
@@ -762,6 +771,34 @@ export const OPERATIONS: Record<string, OperationExamples> = {
   'GET /api/v1/partner/webhooks/deliveries': {
     parameters: { status: 'failed', type: 'deposit.completed' },
     errors: { 400: ['cursor is not valid', 'status must be one of pending, succeeded, failed'] },
+  },
+  'POST /sandbox/v1/webhook-inbox': {
+    request: INBOX_NOTIFICATION,
+    errors: { 401: ['Invalid webhook signature'] },
+    names: { request: 'SandboxWebhookNotification' },
+  },
+  'GET /sandbox/v1/webhook-inbox': {
+    response: {
+      success: true,
+      data: {
+        items: [
+          {
+            id: 7,
+            receivedAt: SAMPLE.at,
+            deliveryId: SAMPLE.deliveryId,
+            headers: {
+              'webhook-id': SAMPLE.deliveryId,
+              'webhook-timestamp': '1772460309',
+              'webhook-signature': 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+              'x-webhook-signature': 't=1772460309,v1=9f2b6c1e8d4a7b3c5e0f1a2d3c4b5a6978685746352413021f0e1d2c3b4a5968',
+            },
+            rawBody: JSON.stringify(INBOX_NOTIFICATION),
+            notification: INBOX_NOTIFICATION,
+          },
+        ],
+        nextCursor: null,
+      },
+    },
   },
   'POST /api/v1/partner/webhooks/deliveries/{id}/redeliver': { parameters: { id: SAMPLE.deliveryId }, errors: { 404: ['Delivery not found'] } },
   'POST /admin/v1/partners': { request: { name: 'Acme Wallet' }, names: { request: 'PartnerRequest' } },

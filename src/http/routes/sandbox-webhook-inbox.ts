@@ -44,7 +44,7 @@ export const sandboxWebhookInboxRoutes = [
       'Reads the signature headers of a delivery (`webhook-id`, `webhook-timestamp`, `webhook-signature`, and `X-Webhook-Signature`, kept as sent). ' +
       `Keeps a notification only when this service signed it: \`webhook-id\` names one of its deliveries and the Standard Webhooks signature verifies with that partner's secret (timestamp within 5 minutes). ` +
       `Anything else is 401 and kept nowhere. The newest ${INBOX_KEEP} per partner are kept.`,
-    body: Type.Object({}),
+    body: Type.Object({}, { additionalProperties: true, description: 'A notification as this service sends it: `{id, type, createdAt, sequence, data}`' }),
     responses: {
       200: { description: 'Kept', schema: Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'SandboxWebhookReceived' }) },
       401: { description: INBOX_SIGNATURE_ERROR },
