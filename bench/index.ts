@@ -1,3 +1,4 @@
+import { runCardsBench } from './cards';
 import { runLedgerBench } from './ledger';
 import { runStoreBench } from './store';
 
@@ -12,6 +13,11 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
       'HTTP transfers/s through the in-process server over 50, 10 and 2 accounts, and a transfer out of a long account, on a durable PostgreSQL; then the same loops on the embedded store (PGlite), with the ratio',
     run: runLedgerBench,
   },
+  cards: {
+    description:
+      'sandbox card authorizations/s and transfers/s through HTTP in one closed loop (64 callers, half each, over 50 cards and their accounts) on a durable PostgreSQL, with the ratio and the authorizations p50/p99',
+    run: runCardsBench,
+  },
 };
 
 function usage(): string {
@@ -24,6 +30,7 @@ function usage(): string {
     '',
     'Environment: BENCH_SECONDS (per measurement, default 5; ledger 10), BENCH_REBUILD_EVENTS (store, default 1000000), DATABASE_URL',
     '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
+    '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_CPU_PROFILE',
   ].join('\n');
 }
 

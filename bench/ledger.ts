@@ -70,11 +70,12 @@ const TIMINGS = process.env.BENCH_TIMINGS === '1';
 // ---------------------------------------------------------------------------------------------
 // The load generator: plain JavaScript evaluated in a worker thread (no TypeScript loader needed).
 
-const CLIENT_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
+/**
+ * The HTTP/1.1 client of the load generators (bench/cards.ts uses it too): plain JavaScript for a
+ * worker thread. It connects to `target` (a URL the source that includes it declares).
+ */
+export const HTTP_CONNECTION_SOURCE = `
 const net = require('node:net');
-const { performance } = require('node:perf_hooks');
-const target = new URL('/api/v1/transactions/transfer', workerData.url);
 const CRLF2 = Buffer.from('\\r\\n\\r\\n');
 const CONTENT_LENGTH = Buffer.from('\\r\\nContent-Length: ');
 const EMPTY = Buffer.alloc(0);
@@ -176,6 +177,13 @@ class Connection {
   }
 }
 
+`;
+
+const CLIENT_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { performance } = require('node:perf_hooks');
+const target = new URL('/api/v1/transactions/transfer', workerData.url);
+${HTTP_CONNECTION_SOURCE}
 /** The request bytes of one (source, destination) pair, built once: the load generator's CPU is the server's too. */
 const requests = new Map();
 
@@ -269,11 +277,11 @@ interface Outcome {
 }
 
 /** The worker thread's side of one run: `onWarm` runs between the warm-up and the measured part. */
-class LoadClient {
+export class LoadClient {
   readonly worker: Worker;
 
-  constructor(url: string) {
-    this.worker = new Worker(CLIENT_SOURCE, { eval: true, workerData: { url } });
+  constructor(url: string, source = CLIENT_SOURCE) {
+    this.worker = new Worker(source, { eval: true, workerData: { url } });
   }
 
   run<T>(message: Record<string, unknown>, onWarm: () => Promise<void>): Promise<T> {
@@ -455,7 +463,7 @@ const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.le
  * outlived young collections (the ones that make scavenges slow and fill the old space), a
  * .heapprofile per loop; bench/profile-diff.ts reads two of them.
  */
-async function profiled<T>(name: string, body: (started: () => Promise<void>) => Promise<T>): Promise<T> {
+export async function profiled<T>(name: string, body: (started: () => Promise<void>) => Promise<T>): Promise<T> {
   const cpuDir = process.env.BENCH_CPU_PROFILE;
   const heapDir = process.env.BENCH_HEAP_PROFILE;
   const dir = cpuDir ?? heapDir;
@@ -532,7 +540,7 @@ async function measureLoop(b: Bench, accounts: Customer[], clients: number, star
 // ---------------------------------------------------------------------------------------------
 // Setup helpers.
 
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   await Promise.all(
@@ -822,7 +830,7 @@ function benchOptions(): BenchOptions {
 }
 
 /** The service's configuration for a bench server: Postgres at `databaseUrl`, or the embedded store in `dataDir` when none. */
-function benchConfig(dataDir: string, databaseUrl: string | undefined): Config {
+export function benchConfig(dataDir: string, databaseUrl: string | undefined): Config {
   // The service's tuning knobs (APPEND_*, PROJECTIONS_*) pass through from the environment; everything else is fixed here.
   const tuning = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('APPEND_') || k.startsWith('PROJECTIONS_')));
   return {
