@@ -145,6 +145,8 @@ export class CardSpending {
       if (created?.kind !== 'CARD' || created.partnerId !== partnerId) return this.notSettleable(partnerId, transactionId, action);
       const cardId = String(created.details.cardId);
       const card = await reads.stream(cardStream(cardId), cardDecider);
+      // Not among the card's spends: a difference's ledger transaction, or a spend settled long ago the card no longer keeps.
+      if (!card.state.spends[transactionId]) return this.notSettleable(partnerId, transactionId, action);
       const accountId = requireCard(card.state).accountId;
       const account = await reads.account(accountId);
       // The difference's ledger transaction is named after the card transaction: a decision made again names the same one.
@@ -174,10 +176,13 @@ export class CardSpending {
     return view;
   }
 
-  /** Not an approved card transaction of the partner's: a declined one is 409, anything else 404. */
+  /**
+   * Not a spend the card holds for the partner: a card transaction the read model knows (declined, or
+   * settled long ago) is 409 with its status, anything else 404.
+   */
   private async notSettleable(partnerId: string, transactionId: string, action: 'clear' | 'reverse'): Promise<never> {
     const seen = await this.queries.get(partnerId, transactionId);
-    if (seen?.spend.status === 'declined') throw new DomainError('conflict', `Cannot ${action} a card transaction in status declined`);
+    if (seen && seen.spend.status !== 'pending') throw new DomainError('conflict', `Cannot ${action} a card transaction in status ${seen.spend.status}`);
     throw new DomainError('not_found', CARD_TRANSACTION_NOT_FOUND);
   }
 
