@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { CommandContext } from '../../src/app/commands';
+import { type CommandContext, load } from '../../src/app/commands';
 import { snapshotCheck } from '../../src/cli/audit-checks';
 import { cardDecider, cardStream } from '../../src/domain/cards/card';
 import type { JsonObject } from '../../src/eventstore/port';
@@ -28,6 +28,18 @@ describe('card stream snapshots (app layer, real Postgres, injected clock)', fun
     return spend.declinedReason ?? spend.status;
   };
 
+  /** A customer of acme with an active virtual card, 100 USDC and the given limit. */
+  async function card(limit?: { amount: number; frequency: string }): Promise<string> {
+    const who = await customer(app.http, acme);
+    const user = { userId: who.id, partnerId: acme.id };
+    const application = await app.tally.cards.applications.apply(user, { cardType: 'virtual', isTermsOfServiceAccepted: true, ipAddress: null }, ctx());
+    await app.tally.providers.sandbox?.cards.decideApplication(application.id, 'approved');
+    const cardId = (await app.tally.cards.cards.issue(user, ctx(), randomUUID())).data.id;
+    if (limit) await app.tally.cards.cards.setLimit(user, limit, ctx(), randomUUID());
+    await fund(app.http, acme, who, '100');
+    return cardId;
+  }
+
   before(async () => {
     app = await startTestApp();
     app.tally.stateCache.snapshotEvery = 10;
@@ -39,14 +51,27 @@ describe('card stream snapshots (app layer, real Postgres, injected clock)', fun
     await app.close();
   });
 
+  it('answers a clear or reverse of a spend settled so long ago the card no longer keeps it 409 with its status, as a recent one', async () => {
+    const cardId = await card();
+    spending().clock = () => iso(T0);
+    const first = await spending().authorize(acme.id, cardId, { amount: '3', currency: 'USD', merchantName: 'Shop', merchantCategoryCode: '5999' }, ctx());
+    spending().clock = () => iso(T0 + HOUR_MS);
+    await spending().clear(acme.id, first.id, undefined, ctx());
+    // An authorization 367 days later leaves the first spend out of the card's state.
+    expect(await outcome(cardId, '1', T0 + 367 * DAY_MS)).to.equal('pending');
+    const { state } = await load(app.tally.store, cardStream(cardId), cardDecider);
+    expect(Object.keys(state.spends)).to.not.include(first.id);
+    expect(state.earlierSpent).to.equal('3.00000000');
+    for (const action of ['clear', 'reverse'] as const) {
+      const refused = await (action === 'clear' ? spending().clear(acme.id, first.id, undefined, ctx()) : spending().reverse(acme.id, first.id, ctx())).catch(
+        (e) => e,
+      );
+      expect([refused.kind, refused.message]).to.deep.equal(['conflict', `Cannot ${action} a card transaction in status completed`]);
+    }
+  });
+
   it('decides an authorization from the card’s snapshot, reading only the events after it, and exactly at the window’s edge', async () => {
-    const who = await customer(app.http, acme);
-    const user = { userId: who.id, partnerId: acme.id };
-    const application = await app.tally.cards.applications.apply(user, { cardType: 'virtual', isTermsOfServiceAccepted: true, ipAddress: null }, ctx());
-    await app.tally.providers.sandbox?.cards.decideApplication(application.id, 'approved');
-    const cardId = (await app.tally.cards.cards.issue(user, ctx(), randomUUID())).data.id;
-    await app.tally.cards.cards.setLimit(user, { amount: 10, frequency: 'per24HourPeriod' }, ctx(), randomUUID());
-    await fund(app.http, acme, who, '100');
+    const cardId = await card({ amount: 10, frequency: 'per24HourPeriod' });
     // The card's stream: issued (0), its limit (1), then 21 spends (2..22) filling the day's window to 10 exactly.
     expect(await outcome(cardId, '5', T0)).to.equal('pending');
     for (let i = 1; i <= 20; i++) expect(await outcome(cardId, '0.25', T0 + HOUR_MS + i)).to.equal('pending');
