@@ -22,6 +22,7 @@ const UNSAMPLED: Record<string, string> = {
   'POST /webhooks/payments/mock': 'the mock payment provider signs and delivers these itself (the sandbox confirm/fail routes drive them)',
   'POST /webhooks/payouts/mock': 'the mock payout provider signs and delivers these itself (the sandbox settle/fail routes drive them)',
   'POST /webhooks/cards/sandbox': 'the sandbox card issuer signs and delivers these itself (its application decisions drive them)',
+  'POST /webhooks/cards/rain': 'the rain card issuer is not configured in tests (404, sampled; test/http/cards-rain-issuer.test.ts drives it)',
 };
 
 /** Every object that lists its properties gets additionalProperties: false unless it says otherwise: undocumented fields fail. */
@@ -234,6 +235,7 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     );
     check(await http.post('/webhooks/identity/sandbox').set('Content-Type', 'application/json').send(callback));
     check(await http.post('/webhooks/identity/persona').set('Content-Type', 'application/json').send(callback));
+    check(await http.post('/webhooks/cards/rain').set('Content-Type', 'application/json').send(callback));
 
     // Login.
     check(await http.post('/api/v1/partner/auth/send').set(p).send({ email }));
