@@ -1,3 +1,4 @@
+import { runCardsBench } from './cards';
 import { runLedgerBench } from './ledger';
 import { runStoreBench } from './store';
 import { runWebhooksBench } from './webhooks';
@@ -18,6 +19,11 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
       'partner notifications delivered/s to a local receiver (worker thread) while HTTP transfers run, beside transfers/s, and the p99 lag from append to first attempt',
     run: runWebhooksBench,
   },
+  cards: {
+    description:
+      'sandbox card authorizations/s and transfers/s through HTTP in one closed loop (64 callers, half each, over 50 cards and their accounts) on a durable PostgreSQL, with the ratio and the authorizations p50/p99',
+    run: runCardsBench,
+  },
 };
 
 function usage(): string {
@@ -31,6 +37,7 @@ function usage(): string {
     'Environment: BENCH_SECONDS (per measurement, default 5; ledger 10), BENCH_REBUILD_EVENTS (store, default 1000000), DATABASE_URL',
     '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
     '  webhooks: BENCH_CLIENTS (default 32), BENCH_WEBHOOK_PARTNERS (default 4), BENCH_WEBHOOK_ACCOUNTS (per partner, default 10)',
+    '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_CPU_PROFILE',
   ].join('\n');
 }
 

@@ -71,11 +71,12 @@ const TIMINGS = process.env.BENCH_TIMINGS === '1';
 // ---------------------------------------------------------------------------------------------
 // The load generator: plain JavaScript evaluated in a worker thread (no TypeScript loader needed).
 
-const CLIENT_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
+/**
+ * The HTTP/1.1 client of the load generators (bench/cards.ts uses it too): plain JavaScript for a
+ * worker thread. It connects to `target` (a URL the source that includes it declares).
+ */
+export const HTTP_CONNECTION_SOURCE = `
 const net = require('node:net');
-const { performance } = require('node:perf_hooks');
-const target = new URL('/api/v1/transactions/transfer', workerData.url);
 const CRLF2 = Buffer.from('\\r\\n\\r\\n');
 const CONTENT_LENGTH = Buffer.from('\\r\\nContent-Length: ');
 const EMPTY = Buffer.alloc(0);
@@ -177,6 +178,13 @@ class Connection {
   }
 }
 
+`;
+
+const CLIENT_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { performance } = require('node:perf_hooks');
+const target = new URL('/api/v1/transactions/transfer', workerData.url);
+${HTTP_CONNECTION_SOURCE}
 /** The request bytes of one (source, destination) pair, built once: the load generator's CPU is the server's too. */
 const requests = new Map();
 
@@ -273,8 +281,8 @@ export interface Outcome {
 export class LoadClient {
   readonly worker: Worker;
 
-  constructor(url: string) {
-    this.worker = new Worker(CLIENT_SOURCE, { eval: true, workerData: { url } });
+  constructor(url: string, source = CLIENT_SOURCE) {
+    this.worker = new Worker(source, { eval: true, workerData: { url } });
   }
 
   run<T>(message: Record<string, unknown>, onWarm: () => Promise<void>): Promise<T> {
@@ -456,7 +464,7 @@ const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.le
  * outlived young collections (the ones that make scavenges slow and fill the old space), a
  * .heapprofile per loop; bench/profile-diff.ts reads two of them.
  */
-async function profiled<T>(name: string, body: (started: () => Promise<void>) => Promise<T>): Promise<T> {
+export async function profiled<T>(name: string, body: (started: () => Promise<void>) => Promise<T>): Promise<T> {
   const cpuDir = process.env.BENCH_CPU_PROFILE;
   const heapDir = process.env.BENCH_HEAP_PROFILE;
   const dir = cpuDir ?? heapDir;

@@ -22,6 +22,10 @@ export interface Config {
   /** Identity provider for new verifications: `sandbox` (default) or `persona`. */
   identityProvider: string;
   persona?: { apiKey: string; templateId: string; webhookSecret: string; baseUrl?: string };
+  /** Card issuer for new applications: `sandbox` (default, sandbox mode only) or `rain`. */
+  cardIssuer: CardIssuerName;
+  /** Rain's issuing API (CARD_ISSUER=rain): its API key, its RSA public key (PEM) for secrets, the callbacks' secret. */
+  rain?: { apiKey: string; publicKeyPem: string; webhookSecret: string; baseUrl?: string };
   /** `smtp://user:pass@host:port?from=...` sends real emails; unset: the sandbox outbox. */
   smtpUrl?: string;
   /** Mid rates per 1 USDC overriding the defaults, e.g. `COP=4100,MXN=17.2`. */
@@ -36,6 +40,29 @@ export interface Config {
   projectionsPaceMs: number;
   /** A payout held this long without its acceptance recorded is handed to its provider again (0: never). */
   payoutResubmitSeconds: number;
+}
+
+export const CARD_ISSUERS = ['sandbox', 'rain'] as const;
+export type CardIssuerName = (typeof CARD_ISSUERS)[number];
+
+/**
+ * The card issuer: sandbox unless CARD_ISSUER names another; rain needs its three settings, named
+ * when missing (the service does not start with an issuer it could not call).
+ */
+function cardIssuerOf(env: NodeJS.ProcessEnv): Pick<Config, 'cardIssuer' | 'rain'> {
+  const name = env.CARD_ISSUER || 'sandbox';
+  if (!(CARD_ISSUERS as readonly string[]).includes(name)) throw new Error(`CARD_ISSUER must be one of ${CARD_ISSUERS.join(', ')}, got ${name}`);
+  if (name !== 'rain') return { cardIssuer: 'sandbox' };
+  const missing = ['RAIN_API_KEY', 'RAIN_PUBLIC_KEY', 'RAIN_WEBHOOK_SECRET'].filter((setting) => !env[setting]);
+  if (missing.length > 0)
+    throw new Error(`CARD_ISSUER=rain needs ${missing.join(', ')} (Rain's API key, its RSA public key in PEM, the callbacks' signing secret)`);
+  // A PEM in one environment line may carry its line breaks as \n.
+  const publicKeyPem = (env.RAIN_PUBLIC_KEY as string).replace(/\\n/g, '\n');
+  if (!publicKeyPem.includes('-----BEGIN PUBLIC KEY-----')) throw new Error('RAIN_PUBLIC_KEY must be a PEM public key (-----BEGIN PUBLIC KEY-----)');
+  return {
+    cardIssuer: 'rain',
+    rain: { apiKey: env.RAIN_API_KEY as string, publicKeyPem, webhookSecret: env.RAIN_WEBHOOK_SECRET as string, baseUrl: env.RAIN_BASE_URL || undefined },
+  };
 }
 
 function number(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -88,6 +115,8 @@ function missingOutsideSandbox(config: Config): string[] {
     if (!config.persona?.templateId) missing.push('PERSONA_TEMPLATE_ID');
     if (!config.persona?.webhookSecret) missing.push('PERSONA_WEBHOOK_SECRET');
   }
+  // The sandbox issuer runs in sandbox mode only: without a real one, no card could be applied for.
+  if (config.cardIssuer !== 'rain') missing.push(`CARD_ISSUER (is ${config.cardIssuer}; outside sandbox mode the card issuer is rain)`);
   return missing;
 }
 
@@ -128,6 +157,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
           baseUrl: env.PERSONA_BASE_URL || undefined,
         }
       : undefined,
+    ...cardIssuerOf(env),
     smtpUrl: env.SMTP_URL || undefined,
     rates: env.EXCHANGE_RATES || undefined,
     exchangeSpreadBps: spreadBps(number(env, 'EXCHANGE_SPREAD_BPS', 50)),

@@ -3,7 +3,13 @@ import { loadConfig } from '../src/config';
 
 describe('configuration', () => {
   const persona = { IDENTITY_PROVIDER: 'persona', PERSONA_API_KEY: 'k', PERSONA_TEMPLATE_ID: 't', PERSONA_WEBHOOK_SECRET: 's' };
-  const production = { NODE_ENV: 'production', SMTP_URL: 'smtp://mail.example.com:587', ...persona };
+  const rain = {
+    CARD_ISSUER: 'rain',
+    RAIN_API_KEY: 'k',
+    RAIN_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----\\nAAAA\\n-----END PUBLIC KEY-----',
+    RAIN_WEBHOOK_SECRET: 's',
+  };
+  const production = { NODE_ENV: 'production', SMTP_URL: 'smtp://mail.example.com:587', ...persona, ...rain };
 
   it('refuses to start outside sandbox mode without a real email provider, naming SMTP_URL', () => {
     for (const env of [
@@ -24,7 +30,7 @@ describe('configuration', () => {
   });
 
   it('names every missing setting at once', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).to.throw(/SMTP_URL[\s\S]*IDENTITY_PROVIDER/);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).to.throw(/SMTP_URL[\s\S]*IDENTITY_PROVIDER[\s\S]*CARD_ISSUER/);
   });
 
   it('starts outside sandbox mode with them set, and in sandbox mode without them', () => {

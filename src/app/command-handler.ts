@@ -95,6 +95,9 @@ export interface Done<Result> {
  * write decide again on the fresh state (bounded). Commands on one key can be batched (`batches`).
  */
 export class CommandHandler {
+  /** Per key, the end of the last batch that holds it (see `inLane`). */
+  private readonly lanes = new Map<string, Promise<void>>();
+
   constructor(
     private readonly store: EventStore,
     private readonly cache?: StateCache,
@@ -153,6 +156,28 @@ export class CommandHandler {
   /** Commands on one key decided and appended together (see Batches). */
   batches<Request, Result>(process: BatchProcess<Request, Result>, limits?: { maxBatch?: number; maxQueued?: number }): Batches<Request, Result> {
     return new Batches(this, process, limits);
+  }
+
+  /**
+   * Runs `work` once every earlier work on `key` has ended, in arrival order: batches of different
+   * kinds on one account (transfers, payout holds, card authorizations) take turns instead of
+   * appending at the same revision, where all but one would fail and be decided again.
+   */
+  async inLane<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.lanes.get(key);
+    let release = () => {};
+    const mine = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const tail = previous ? previous.then(() => mine) : mine;
+    this.lanes.set(key, tail);
+    try {
+      if (previous) await previous;
+      return await work();
+    } finally {
+      release();
+      if (this.lanes.get(key) === tail) this.lanes.delete(key);
+    }
   }
 
   private async append(ctx: CommandContext, appends: Append[]): Promise<AppendResult[]> {
@@ -238,31 +263,39 @@ export class Batches<Request, Result> {
   /** Runs batches on `key` until nobody waits (the key's entry is the sign a drain is running). */
   private async drain(key: string, ctx: CommandContext): Promise<void> {
     const queue = this.waiting.get(key) as Array<Waiting<Request, Result>>;
-    while (queue.length > 0) {
-      const batch = queue.slice(0, this.maxBatch);
-      try {
-        const done = await this.handler.run(ctx, async (reads) => {
-          const decision = await this.process(
-            batch.map((b) => b.request),
-            reads,
-          );
-          // The batch's requests are commands of their own: each append says whose it is (its ids derive from it).
-          invariant(
-            decision.appends.every((a) => a.ctx !== undefined),
-            'every append of a batch names its command',
-          );
-          return { ...decision, refused: decision.refused || decision.result.some((r) => r instanceof DomainError) };
-        });
-        batch.forEach((b, i) => {
-          const outcome = done.result[i];
-          if (outcome instanceof DomainError) b.reject(outcome);
-          else b.resolve({ result: outcome as Result, position: done.position });
-        });
-      } catch (error) {
-        for (const b of batch) b.reject(error);
-      }
-      queue.splice(0, batch.length);
-    }
+    // The batch is taken once the key's lane is free: what arrived meanwhile goes with it.
+    while (queue.length > 0) await this.handler.inLane(key, () => this.runBatch(queue, ctx));
     this.waiting.delete(key);
+  }
+
+  /** The first `maxBatch` waiting, decided and appended together; each told its result or refusal. */
+  private async runBatch(queue: Array<Waiting<Request, Result>>, ctx: CommandContext): Promise<void> {
+    const batch = queue.slice(0, this.maxBatch);
+    try {
+      const done = await this.run(batch, ctx);
+      batch.forEach((b, i) => {
+        const outcome = done.result[i];
+        if (outcome instanceof DomainError) b.reject(outcome);
+        else b.resolve({ result: outcome as Result, position: done.position });
+      });
+    } catch (error) {
+      for (const b of batch) b.reject(error);
+    }
+    queue.splice(0, batch.length);
+  }
+
+  private run(batch: Array<Waiting<Request, Result>>, ctx: CommandContext): Promise<Done<Array<Result | DomainError>>> {
+    return this.handler.run(ctx, async (reads) => {
+      const decision = await this.process(
+        batch.map((b) => b.request),
+        reads,
+      );
+      // The batch's requests are commands of their own: each append says whose it is (its ids derive from it).
+      invariant(
+        decision.appends.every((a) => a.ctx !== undefined),
+        'every append of a batch names its command',
+      );
+      return { ...decision, refused: decision.refused || decision.result.some((r) => r instanceof DomainError) };
+    });
   }
 }

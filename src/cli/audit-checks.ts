@@ -1,5 +1,6 @@
 import type { Tally } from '../app/tally';
 import { accountDecider } from '../domain/accounts/account';
+import { cardDecider } from '../domain/cards/card';
 import type { Decider, DomainEvent } from '../domain/decider';
 import { canonicalJson, verifyChain } from '../eventstore/hash';
 import type { Json, JsonObject } from '../eventstore/port';
@@ -100,6 +101,7 @@ export const snapshotCheck: AuditCheck = {
       if (codec) folds.set(codec.kind, (events) => codec.encode(foldEvents(decider, events)));
     };
     add(accountDecider);
+    add(cardDecider);
     const rows = await tally.sql.query<{ stream_id: string; kind: string; revision: string; state: JsonObject }>(
       'SELECT stream_id, kind, revision::text AS revision, state FROM state_snapshots ORDER BY stream_id, kind',
     );

@@ -2,6 +2,7 @@ import type { Config } from '../config';
 import type { ServiceKeys } from '../app/keys';
 import type { Sql } from '../eventstore/sql';
 import type { CardIssuer } from './cards/port';
+import { RainCardIssuer } from './cards/rain';
 import { SandboxCardIssuer } from './cards/sandbox';
 import { CardVault } from './cards/vault';
 import type { EmailSender } from './email/port';
@@ -92,6 +93,7 @@ export function buildProviders(config: Config, sql: Sql, keys: ServiceKeys, urls
   if (config.persona) {
     identity.set('persona', new PersonaIdentityProvider({ ...config.persona }));
   }
+  if (config.rain) cards.set('rain', new RainCardIssuer({ ...config.rain }));
   const email: EmailSender = config.smtpUrl ? smtpFromUrl(config.smtpUrl) : outbox;
   const rates = new TableRateSource({ rates: config.rates ? { ...DEFAULT_RATES, ...parseRateTable(config.rates) } : DEFAULT_RATES });
   return {

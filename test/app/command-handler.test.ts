@@ -137,6 +137,38 @@ describe('the command handler (on the embedded store)', () => {
     expect(third).to.be.instanceOf(OverloadedError);
   });
 
+  it('has batches of different kinds on one key take turns, so none appends at a revision another just moved', async () => {
+    const refused: unknown[] = [];
+    const counted: EventStore = Object.create(store);
+    counted.appendMany = (appends) =>
+      store.appendMany(appends).catch((error) => {
+        refused.push(error);
+        throw error;
+      });
+    const handler = new CommandHandler(counted, new StateCache());
+    const kind = () =>
+      handler.batches<{ add: number; ctx: CommandContext }, number>(async (asks, reads) => {
+        const loaded = await reads.stream(stream, counter);
+        const appends: Append[] = asks.map(({ add, ctx }) => ({
+          stream,
+          events: [{ type: 'Added', data: { by: add } }],
+          expected: at(loaded),
+          ctx,
+          cached: counter as Append['cached'],
+        }));
+        return { appends, result: asks.map(() => loaded.state) };
+      });
+    const [transfers, authorizations] = [kind(), kind()];
+    const submitted = Array.from({ length: 40 }, (_, i) => {
+      const c = ctx();
+      return (i % 2 ? transfers : authorizations).submit(stream, c, { add: 1, ctx: c });
+    });
+    await Promise.all(submitted);
+    expect(refused, 'appends refused for a stale revision').to.deep.equal([]);
+    const events = await store.readStream(stream);
+    expect(events.length).to.equal(40);
+  });
+
   it('has a bounded queue in front of the event log', async () => {
     const small = new PostgresEventStore(embedded.sql(), { maxQueued: 1, maxInFlight: 1 });
     const results = await Promise.allSettled([1, 2, 3].map((n) => small.append(`bounded-${next++}`, added(n, 'x'), 'any')));

@@ -198,6 +198,34 @@ describe('card spending over HTTP: authorizations, clearing, reversal, balance a
     });
   });
 
+  describe('the card holder a card transaction names', () => {
+    it('is the verified identity: its names cannot change once the card exists, other profile fields can, and every answer keeps them', async () => {
+      const h = await holder('100');
+      const first = await authorize(h, purchase(10));
+      const named = { userFirstName: 'Ada', userLastName: 'Lovelace', userEmail: h.who.email };
+      expect(first.body.data.spend).to.include(named);
+      // A card needs an approved KYC, after which the verified names are fixed (decisions.md, "Profile").
+      for (const path of ['/api/v1/auth/profile', '/api/v1/user/profile']) {
+        const change = path.includes('auth')
+          ? app.http.patch(path).set(h.who.bearer).send({ firstName: 'Augusta', lastName: 'King' })
+          : app.http.patch(path).set(h.partner.headers).send({ userId: h.who.id, firstName: 'Augusta', lastName: 'King' });
+        const refused = await change;
+        expect([refused.status, refused.body.error]).to.deep.equal([409, 'Verified identity fields cannot be changed: firstName, lastName']);
+      }
+      const moved = await app.http.patch('/api/v1/auth/profile').set(h.who.bearer).send({ city: 'London', occupation: 'mathematician' });
+      expect(moved.status, JSON.stringify(moved.body)).to.equal(200);
+      const second = await authorize(h, purchase(5));
+      expect(second.body.data.spend).to.include(named);
+      const cleared = await app.http.post(`/sandbox/v1/card-transactions/${first.body.data.id}/clear`).set(h.partner.headers).send({});
+      expect(cleared.body.data.spend).to.include(named);
+      const listed = await app.http.get('/api/v1/cards/transactions').set(h.who.bearer);
+      expect(listed.body.items.map((t: { spend: Record<string, unknown> }) => [t.spend.userFirstName, t.spend.userLastName, t.spend.userEmail])).to.deep.equal([
+        ['Ada', 'Lovelace', h.who.email],
+        ['Ada', 'Lovelace', h.who.email],
+      ]);
+    });
+  });
+
   describe('GET cards/balance and cards/transactions', () => {
     it("is 404 'Card not found' while the user has no card", async () => {
       const who = await customer(app.http, acme);

@@ -25,6 +25,7 @@ const UNSAMPLED: Record<string, string> = {
   'POST /webhooks/payouts/mock': 'the mock payout provider signs and delivers these itself (the sandbox settle/fail routes drive them)',
   'POST /sandbox/v1/webhook-inbox': "the service's own dispatcher posts these, signed (test/webhooks/inbox.test.ts); an unsigned post is sampled (401)",
   'POST /webhooks/cards/sandbox': 'the sandbox card issuer signs and delivers these itself (its application decisions drive them)',
+  'POST /webhooks/cards/rain': 'the rain card issuer is not configured in tests (404, sampled; test/http/cards-rain-issuer.test.ts drives it)',
 };
 
 /**
@@ -242,6 +243,7 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     );
     check(await http.post('/webhooks/identity/sandbox').set('Content-Type', 'application/json').send(callback));
     check(await http.post('/webhooks/identity/persona').set('Content-Type', 'application/json').send(callback));
+    check(await http.post('/webhooks/cards/rain').set('Content-Type', 'application/json').send(callback));
 
     // Login.
     check(await http.post('/api/v1/partner/auth/send').set(p).send({ email }));

@@ -44,7 +44,8 @@ const NOT_STARTED = 'not_started';
 export class CardApplications {
   constructor(private readonly tally: Tally) {}
 
-  issuer(name = 'sandbox'): CardIssuer {
+  /** The issuer of new applications is the configured one (CARD_ISSUER); an application's own stays its issuer's. */
+  issuer(name: string = this.tally.config.cardIssuer): CardIssuer {
     const issuer = this.tally.providers.cards.get(name);
     if (!issuer) throw new Error(`Card issuer ${name} is not configured`);
     return issuer;

@@ -40,6 +40,8 @@ interface Asked {
 }
 
 const CARD_TRANSACTION_NOT_FOUND = 'Card transaction not found';
+/** Card holders kept in memory before the memo starts again. */
+const MAX_HOLDERS = 10_000;
 
 /**
  * Card spends: authorizations decided in order per account (so per card), each a card transaction,
@@ -51,6 +53,8 @@ export class CardSpending {
   clock: () => string = () => new Date().toISOString();
   readonly queries: CardQueries;
   private readonly authorizations: Batches<Asked, AuthorizationDecided>;
+  /** Card holders already read, by partner and user (see `holder`). */
+  private readonly holders = new Map<string, CardHolder>();
 
   constructor(
     private readonly tally: Tally,
@@ -62,8 +66,7 @@ export class CardSpending {
 
   /** A sandbox authorization on one of the partner's cards: 201 the card transaction, pending or declined. */
   async authorize(partnerId: string, cardId: string, input: AuthorizationInput, ctx: CommandContext): Promise<CardTransactionView> {
-    const { state } = await load(this.tally.store, cardStream(cardId), cardDecider, { cache: this.tally.stateCache });
-    const card = state.card;
+    const card = await this.issuedCard(cardId);
     if (!card || card.partnerId !== partnerId) throw new DomainError('not_found', 'Card not found');
     const request = {
       transactionId: uuidV7(),
@@ -84,6 +87,16 @@ export class CardSpending {
     return cardTransactionView(factsOf(event.data, declinedReason), await this.holder(partnerId, card.userId));
   }
 
+  /**
+   * The card as issued. Which partner's card it is and which account it spends from never change
+   * once issued, so a cached state tells them; only a card not known issued is read again.
+   */
+  private async issuedCard(cardId: string): Promise<CardState['card']> {
+    const options = { cache: this.tally.stateCache };
+    const cached = await load(this.tally.store, cardStream(cardId), cardDecider, { ...options, trustCache: true });
+    return cached.state.card ?? (await load(this.tally.store, cardStream(cardId), cardDecider, options)).state.card;
+  }
+
   /** Authorizations on one account, decided in order on its state and its cards' and appended together. */
   private async decideBatch(batch: Asked[], reads: Reads): Promise<Decision<AuthorizationDecided[]>> {
     const now = this.clock();
@@ -97,7 +110,7 @@ export class CardSpending {
     const appends: Append[] = [];
     outcomes.forEach((decided, i) => {
       const { cardId, ctx, request } = batch[i] as Asked;
-      appends.push({ stream: cardStream(cardId), events: decided.card, expected: at(cards.get(cardId) as { revision: number }), ctx });
+      appends.push({ stream: cardStream(cardId), events: decided.card, expected: at(cards.get(cardId) as { revision: number }), ctx, cached: cardDecider });
       if (decided.outcome !== 'approved') return;
       appends.push(
         { stream: accountStream(account.state.accountId as number), events: decided.debit, expected: at(account), ctx, cached: accountDecider },
@@ -132,13 +145,15 @@ export class CardSpending {
       if (created?.kind !== 'CARD' || created.partnerId !== partnerId) return this.notSettleable(partnerId, transactionId, action);
       const cardId = String(created.details.cardId);
       const card = await reads.stream(cardStream(cardId), cardDecider);
+      // Not among the card's spends: a difference's ledger transaction, or a spend settled long ago the card no longer keeps.
+      if (!card.state.spends[transactionId]) return this.notSettleable(partnerId, transactionId, action);
       const accountId = requireCard(card.state).accountId;
       const account = await reads.account(accountId);
       // The difference's ledger transaction is named after the card transaction: a decision made again names the same one.
       const difference = { uuid: uuidV5(`card-difference:${transactionId}`), id: await this.ledger.ids.next() };
       const decided = decide(card.state, account.state, txn.state, { transactionId, at: this.clock(), difference });
       const appends: Append[] = [
-        { stream: cardStream(cardId), events: decided.card, expected: at(card) },
+        { stream: cardStream(cardId), events: decided.card, expected: at(card), cached: cardDecider },
         { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
         { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
         { stream, events: decided.transaction, expected: at(txn) },
@@ -161,17 +176,32 @@ export class CardSpending {
     return view;
   }
 
-  /** Not an approved card transaction of the partner's: a declined one is 409, anything else 404. */
+  /**
+   * Not a spend the card holds for the partner: a card transaction the read model knows (declined, or
+   * settled long ago) is 409 with its status, anything else 404.
+   */
   private async notSettleable(partnerId: string, transactionId: string, action: 'clear' | 'reverse'): Promise<never> {
     const seen = await this.queries.get(partnerId, transactionId);
-    if (seen?.spend.status === 'declined') throw new DomainError('conflict', `Cannot ${action} a card transaction in status declined`);
+    if (seen && seen.spend.status !== 'pending') throw new DomainError('conflict', `Cannot ${action} a card transaction in status ${seen.spend.status}`);
     throw new DomainError('not_found', CARD_TRANSACTION_NOT_FOUND);
   }
 
-  /** The card holder's name and email, as the card transaction shows them (read models: display only, no decision). */
+  /**
+   * The card holder's name and email, as the card transaction shows them (read models: display only,
+   * no decision). They are fixed before any card exists (the names once KYC is approved, which a
+   * card application needs; the email for good), so once read they are kept.
+   */
   private async holder(partnerId: string, userId: string): Promise<CardHolder> {
+    const key = `${partnerId}|${userId}`;
+    const known = this.holders.get(key);
+    if (known) return known;
     const [user, profile] = await Promise.all([this.tally.users.get(partnerId, userId), this.tally.profiles.get(userId)]);
-    return { firstName: profile?.firstName ?? '', lastName: profile?.lastName ?? null, email: user?.email ?? '' };
+    const holder = { firstName: profile?.firstName ?? '', lastName: profile?.lastName ?? null, email: user?.email ?? '' };
+    if (user && profile?.firstName) {
+      if (this.holders.size >= MAX_HOLDERS) this.holders.clear();
+      this.holders.set(key, holder);
+    }
+    return holder;
   }
 
   /** The authorization moved money (ledger) and made a card transaction (cards): the partner's next reads of either wait for it. */

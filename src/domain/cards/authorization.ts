@@ -4,7 +4,7 @@ import { fixed, money } from '../ledger/money';
 import { type TransactionCreatedData, type TransactionEvent, type TransactionState, transactionDecider } from '../ledger/transaction';
 import { type Card, type CardEvent, type CardState, cardDecider, requireCard } from './card';
 import { withinLimit } from './limit';
-import type { CardSpend, CardSpendData, DeclinedReason } from './spend';
+import type { CardSpend, CardSpendData, DeclinedReason, SpendHistory } from './spend';
 
 /** An authorization as asked for, with the ids it was given (the transaction id names its ledger transaction). */
 export type AuthorizationRequest = Omit<CardSpendData, 'cardId' | 'userId' | 'partnerId' | 'accountId' | 'cardType'> & {
@@ -18,10 +18,10 @@ export type AuthorizationDecided =
   | { outcome: 'approved'; card: CardEvent[]; debit: AccountEvent[]; transaction: TransactionEvent[] };
 
 /** The first rule the authorization breaks, in the order decisions.md gives: status, funds, limit. */
-function declineReason(card: Card, spends: readonly CardSpend[], account: AccountState, request: AuthorizationRequest): DeclinedReason | null {
+function declineReason(card: Card, history: SpendHistory, account: AccountState, request: AuthorizationRequest): DeclinedReason | null {
   if (card.status !== 'active') return 'CARD_NOT_ACTIVE';
   if (available(account).lt(money(request.amount))) return 'INSUFFICIENT_FUNDS';
-  if (!withinLimit(card.limit, spends, request.amount, request.at)) return 'SPEND_LIMIT_EXCEEDED';
+  if (!withinLimit(card.limit, Object.values(history.spends), request.amount, request.at, money(history.earlierSpent))) return 'SPEND_LIMIT_EXCEEDED';
   return null;
 }
 
@@ -46,7 +46,7 @@ export function decideAuthorization(state: CardState, account: AccountState, req
     accountId: card.accountId,
     cardType: card.type,
   };
-  const reason = declineReason(card, Object.values(state.spends), account, request);
+  const reason = declineReason(card, state, account, request);
   if (reason) return { outcome: 'declined', reason, card: [{ type: 'CardSpendDeclined', data: { ...data, declinedReason: reason } }] };
   // The card's own limit governs card spends: the KYC limits of transfers and payouts do not apply.
   const debit = accountDecider.decide(

@@ -1,7 +1,9 @@
-import { DomainError, type Decider, invariant } from '../decider';
-import type { CardType } from './application';
-import { type CardLimit, DEFAULT_CARD_LIMIT } from './limit';
-import { type CardSpendEvent, type CardSpends, evolveSpends } from './spend';
+import type { JsonObject } from '../../eventstore/port';
+import { DomainError, type Decider, invariant, type SnapshotCodec } from '../decider';
+import { parseAmount } from '../ledger/money';
+import { CARD_TYPES, type CardType } from './application';
+import { type CardLimit, DEFAULT_CARD_LIMIT, isLimitFrequency } from './limit';
+import { type CardSpend, type CardSpendEvent, type CardSpends, evolveSpends, type SpendHistory } from './spend';
 
 /** Card statuses (interface 3.4). */
 export const CARD_STATUSES = ['notActivated', 'active', 'locked', 'canceled'] as const;
@@ -60,10 +62,9 @@ export type Card = CardIssuedData & {
   updatedAt: string;
 };
 
-export interface CardState {
+/** The card, and its approved spends: what the limit's windows count, and what can be cleared or reversed. */
+export interface CardState extends SpendHistory {
   card: Card | null;
-  /** Its approved spends: what the spending limit's windows count, and what can be cleared or reversed. */
-  spends: CardSpends;
 }
 
 export const cardStream = (cardId: string) => `card-${cardId}`;
@@ -87,8 +88,82 @@ export function requireCard(state: Pick<CardState, 'card'>, userId?: string): Ca
   return card;
 }
 
+const SPEND_STATUSES: ReadonlyArray<CardSpend['status']> = ['pending', 'completed', 'reversed'];
+const CARD_TEXT_FIELDS = [
+  'cardId',
+  'userId',
+  'partnerId',
+  'applicationId',
+  'last4',
+  'expirationMonth',
+  'expirationYear',
+  'issuer',
+  'issuerReference',
+  'at',
+  'createdAt',
+  'updatedAt',
+] as const;
+
+function fail(what: string): never {
+  throw new Error(`Card snapshot: ${what} is not as the card state keeps it`);
+}
+
+/** A decimal string as amounts are kept (every digit), or the snapshot is refused. */
+function decimal(value: unknown, what: string): string {
+  if (typeof value !== 'string' || parseAmount(value) === null) fail(what);
+  return value;
+}
+
+function instant(value: unknown, what: string): string {
+  if (typeof value !== 'string' || Number.isNaN(Date.parse(value))) fail(what);
+  return value;
+}
+
+function decodeCard(value: unknown): Card | null {
+  if (value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) fail('card');
+  const c = value as Record<string, unknown>;
+  for (const field of CARD_TEXT_FIELDS) if (typeof c[field] !== 'string') fail(`card.${field}`);
+  if (typeof c.accountId !== 'number' || typeof c.pinSet !== 'boolean') fail('card.accountId or card.pinSet');
+  if (!(CARD_TYPES as readonly unknown[]).includes(c.type) || !(CARD_STATUSES as readonly unknown[]).includes(c.status)) fail('card.type or card.status');
+  const limit = c.limit as Record<string, unknown> | null;
+  if (typeof limit !== 'object' || limit === null || !isLimitFrequency(limit.frequency)) fail('card.limit');
+  decimal(limit.amount, 'card.limit.amount');
+  return c as unknown as Card;
+}
+
+function decodeSpends(value: unknown): CardSpends {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail('spends');
+  const spends: CardSpends = {};
+  for (const [id, raw] of Object.entries(value as Record<string, unknown>)) {
+    const s = (raw ?? {}) as Record<string, unknown>;
+    if (s.transactionId !== id || !(SPEND_STATUSES as readonly unknown[]).includes(s.status)) fail(`spend ${id}`);
+    spends[id] = {
+      transactionId: id,
+      amount: decimal(s.amount, `spend ${id} amount`),
+      authorizedAmount: decimal(s.authorizedAmount, `spend ${id} authorizedAmount`),
+      at: instant(s.at, `spend ${id} at`),
+      status: s.status as CardSpend['status'],
+    };
+  }
+  return spends;
+}
+
+/**
+ * A card's state as a snapshot: the card as issued and changed, the spends it keeps (bounded: see
+ * SpendHistory) and what the ones it dropped took. Read back strictly: anything else is refused and
+ * the load folds the stream from its start.
+ */
+export const cardSnapshot: SnapshotCodec<CardState> = {
+  kind: 'card@1',
+  encode: (s) => ({ card: s.card, spends: s.spends, earlierSpent: s.earlierSpent }) as unknown as JsonObject,
+  decode: (j) => ({ card: decodeCard(j.card), spends: decodeSpends(j.spends), earlierSpent: decimal(j.earlierSpent, 'earlierSpent') }),
+};
+
 export const cardDecider: Decider<CardState, CardCommand, CardEvent> = {
-  initialState: () => ({ card: null, spends: {} }),
+  initialState: () => ({ card: null, spends: {}, earlierSpent: '0' }),
+
+  snapshot: cardSnapshot,
 
   evolve(state, event) {
     if (event.type === 'CardIssued') return { ...state, card: { ...event.data, pinSet: false, createdAt: event.data.at, updatedAt: event.data.at } };
@@ -104,7 +179,7 @@ export const cardDecider: Decider<CardState, CardCommand, CardEvent> = {
       case 'CardSpendDeclined':
       case 'CardSpendCleared':
       case 'CardSpendReversed':
-        return { ...state, spends: evolveSpends(state.spends, event) };
+        return { ...state, ...evolveSpends(state, event) };
       default:
         return { ...state, card: { ...card, status: event.data.to, updatedAt: event.data.at } };
     }

@@ -43,26 +43,35 @@ export interface Spend {
  * since issuance; `perAuthorization` counts nothing before (it caps one authorization alone).
  */
 export function inWindow(frequency: LimitFrequency, spendAt: string, at: string): boolean {
-  if (frequency === 'perAuthorization') return false;
-  const spendMs = Date.parse(spendAt);
-  const atMs = Date.parse(at);
-  if (spendMs > atMs) return false;
-  if (frequency === 'allTime') return true;
-  return spendMs > atMs - WINDOW_MS[frequency];
+  return windowOf(frequency, at)(Date.parse(spendAt));
 }
 
-/** What the window ending at `at` already holds: pending and completed spends inside it. */
-export function spentInWindow(spends: readonly Spend[], frequency: LimitFrequency, at: string): Amount {
-  let total = ZERO;
+/** Whether an instant (ms since the epoch) is in the window of `frequency` ending at `at` (see inWindow). */
+function windowOf(frequency: LimitFrequency, at: string): (spendMs: number) => boolean {
+  if (frequency === 'perAuthorization') return () => false;
+  const atMs = Date.parse(at);
+  if (frequency === 'allTime') return (spendMs) => spendMs <= atMs;
+  const from = atMs - WINDOW_MS[frequency];
+  return (spendMs) => spendMs > from && spendMs <= atMs;
+}
+
+/**
+ * What the window ending at `at` already holds: pending and completed spends inside it, and for
+ * `allTime` what `earlier` spends took (spends the card no longer lists, all of them outside every
+ * shorter window).
+ */
+export function spentInWindow(spends: readonly Spend[], frequency: LimitFrequency, at: string, earlier: Amount = ZERO): Amount {
+  const inside = windowOf(frequency, at);
+  let total = frequency === 'allTime' ? earlier : ZERO;
   for (const spend of spends) {
-    if ((spend.status === 'pending' || spend.status === 'completed') && inWindow(frequency, spend.at, at)) total = total.plus(money(spend.amount));
+    if ((spend.status === 'pending' || spend.status === 'completed') && inside(Date.parse(spend.at))) total = total.plus(money(spend.amount));
   }
   return total;
 }
 
 /** True when `amount` authorized at `at` keeps the window within the limit (reaching it exactly is allowed). */
-export function withinLimit(limit: CardLimit, spends: readonly Spend[], amount: string, at: string): boolean {
-  return spentInWindow(spends, limit.frequency, at).plus(money(amount)).lte(money(limit.amount));
+export function withinLimit(limit: CardLimit, spends: readonly Spend[], amount: string, at: string, earlier: Amount = ZERO): boolean {
+  return spentInWindow(spends, limit.frequency, at, earlier).plus(money(amount)).lte(money(limit.amount));
 }
 
 /** A limit as asked for: the amount read as money (never a float), or the refusal naming the rule. */

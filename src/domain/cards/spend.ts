@@ -1,3 +1,4 @@
+import { type Amount, fixed, money } from '../ledger/money';
 import type { CardType } from './application';
 import type { Spend } from './limit';
 
@@ -50,23 +51,57 @@ export type CardSpend = Spend & { transactionId: string; authorizedAmount: strin
 /** Approved spends by card transaction id: declined ones take nothing and cannot be cleared. */
 export type CardSpends = Record<string, CardSpend>;
 
-export function evolveSpends(spends: CardSpends, event: CardSpendEvent): CardSpends {
+/**
+ * What a card keeps of its spends: every approved one its windows may still count or that may still
+ * be cleared or reversed, and what the settled ones it no longer keeps took (only `allTime` counts
+ * them), so a card's state stays bounded however long it is used.
+ */
+export interface SpendHistory {
+  spends: CardSpends;
+  /** Decimal string: the cleared amounts of the spends dropped from `spends`. */
+  earlierSpent: string;
+}
+
+/**
+ * How long a settled spend is kept after its authorization: the longest rolling window (365 days)
+ * and a day more, so that a decision whose clock steps back a little behind an earlier one still
+ * finds every spend its window counts. A pending spend is kept until it is settled.
+ */
+export const KEEP_SETTLED_MS = 366 * 24 * 3_600_000;
+
+export function evolveSpends(history: SpendHistory, event: CardSpendEvent): SpendHistory {
+  const { spends } = history;
   const d = event.data;
   switch (event.type) {
-    case 'CardSpendAuthorized':
-      return {
-        ...spends,
-        [d.transactionId]: { transactionId: d.transactionId, amount: event.data.amount, authorizedAmount: event.data.amount, at: d.at, status: 'pending' },
-      };
+    case 'CardSpendAuthorized': {
+      const spend: CardSpend = { transactionId: d.transactionId, amount: event.data.amount, authorizedAmount: event.data.amount, at: d.at, status: 'pending' };
+      return keptWith(history, spend);
+    }
     case 'CardSpendDeclined':
-      return spends;
+      return history;
     case 'CardSpendCleared': {
       const spend = spends[d.transactionId];
-      return spend ? { ...spends, [d.transactionId]: { ...spend, amount: event.data.amount, status: 'completed' } } : spends;
+      return spend ? { ...history, spends: { ...spends, [d.transactionId]: { ...spend, amount: event.data.amount, status: 'completed' } } } : history;
     }
     case 'CardSpendReversed': {
       const spend = spends[d.transactionId];
-      return spend ? { ...spends, [d.transactionId]: { ...spend, status: 'reversed' } } : spends;
+      return spend ? { ...history, spends: { ...spends, [d.transactionId]: { ...spend, status: 'reversed' } } } : history;
     }
   }
+}
+
+/**
+ * The history with a new spend, as its authorization leaves it: settled spends authorized more than
+ * KEEP_SETTLED_MS before it dropped, the cleared ones' amounts added to `earlierSpent`.
+ */
+function keptWith(history: SpendHistory, added: CardSpend): SpendHistory {
+  const oldest = Date.parse(added.at) - KEEP_SETTLED_MS;
+  let earlier: Amount | null = null;
+  const spends: CardSpends = {};
+  for (const [id, spend] of Object.entries(history.spends)) {
+    if (spend.status === 'pending' || Date.parse(spend.at) > oldest) spends[id] = spend;
+    else if (spend.status === 'completed') earlier = (earlier ?? money(history.earlierSpent)).plus(money(spend.amount));
+  }
+  spends[added.transactionId] = added;
+  return { spends, earlierSpent: earlier === null ? history.earlierSpent : fixed(earlier) };
 }

@@ -57,7 +57,12 @@ export const webhookRoutes = [
     tally.ledger.payouts.applyPayoutWebhook('mock', readCallback(tally.providers.payouts.get('mock'), req)),
   ),
   // The card issuer's callbacks: an application's decision (or a new status word of the issuer's).
-  signedCallback('/webhooks/cards/sandbox', 'Signed callbacks of the sandbox card issuer (deduplicated by its event id).', ({ tally, req }) =>
-    tally.cards.applications.applyIssuerWebhook('sandbox', readCallback(tally.providers.cards.get('sandbox'), req)),
-  ),
+  cardIssuerWebhook('sandbox'),
+  cardIssuerWebhook('rain'),
 ];
+
+function cardIssuerWebhook(issuer: 'sandbox' | 'rain') {
+  return signedCallback(`/webhooks/cards/${issuer}`, `Signed callbacks of the ${issuer} card issuer (deduplicated by its event id).`, ({ tally, req }) =>
+    tally.cards.applications.applyIssuerWebhook(issuer, readCallback(tally.providers.cards.get(issuer), req)),
+  );
+}
