@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type PartnerCommand, partnerDecider, partnerStream } from '../domain/partners/partner';
 import { DomainError } from '../domain/decider';
 import { type CommandContext, load } from './commands';
+import { ReadModelMemo } from './read-model-memo';
 import { SecretChecks } from './secret-checks';
 import { hashSecret, newApiKeyPair } from './secrets';
 import type { Tally } from './tally';
@@ -16,8 +17,16 @@ export interface PartnerRecord {
 export class PartnerService {
   /** Remembered right and wrong pairs, and each key's budget of scrypt checks. */
   readonly secretChecks = new SecretChecks();
+  /** Unrevoked keys as read from rm_partner_keys, remembered while this node runs the partners projection. */
+  readonly keys: ReadModelMemo<{ partner_id: string; secret_hash: string }>;
 
-  constructor(private readonly tally: Tally) {}
+  constructor(private readonly tally: Tally) {
+    this.keys = new ReadModelMemo(tally.engine, ['partners'], {
+      ttlMs: 60_000,
+      maxEntries: 10_000,
+      staleAfter: (e) => (e.type === 'PartnerApiKeyRevoked' ? [(e.data as { apiKey: string }).apiKey] : []),
+    });
+  }
 
   async create(name: string, options: { sandbox: boolean; ctx: CommandContext }): Promise<{ id: string; name: string; apiKey: string; apiSecret: string }> {
     const partnerId = randomUUID();
@@ -74,6 +83,16 @@ export class PartnerService {
    */
   async authenticate(apiKey: string, apiSecret: string): Promise<string | null> {
     if (apiKey.length > 200 || apiSecret.length > 200) return null;
+    const row = await this.storedKey(apiKey);
+    if (!row) return null;
+    const ok = await this.secretChecks.check({ apiKey, partnerId: row.partner_id, secretHash: row.secret_hash }, apiSecret);
+    return ok ? row.partner_id : null;
+  }
+
+  private async storedKey(apiKey: string): Promise<{ partner_id: string; secret_hash: string } | null> {
+    const known = this.keys.get(apiKey);
+    if (known) return known;
+    const generation = this.keys.generation;
     const [row] = await this.tally.sql.query<{ partner_id: string; secret_hash: string }>(
       'SELECT partner_id::text, secret_hash FROM rm_partner_keys WHERE api_key = $1 AND revoked_at IS NULL',
       [apiKey],
@@ -81,9 +100,9 @@ export class PartnerService {
     if (!row) return null;
     if (this.tally.engine.isStopped('partners')) {
       const { state } = await load(this.tally.store, partnerStream(row.partner_id), partnerDecider, { cache: this.tally.stateCache });
-      if (!state.activeKeys.includes(apiKey)) return null;
+      return state.activeKeys.includes(apiKey) ? row : null;
     }
-    const ok = await this.secretChecks.check({ apiKey, partnerId: row.partner_id, secretHash: row.secret_hash }, apiSecret);
-    return ok ? row.partner_id : null;
+    this.keys.remember(apiKey, row, [apiKey], generation);
+    return row;
   }
 }

@@ -4,6 +4,7 @@ import type { EventStore, RecordedEvent } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
 import type { ProjectionEngine } from '../projections/runner';
 import { load, type StateCache } from './commands';
+import { ReadModelMemo } from './read-model-memo';
 
 /** Most remembered sessions; past it, all are forgotten (and checked in SQL again). */
 const MAX_ENTRIES = 100_000;
@@ -19,25 +20,16 @@ interface Claims {
 
 /**
  * Is the session of a valid access token still usable (not revoked, its user active)? The answer
- * comes from the read models (rm_sessions, rm_users); an "active" answer is remembered, so a
- * request with a known session makes no round trip to the database.
- *
- * Remembered answers are only used while this node's projection runner owns both projections: it
- * then applies every SessionRevoked and UserStatusChanged, and forgets the answers they affect right
- * after the commit, before any read-your-writes wait of the request that revoked returns. So a
- * logout, a suspension or a ban stops the token at once, as with the query on every request. On a
- * node that does not own them (several nodes), every request asks the database, as before. Any
- * doubt (a lease taken or lost, a checkpoint moved by a rebuild or another node) forgets everything.
+ * comes from the read models (rm_sessions, rm_users); an "active" answer is remembered (see
+ * ReadModelMemo), so a request with a known session makes no round trip to the database, and a
+ * logout, a suspension or a ban stops the token at once, as with the query on every request.
  *
  * While either projection is stopped on an event it cannot apply, its read model misses every later
  * event (a suspension, a logout): the answer then comes from the session's and the user's streams,
  * as a refresh reads them, and nothing is remembered.
  */
 export class SessionGate {
-  private readonly active = new Map<string, { userId: string; partnerId: string; until: number }>();
-  private readonly sessionsOfUser = new Map<string, Set<string>>();
-  /** Moves at every forget, so that an answer read from SQL before it is not remembered after it. */
-  private generation = 0;
+  private readonly memo: ReadModelMemo<Claims>;
   readonly stats = { hits: 0, queries: 0, logReads: 0 };
 
   constructor(
@@ -46,20 +38,17 @@ export class SessionGate {
     private readonly store: EventStore,
     private readonly cache: StateCache,
   ) {
-    engine.observe({ names: NAMES, onEvents: (events) => this.onEvents(events), onReset: () => this.clear() });
+    this.memo = new ReadModelMemo(engine, NAMES, { ttlMs: TTL_MS, maxEntries: MAX_ENTRIES, staleAfter });
   }
 
   async isActive(claims: Claims): Promise<boolean> {
     if (NAMES.some((n) => this.engine.isStopped(n))) return this.isActiveInLog(claims);
-    const usable = NAMES.every((n) => this.engine.owns(n));
-    if (usable) {
-      const known = this.active.get(claims.sessionId);
-      if (known && known.userId === claims.userId && known.partnerId === claims.partnerId && known.until > Date.now()) {
-        this.stats.hits++;
-        return true;
-      }
+    const known = this.memo.get(claims.sessionId);
+    if (known && known.userId === claims.userId && known.partnerId === claims.partnerId) {
+      this.stats.hits++;
+      return true;
     }
-    const generation = this.generation;
+    const generation = this.memo.generation;
     this.stats.queries++;
     const [row] = await this.sql.query<{ status: string; revoked: boolean }>(
       // A session started before its user's last suspension or ban is over, whatever the status now.
@@ -69,7 +58,7 @@ export class SessionGate {
       [claims.sessionId, claims.userId, claims.partnerId],
     );
     const ok = !!row && !row.revoked && row.status === 'active';
-    if (ok && usable && generation === this.generation && NAMES.every((n) => this.engine.owns(n))) this.remember(claims);
+    if (ok) this.memo.remember(claims.sessionId, claims, [`session:${claims.sessionId}`, `user:${claims.userId}`], generation);
     return ok;
   }
 
@@ -90,35 +79,11 @@ export class SessionGate {
       user.state.status === 'active'
     );
   }
+}
 
-  private remember(claims: Claims): void {
-    if (this.active.size >= MAX_ENTRIES) this.clear();
-    this.active.set(claims.sessionId, { userId: claims.userId, partnerId: claims.partnerId, until: Date.now() + TTL_MS });
-    let sessions = this.sessionsOfUser.get(claims.userId);
-    if (!sessions) {
-      sessions = new Set();
-      this.sessionsOfUser.set(claims.userId, sessions);
-    }
-    sessions.add(claims.sessionId);
-  }
-
-  private onEvents(events: RecordedEvent[]): void {
-    for (const e of events) {
-      if (e.type === 'SessionRevoked') {
-        this.generation++;
-        this.active.delete((e.data as { sessionId: string }).sessionId);
-      } else if (e.type === 'UserStatusChanged') {
-        this.generation++;
-        const userId = (e.data as { userId: string }).userId;
-        for (const sessionId of this.sessionsOfUser.get(userId) ?? []) this.active.delete(sessionId);
-        this.sessionsOfUser.delete(userId);
-      }
-    }
-  }
-
-  private clear(): void {
-    this.generation++;
-    this.active.clear();
-    this.sessionsOfUser.clear();
-  }
+/** A revoked session, or any change of its user's status (a suspension, a ban). */
+function staleAfter(e: RecordedEvent): string[] {
+  if (e.type === 'SessionRevoked') return [`session:${(e.data as { sessionId: string }).sessionId}`];
+  if (e.type === 'UserStatusChanged') return [`user:${(e.data as { userId: string }).userId}`];
+  return [];
 }

@@ -752,6 +752,17 @@ export const OPERATIONS: Record<string, OperationExamples> = {
     errors: { 400: ['Invalid webhook payload'] },
     names: { request: 'ProviderCallback' },
   },
+  'POST /webhooks/cards/rain': {
+    request: {
+      id: 'e9f8a7b6-c5d4-4e3f-a2b1-c0d9e8f7a6b5',
+      resource: 'user',
+      action: 'updated',
+      createdAt: SAMPLE.at,
+      body: { id: '7b6c1c0e-3f5a-4c1e-9a53-1f1b2d3c4e5f', applicationStatus: 'denied', applicationReason: 'Sanctions screening match', isActive: false },
+    },
+    errors: { 400: ['Invalid webhook payload'], 404: ['Not found'] },
+    names: { request: 'ProviderCallback' },
+  },
   'PUT /api/v1/partner/webhooks': {
     request: { url: 'https://partner.example.com/tally/webhooks', events: EVENTS },
     errors: {
