@@ -20,16 +20,19 @@ describe('the notifications outbox while no partner listens', function () {
 
   const checkpoint = async () => (await app.tally.sql.query<{ position: string }>(`SELECT position FROM webhook_outbox_checkpoint`))[0]?.position ?? '';
   const deliveries = async () =>
-    app.tally.sql.query<{ type: string; body: string }>(`SELECT type, body FROM webhook_deliveries ORDER BY sequence`).then((rows) =>
-      rows.map((r) => [r.type, (JSON.parse(r.body) as { data: { uuid: string } }).data.uuid]),
-    );
+    app.tally.sql
+      .query<{ type: string; body: string }>(`SELECT type, body FROM webhook_deliveries ORDER BY sequence`)
+      .then((rows) => rows.map((r) => [r.type, (JSON.parse(r.body) as { data: { uuid: string } }).data.uuid]));
 
   it('moves past the events before the first endpoint, then notifies every event after it, in one pass over the log', async () => {
     await app.tally.notifications.outbox.stop();
     const partner = await createPartner(app.http, 'Late listener');
     const who = await customer(app.http, partner);
     const before = await fund(app.http, partner, who, '2');
-    const put = await app.http.put('/api/v1/partner/webhooks').set(partner.headers).send({ url: receiver.url, events: ['deposit.completed'] });
+    const put = await app.http
+      .put('/api/v1/partner/webhooks')
+      .set(partner.headers)
+      .send({ url: receiver.url, events: ['deposit.completed'] });
     expect(put.status).to.equal(200);
     const afterIt = await fund(app.http, partner, who, '3');
     const head = await app.tally.store.headPosition();
