@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
@@ -8,12 +7,13 @@ import { openDataDir } from '../../src/app/data-dir';
 import { openTally } from '../../src/app/open';
 import { type Config, loadConfig } from '../../src/config';
 import { sharedCluster } from '../support/postgres';
+import { tempDir } from '../support/temp';
 
 const modeOf = (path: string) => statSync(path).mode & 0o777;
 
 /** A directory whose parent anyone may enter, as a real DATA_DIR's usually is. */
 function dataDirPath(): string {
-  const parent = mkdtempSync(join(tmpdir(), 'tally-data-'));
+  const parent = tempDir('tally-data-');
   chmodSync(parent, 0o755);
   return join(parent, 'data');
 }

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { KurrentDBClient } from '@kurrent/kurrentdb-client';
 import { expect } from 'chai';
@@ -11,49 +10,25 @@ import {
   parsePosition,
 } from '../../src/eventstore/kurrentdb';
 import { comparePositions, type EventMetadata, normalizeExpected } from '../../src/eventstore/port';
+import { dockerAnswer, startKurrentDbContainer } from '../support/containers';
 import { eventStoreConformance } from './conformance';
-
-const KURRENTDB_IMAGE = 'docker.kurrent.io/kurrent-latest/kurrentdb:25.1';
-
-/** The shape we use of @testcontainers/kurrentdb, which is an optional, uninstalled dependency. */
-interface TestcontainersKurrentDb {
-  KurrentDbContainer: new (
-    image: string,
-  ) => {
-    start(): Promise<{ getConnectionString(): string; stop(): Promise<unknown> }>;
-  };
-}
 
 interface Server {
   url(): Promise<string>;
   stop(): Promise<void>;
 }
 
-function dockerEngineReachable(): boolean {
-  return spawnSync('docker', ['info'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
-}
-
-function loadTestcontainers(): TestcontainersKurrentDb | undefined {
-  try {
-    return require('@testcontainers/kurrentdb') as TestcontainersKurrentDb;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') return undefined;
-    throw error;
-  }
-}
-
-/** A server named by KURRENTDB_URL, else a throwaway container, else the reason there is none. */
+/** A server named by KURRENTDB_URL, else a throwaway container where Docker runs, else the reason there is none. */
 function chooseServer(): Server | string {
   const url = process.env.KURRENTDB_URL;
   if (url) return { url: async () => url, stop: async () => {} };
-  if (!dockerEngineReachable()) return 'KURRENTDB_URL is not set and no Docker engine is available';
-  const testcontainers = loadTestcontainers();
-  if (!testcontainers) return 'KURRENTDB_URL is not set and @testcontainers/kurrentdb is not installed';
-  let started: ReturnType<InstanceType<TestcontainersKurrentDb['KurrentDbContainer']>['start']> | undefined;
+  const docker = dockerAnswer();
+  if (!docker.reachable) return `KURRENTDB_URL is not set and no Docker engine is reachable (${docker.reason})`;
+  let started: ReturnType<typeof startKurrentDbContainer> | undefined;
   return {
     async url() {
-      started ??= new testcontainers.KurrentDbContainer(KURRENTDB_IMAGE).start();
-      return (await started).getConnectionString();
+      started ??= startKurrentDbContainer();
+      return (await started).connectionString;
     },
     async stop() {
       if (started) await (await started).stop();
@@ -67,6 +42,10 @@ if (typeof server === 'string') {
   console.log(`KurrentDB conformance suite skipped: ${server}`);
 } else {
   describe('KurrentDB event store', () => {
+    before(async function () {
+      this.timeout(300_000); // the first run pulls the image
+      await server.url();
+    });
     after(() => server.stop());
     // One server log is shared by every store opened here; the suite's streams are uniquely prefixed.
     eventStoreConformance('kurrentdb', { open: async () => KurrentDbEventStore.connect(await server.url()) });

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials } from '../support/app';
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 import { sharedCluster } from '../support/postgres';
+import { tempDir } from '../support/temp';
 import { copToUsdcDebit, type Dec, dec, fixed8, prng, ZERO } from './support/money';
 import { freePort, ServerProcess, testServerEnv } from './support/server-process';
 
@@ -121,7 +122,7 @@ for (const store of STORES)
     before(async function () {
       this.timeout(180_000);
       databaseUrl = store === 'postgres' ? await (await sharedCluster()).freshDatabase() : '';
-      serverDir = mkdtempSync(join(tmpdir(), 'tally-crash-'));
+      serverDir = tempDir('tally-crash-');
       tempDirs.push(serverDir);
       server = new ServerProcess(await freePort(), testServerEnv(databaseUrl, serverDir, { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' }));
       await server.start();
@@ -146,7 +147,7 @@ for (const store of STORES)
     /** The test's own view of the store (for its checks and the audit), beside the server's. */
     async function openAudit(): Promise<Tally> {
       // On the embedded store, the server's DATA_DIR (its keys come from TALLY_KEYS, not from there).
-      const auditDir = store === 'postgres' ? mkdtempSync(join(tmpdir(), 'tally-crash-audit-')) : serverDir;
+      const auditDir = store === 'postgres' ? tempDir('tally-crash-audit-') : serverDir;
       if (store === 'postgres') tempDirs.push(auditDir);
       const config = { ...loadConfig({}), databaseUrl: databaseUrl || undefined, dataDir: auditDir, sandbox: true, adminToken: ADMIN_TOKEN };
       const tally = (await openTally(config, pino({ level: 'silent' }))).tally;

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { expect } from 'chai';
 import pg from 'pg';
 import supertest from 'supertest';
 import { createPartner, type PartnerCredentials } from '../support/app';
 import { balanceOf, type Customer, customer, fund } from '../support/ledger';
 import { type ControlledCluster, startControlledCluster } from '../support/postgres';
+import { tempDir } from '../support/temp';
 import { type Dec, dec, prng, ZERO } from './support/money';
 import { freePort, ServerProcess, testServerEnv } from './support/server-process';
 
@@ -78,7 +77,7 @@ describe('Postgres restarts under load (a cluster of its own, stopped and starte
       this.skip();
     }
     databaseUrl = await cluster.freshDatabase();
-    dataDir = mkdtempSync(join(tmpdir(), 'tally-db-restart-'));
+    dataDir = tempDir('tally-db-restart-');
     server = new ServerProcess(
       await freePort(),
       testServerEnv(databaseUrl, dataDir, {

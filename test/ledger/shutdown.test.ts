@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
@@ -11,6 +10,7 @@ import supertest from 'supertest';
 import { createPartner } from '../support/app';
 import { type Customer, customer, fund } from '../support/ledger';
 import { sharedCluster } from '../support/postgres';
+import { tempDir } from '../support/temp';
 import { freePort, testServerEnv } from './support/server-process';
 
 /**
@@ -91,7 +91,7 @@ describe('graceful shutdown (npm start, SIGTERM)', function () {
   before(async function () {
     this.timeout(180_000);
     databaseUrl = await (await sharedCluster()).freshDatabase();
-    dataDir = mkdtempSync(join(tmpdir(), 'tally-shutdown-'));
+    dataDir = tempDir('tally-shutdown-');
     port = await freePort();
     const child = spawn('npm', ['start'], {
       cwd: REPO,

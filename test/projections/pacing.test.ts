@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { expect } from 'chai';
 import { ACCOUNT_ASSET, ACCOUNT_TYPE, accountStream } from '../../src/domain/accounts/account';
 import type { StreamAppend } from '../../src/eventstore/port';
 import { startTestApp } from '../support/app';
+import { tempDir } from '../support/temp';
 
 /** Long, so that every bound below leaves a loaded machine seconds of slack. */
 const PACE_MS = 10_000;
@@ -83,7 +82,7 @@ describe('projection runner pacing', () => {
 
 describe('projection runner pacing on the embedded store', () => {
   let app: App;
-  const dataDir = mkdtempSync(join(tmpdir(), 'tally-pacing-'));
+  const dataDir = tempDir('tally-pacing-');
   before(async () => {
     app = await paced({ databaseUrl: undefined, dataDir });
   });

@@ -158,13 +158,20 @@ describe('Persona identity provider', () => {
       expect(fake.calls).to.have.length(2);
     });
 
-    it('turns a Persona that never answers into a ProviderError once timeoutMs has passed', async () => {
-      const fake = fakeFetch(hang);
-      const started = Date.now();
+    it('turns a Persona that never answers into a ProviderError by aborting the request once timeoutMs has passed', async () => {
+      let abortReason: unknown;
+      const fake = fakeFetch((request, signal) => {
+        signal?.addEventListener('abort', () => {
+          abortReason = signal.reason;
+        });
+        return hang(request, signal);
+      });
+      // A provider that ignored its timeout would hang here until mocha's own timeout fails the test.
       const error = await rejection(provider(fake.fetch, { timeoutMs: 80 }).createInquiry({ referenceId: REFERENCE_ID, prefill: PREFILL }));
       expect(error).to.be.instanceOf(ProviderError);
       expect(error.message).to.match(/timed out after 80 ms/);
-      expect(Date.now() - started).to.be.lessThan(2_000);
+      expect((abortReason as Error | undefined)?.name, 'the request was aborted by its deadline').to.equal('TimeoutError');
+      expect(fake.calls, 'no attempt after the deadline').to.have.length(1);
     });
 
     it('turns a 2xx whose body is not JSON into a ProviderError', async () => {

