@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
 import supertest from 'supertest';
@@ -11,6 +8,7 @@ import { loadConfig } from '../../src/config';
 import { ADMIN_TOKEN, type PartnerCredentials } from '../support/app';
 import { type Customer, customer, fund, PAYER } from '../support/ledger';
 import { sharedCluster } from '../support/postgres';
+import { tempDir } from '../support/temp';
 import { prng } from '../ledger/support/money';
 import { freePort, ServerProcess, testServerEnv } from '../ledger/support/server-process';
 import { type Receiver, subscribedPartner } from './support';
@@ -42,7 +40,6 @@ describe('partner notifications survive a SIGKILL of the server during a burst o
   let server: ServerProcess;
   let audit: Tally | undefined;
   let databaseUrl: string;
-  const dirs: string[] = [];
   const receivers = new Map<string, Receiver>();
   const partners: PartnerCredentials[] = [];
   const customers: Customer[][] = [];
@@ -51,8 +48,7 @@ describe('partner notifications survive a SIGKILL of the server during a burst o
 
   before(async () => {
     databaseUrl = await (await sharedCluster()).freshDatabase();
-    const dir = mkdtempSync(join(tmpdir(), 'tally-webhook-crash-'));
-    dirs.push(dir);
+    const dir = tempDir('tally-webhook-crash-');
     server = new ServerProcess(await freePort(), testServerEnv(databaseUrl, dir, { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' }));
     await server.start();
     const http = supertest.agent(server.url);
@@ -75,7 +71,6 @@ describe('partner notifications survive a SIGKILL of the server during a burst o
     await server?.kill();
     await audit?.close();
     for (const r of receivers.values()) await r.close();
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
   /** One request; null when it was cut (the server died or is down). */
@@ -174,11 +169,10 @@ describe('partner notifications survive a SIGKILL of the server during a burst o
     const config = {
       ...loadConfig({}),
       databaseUrl,
-      dataDir: mkdtempSync(join(tmpdir(), 'tally-webhook-crash-audit-')),
+      dataDir: tempDir('tally-webhook-crash-audit-'),
       sandbox: true,
       adminToken: ADMIN_TOKEN,
     };
-    dirs.push(config.dataDir);
     audit = (await openTally(config, pino({ level: 'silent' }))).tally;
     await audit.start({ runProjections: false });
     const expected = await expectedNotifications(audit);
