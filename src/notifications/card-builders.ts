@@ -1,4 +1,5 @@
 import { viewOfCard } from '../app/cards';
+import { spendFacts } from '../app/cards/spending';
 import { applicationOf, cardOf } from '../app/cards/views';
 import { load } from '../app/commands';
 import type { Tally } from '../app/tally';
@@ -70,26 +71,9 @@ export async function cardTransaction(tally: Tally, event: RecordedEvent): Promi
   if (e.type !== 'CardSpendAuthorized' && e.type !== 'CardSpendDeclined')
     return { partnerId: row.partner_id, type: 'card.transaction.updated', eventId: event.id, data: read };
   const d: CardSpendData = e.data;
+  const declinedReason = e.type === 'CardSpendDeclined' ? e.data.declinedReason : null;
   const view = cardTransactionView(
-    {
-      id: d.transactionId,
-      cardId: d.cardId,
-      cardType: d.cardType,
-      userId: d.userId,
-      partnerId: d.partnerId,
-      status: e.type === 'CardSpendAuthorized' ? 'pending' : 'declined',
-      declinedReason: e.type === 'CardSpendDeclined' ? e.data.declinedReason : null,
-      amount: d.amount,
-      authorizedAmount: d.amount,
-      currency: d.currency,
-      localAmount: d.localAmount,
-      localCurrency: d.localCurrency,
-      merchantName: d.merchantName,
-      merchantCategoryCode: d.merchantCategoryCode,
-      authorizationMethod: d.authorizationMethod,
-      authorizedAt: read.spend.authorizedAt,
-      postedAt: null,
-    },
+    { ...spendFacts(d, declinedReason), authorizedAt: read.spend.authorizedAt },
     { firstName: read.spend.userFirstName, lastName: read.spend.userLastName, email: read.spend.userEmail },
   );
   return { partnerId: d.partnerId, type: 'card.transaction.created', eventId: event.id, data: view };

@@ -84,7 +84,7 @@ export class CardSpending {
     const event = decided.card[0];
     invariant(event?.type === 'CardSpendAuthorized' || event?.type === 'CardSpendDeclined', 'an authorization is a card transaction');
     const declinedReason = event.type === 'CardSpendDeclined' ? event.data.declinedReason : null;
-    return cardTransactionView(factsOf(event.data, declinedReason), await this.holder(partnerId, card.userId));
+    return cardTransactionView(spendFacts(event.data, declinedReason), await this.holder(partnerId, card.userId));
   }
 
   /**
@@ -211,7 +211,8 @@ export class CardSpending {
   }
 }
 
-function factsOf(d: CardSpendData, declinedReason: string | null) {
+/** A card transaction as its authorization made it (declined with `declinedReason`, else pending). */
+export function spendFacts(d: CardSpendData, declinedReason: string | null) {
   return {
     id: d.transactionId,
     cardId: d.cardId,
