@@ -669,9 +669,10 @@ class Authorize extends LedgerCommand {
       .post(`/sandbox/v1/cards/${r.cards[this.who]}/authorizations`)
       .set(partner.headers)
       .send({ amount, currency: 'USD', merchantName: 'Model Shop', merchantCategoryCode: '5411' });
-    if (this.byOtherPartner) return expectAnswer(this.label(), res, 404, { success: false, error: 'Card not found' });
+    // The input is validated before the card is looked up: a bad amount is 400 on anyone's card.
     const problem = amountProblem(amount);
     if (problem) return expectAnswer(this.label(), res, 400, { success: false, error: problem });
+    if (this.byOtherPartner) return expectAnswer(this.label(), res, 404, { success: false, error: 'Card not found' });
     const value = dec(amount);
     const declined = available(a).lt(value) ? 'INSUFFICIENT_FUNDS' : windowOf(m, this.who).plus(value).gt(CARD_LIMIT) ? 'SPEND_LIMIT_EXCEEDED' : null;
     this.note = `${amount} USD, expect ${declined ?? 'pending'}`;

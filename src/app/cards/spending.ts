@@ -17,6 +17,7 @@ import { type CardHolder, CardQueries, type CardTransactionView, cardTransaction
 import { type Append, at, type Batches, type Decision, type Reads } from '../command-handler';
 import { type CommandContext, load } from '../commands';
 import type { LedgerService } from '../ledger';
+import { inTurnOfDebitedAccount } from '../ledger/facts';
 import { type Tally, writeScope } from '../tally';
 import { OverloadedError } from '../../eventstore/port';
 
@@ -138,29 +139,31 @@ export class CardSpending {
     action: 'clear' | 'reverse',
     decide: (card: CardState, account: AccountState, txn: TransactionState, request: SettlementRequest) => SettlementDecided,
   ): Promise<CardTransactionView> {
-    const done = await this.tally.commands.run(ctx, async (reads) => {
-      const stream = transactionStream(transactionId);
-      const txn = await reads.stream(stream, transactionDecider, { cached: false });
-      const created = txn.state.created;
-      if (created?.kind !== 'CARD' || created.partnerId !== partnerId) return this.notSettleable(partnerId, transactionId, action);
-      const cardId = String(created.details.cardId);
-      const card = await reads.stream(cardStream(cardId), cardDecider);
-      // Not among the card's spends: a difference's ledger transaction, or a spend settled long ago the card no longer keeps.
-      if (!card.state.spends[transactionId]) return this.notSettleable(partnerId, transactionId, action);
-      const accountId = requireCard(card.state).accountId;
-      const account = await reads.account(accountId);
-      // The difference's ledger transaction is named after the card transaction: a decision made again names the same one.
-      const difference = { uuid: uuidV5(`card-difference:${transactionId}`), id: await this.ledger.ids.next() };
-      const decided = decide(card.state, account.state, txn.state, { transactionId, at: this.clock(), difference });
-      const appends: Append[] = [
-        { stream: cardStream(cardId), events: decided.card, expected: at(card), cached: cardDecider },
-        { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
-        { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
-        { stream, events: decided.transaction, expected: at(txn) },
-        { stream: transactionStream(difference.uuid), events: decided.difference, expected: 'no_stream' },
-      ];
-      return { appends, result: undefined };
-    });
+    const done = await inTurnOfDebitedAccount(this.tally.commands, this.tally.store, transactionId, () =>
+      this.tally.commands.run(ctx, async (reads) => {
+        const stream = transactionStream(transactionId);
+        const txn = await reads.stream(stream, transactionDecider, { cached: false });
+        const created = txn.state.created;
+        if (created?.kind !== 'CARD' || created.partnerId !== partnerId) return this.notSettleable(partnerId, transactionId, action);
+        const cardId = String(created.details.cardId);
+        const card = await reads.stream(cardStream(cardId), cardDecider);
+        // Not among the card's spends: a difference's ledger transaction, or a spend settled long ago the card no longer keeps.
+        if (!card.state.spends[transactionId]) return this.notSettleable(partnerId, transactionId, action);
+        const accountId = requireCard(card.state).accountId;
+        const account = await reads.account(accountId);
+        // The difference's ledger transaction is named after the card transaction: a decision made again names the same one.
+        const difference = { uuid: uuidV5(`card-difference:${transactionId}`), id: await this.ledger.ids.next() };
+        const decided = decide(card.state, account.state, txn.state, { transactionId, at: this.clock(), difference });
+        const appends: Append[] = [
+          { stream: cardStream(cardId), events: decided.card, expected: at(card), cached: cardDecider },
+          { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
+          { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
+          { stream, events: decided.transaction, expected: at(txn) },
+          { stream: transactionStream(difference.uuid), events: decided.difference, expected: 'no_stream' },
+        ];
+        return { appends, result: undefined };
+      }),
+    );
     this.noteWrites(partnerId, done.position);
     // A sandbox operation, not a hot path: it answers from the read model, waited for.
     await this.tally.readYourWrites(done.position, ['cards']);

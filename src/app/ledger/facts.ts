@@ -1,12 +1,12 @@
-import { userAccountDecider, userAccountStream } from '../../domain/accounts/account';
+import { accountStream, userAccountDecider, userAccountStream } from '../../domain/accounts/account';
 import { DomainError } from '../../domain/decider';
 import { kycDecider, kycStream } from '../../domain/kyc/kyc';
 import { type Limits, limitsAt } from '../../domain/kyc/limits';
 import { money } from '../../domain/ledger/money';
-import type { TransactionCreatedData } from '../../domain/ledger/transaction';
+import { type TransactionCreatedData, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import type { Config } from '../../config';
 import type { EventStore } from '../../eventstore/port';
-import type { Reads } from '../command-handler';
+import type { CommandHandler, Reads } from '../command-handler';
 import { load, type StateCache } from '../commands';
 import type { TransactionView } from '../../projections/ledger';
 
@@ -45,3 +45,15 @@ export const viewOf = (created: TransactionCreatedData): TransactionView => ({
   creditAccountId: created.creditAccountId,
   created: created.at,
 });
+
+/**
+ * Runs `work` in the turn of the account a ledger transaction debits (read first: it never changes),
+ * so that settling the transaction takes turns with the transfers, holds and authorizations on that
+ * account (CommandHandler.inLane) instead of refusing their appends, and being refused by them, on a
+ * busy account. An unknown transaction runs at once: its decision says it is unknown.
+ */
+export async function inTurnOfDebitedAccount<T>(commands: CommandHandler, store: EventStore, transactionId: string, work: () => Promise<T>): Promise<T> {
+  const { state } = await load(store, transactionStream(transactionId), transactionDecider);
+  const accountId = state.created?.debitAccountId;
+  return accountId === undefined || accountId === null ? work() : commands.inLane(accountStream(accountId), work);
+}

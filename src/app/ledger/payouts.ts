@@ -9,7 +9,7 @@ import { type AcceptedPayout, PayoutRefused, type PayoutRequest as ProviderPayou
 import { type Append, at, type Batches, type Decision, type Reads } from '../command-handler';
 import { type CommandContext, load } from '../commands';
 import type { Tally } from '../tally';
-import { accountOfUser, limitsOf } from './facts';
+import { accountOfUser, inTurnOfDebitedAccount, limitsOf } from './facts';
 import { type IdempotencyKeys, madeUnderKeyElsewhere, partnerKey, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
 import type { TransactionIds } from './transaction-ids';
@@ -205,25 +205,31 @@ export class Payouts {
   /** FAILED, and a REVERSED credit returns the held funds, exactly once. */
   private async failPayout(uuid: string, reason: string, ctx: CommandContext, details: Record<string, string> = {}): Promise<void> {
     const reversalUuid = uuidV5(`reversal:${uuid}`);
-    const done = await this.tally.commands.run(ctx, async (reads) => {
-      const stream = transactionStream(uuid);
-      const txn = await reads.stream(stream, transactionDecider, { cached: false });
-      const accountId = txn.state.created?.debitAccountId;
-      if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
-      const account = await reads.account(accountId);
-      const reversal = { uuid: reversalUuid, id: await this.ids.next() };
-      const decided = decidePayoutFailed(txn.state, account.state, { reason, details, at: new Date().toISOString(), reversal });
-      return {
-        appends: [
-          { stream, events: decided.transaction, expected: at(txn) },
-          { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
-          { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
-          { stream: transactionStream(reversalUuid), events: decided.reversal, expected: 'no_stream' },
-        ],
-        result: undefined,
-      };
-    });
+    const done = await this.inTurn(uuid, () =>
+      this.tally.commands.run(ctx, async (reads) => {
+        const stream = transactionStream(uuid);
+        const txn = await reads.stream(stream, transactionDecider, { cached: false });
+        const accountId = txn.state.created?.debitAccountId;
+        if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
+        const account = await reads.account(accountId);
+        const reversal = { uuid: reversalUuid, id: await this.ids.next() };
+        const decided = decidePayoutFailed(txn.state, account.state, { reason, details, at: new Date().toISOString(), reversal });
+        return {
+          appends: [
+            { stream, events: decided.transaction, expected: at(txn) },
+            { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
+            { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
+            { stream: transactionStream(reversalUuid), events: decided.reversal, expected: 'no_stream' },
+          ],
+          result: undefined,
+        };
+      }),
+    );
     await this.tally.readYourWrites(done.position, ['ledger']);
+  }
+
+  private inTurn<T>(uuid: string, work: () => Promise<T>): Promise<T> {
+    return inTurnOfDebitedAccount(this.tally.commands, this.tally.store, uuid, work);
   }
 
   async applyPayoutWebhook(providerName: string, event: PayoutWebhookEvent): Promise<void> {
@@ -232,21 +238,23 @@ export class Payouts {
       metadata: { actor: { kind: 'provider', id: providerName }, correlationId: event.eventId },
     };
     if (event.outcome === 'failed') return this.failPayout(event.transactionId, event.reason ?? 'payout_failed', ctx, { providerEventId: event.eventId });
-    const done = await this.tally.commands.run(ctx, async (reads) => {
-      const stream = transactionStream(event.transactionId);
-      const txn = await reads.stream(stream, transactionDecider, { cached: false });
-      const accountId = txn.state.created?.debitAccountId;
-      if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
-      const account = await reads.account(accountId);
-      const decided = decidePayoutSettled(txn.state, account.state, { eventId: event.eventId, at: event.occurredAt });
-      return {
-        appends: [
-          { stream, events: decided.transaction, expected: at(txn) },
-          { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
-        ],
-        result: undefined,
-      };
-    });
+    const done = await this.inTurn(event.transactionId, () =>
+      this.tally.commands.run(ctx, async (reads) => {
+        const stream = transactionStream(event.transactionId);
+        const txn = await reads.stream(stream, transactionDecider, { cached: false });
+        const accountId = txn.state.created?.debitAccountId;
+        if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
+        const account = await reads.account(accountId);
+        const decided = decidePayoutSettled(txn.state, account.state, { eventId: event.eventId, at: event.occurredAt });
+        return {
+          appends: [
+            { stream, events: decided.transaction, expected: at(txn) },
+            { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
+          ],
+          result: undefined,
+        };
+      }),
+    );
     await this.tally.readYourWrites(done.position, ['ledger']);
   }
 }
