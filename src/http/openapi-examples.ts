@@ -64,6 +64,16 @@ const PROFILE = {
   expectedMonthlyVolume: '2500',
 };
 
+const TRANSACTION_LIST_ITEM = {
+  id: 5012,
+  uuid: SAMPLE.transactionUuid,
+  description: 'rent',
+  status: 'COMPLETED',
+  amount: '10.50000000',
+  debitAccountId: SAMPLE.accountId,
+  creditAccountId: SAMPLE.payeeAccountId,
+  created: SAMPLE.at,
+};
 const USER_SUMMARY = { id: SAMPLE.userId, email: SAMPLE.email, status: 'pending', createdAt: SAMPLE.at };
 const CARD_LIMIT = { amount: 1000, frequency: 'per24HourPeriod' };
 const CARD_SUMMARY = { id: SAMPLE.cardId, type: 'virtual', status: 'active', last4: '4242', expirationMonth: '03', expirationYear: '29', limit: CARD_LIMIT };
@@ -265,27 +275,8 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     expiresIn: 900,
     user: { id: SAMPLE.userId, email: SAMPLE.email, status: 'active' },
   },
-  Transaction: {
-    id: 5012,
-    uuid: SAMPLE.transactionUuid,
-    description: 'rent',
-    status: 'COMPLETED',
-    amount: '10.50000000',
-    debitAccountId: SAMPLE.accountId,
-    creditAccountId: SAMPLE.payeeAccountId,
-    created: SAMPLE.at,
-    updated: SAMPLE.at,
-  },
-  TransactionListItem: {
-    id: 5012,
-    uuid: SAMPLE.transactionUuid,
-    description: 'rent',
-    status: 'COMPLETED',
-    amount: '10.50000000',
-    debitAccountId: SAMPLE.accountId,
-    creditAccountId: SAMPLE.payeeAccountId,
-    created: SAMPLE.at,
-  },
+  Transaction: { ...TRANSACTION_LIST_ITEM, updated: SAMPLE.at },
+  TransactionListItem: TRANSACTION_LIST_ITEM,
   Transfer: { id: 5012, uuid: SAMPLE.transactionUuid, status: 'COMPLETED', amount: 10.5, description: 'rent' },
   User: { ...USER_SUMMARY, status: 'active', updatedAt: SAMPLE.later, countryCode: 'CO', phoneNumber: '+573001234567', language: 'en', kycStatus: 'approved' },
   UserSummary: USER_SUMMARY,
