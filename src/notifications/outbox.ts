@@ -8,8 +8,20 @@ import type { SqlQueryable } from '../eventstore/sql';
 import { batchReads, type Notification, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
 
 const BATCH_SIZE = 200;
-/** Short, so a crashed node holds up notifications for seconds; renewed on every batch. */
+/** Short, so a crashed node holds up notifications for seconds. */
 const LEASE_SECONDS = 10;
+/**
+ * The lease is renewed this often while held, not on every batch (a durable write each): in between,
+ * a batch starts from the checkpoint this node last committed, and its commit checks that the
+ * checkpoint and the lease are still this node's.
+ */
+const LEASE_RENEW_EVERY_MS = 3_000;
+/**
+ * After a batch that did not fill up, the next one waits until this long after it began: under a
+ * stream of appends the outbox takes them a batch at a time, not one round of reads and a commit
+ * per append. Notifications wait at most this much longer.
+ */
+const PACE_MS = 40;
 const IDLE_WAIT_MS = 250;
 const FAILURE_BACKOFF_MS = 1_000;
 const FAILURE_BACKOFF_MAX_MS = 60_000;
@@ -34,6 +46,10 @@ type Subscriptions = Map<string, NotificationType[] | null>;
 export class Outbox {
   private readonly background = new BackgroundLoop(() => this.run());
   private failures = 0;
+  /** While this node holds the lease: the checkpoint it last committed, and when to renew the lease. */
+  private lease: { position: string; renewAt: number } | undefined;
+  /** The last batch was full: more events wait. */
+  private backlog = false;
   /** Told after each batch that inserted deliveries. */
   onDeliveries: () => void = () => {};
 
@@ -49,6 +65,7 @@ export class Outbox {
 
   async stop(): Promise<void> {
     await this.background.stop();
+    this.lease = undefined;
     await this.tally.sql
       .query(`UPDATE webhook_outbox_checkpoint SET owner = NULL, lease_until = NULL WHERE name = 'outbox' AND owner = $1`, [this.nodeId])
       .catch((error) => this.log.warn({ err: error }, 'outbox lease not released at stop: it lapses by itself'));
@@ -57,6 +74,7 @@ export class Outbox {
   private async run(): Promise<void> {
     while (this.background.running) {
       let worked = false;
+      const started = Date.now();
       try {
         worked = await this.step();
         this.failures = 0;
@@ -68,6 +86,7 @@ export class Outbox {
         continue;
       }
       if (!worked) await Promise.race([this.tally.store.waitForAppend(IDLE_WAIT_MS), this.background.sleep(IDLE_WAIT_MS)]);
+      else if (!this.backlog && started + PACE_MS > Date.now()) await this.background.sleep(started + PACE_MS - Date.now());
     }
   }
 
@@ -87,6 +106,7 @@ export class Outbox {
       maxCount,
       projectionOnly: true,
     });
+    this.backlog = events.length === maxCount;
     const last = events[events.length - 1]?.position ?? position;
     // A short read drained every visible event of these types up to `head` (read before it): the
     // checkpoint may move there, past events the outbox does not need.
@@ -112,9 +132,12 @@ export class Outbox {
         await tx.query(`UPDATE webhook_outbox_checkpoint SET position = $1 WHERE name = 'outbox'`, [to]);
       });
     } catch (error) {
-      if (error instanceof CheckpointMoved) return true; // another node took over: the next step finds out
+      // Another node took over (the next step finds out), or the commit failed: the lease is read again.
+      this.lease = undefined;
+      if (error instanceof CheckpointMoved) return true;
       throw error;
     }
+    if (this.lease) this.lease.position = to;
     if (notifications.length > 0) this.onDeliveries();
     return true;
   }
@@ -170,11 +193,14 @@ export class Outbox {
 
   /** Takes or renews the outbox's lease; its checkpoint when held, null when another node holds it. */
   private async holdLease(): Promise<string | null> {
+    if (this.lease && Date.now() < this.lease.renewAt) return this.lease.position;
+    this.lease = undefined;
     const [row] = await this.tally.sql.query<{ position: string }>(
       `UPDATE webhook_outbox_checkpoint SET owner = $1, lease_until = now() + make_interval(secs => $2)
         WHERE name = 'outbox' AND (owner IS NULL OR owner = $1 OR lease_until < now()) RETURNING position`,
       [this.nodeId, LEASE_SECONDS],
     );
+    if (row) this.lease = { position: row.position, renewAt: Date.now() + LEASE_RENEW_EVERY_MS };
     return row ? row.position : null;
   }
 }

@@ -22,16 +22,6 @@ const ERROR_BACKOFF_MS = 1_000;
 /** A projection that cannot apply an event retries it after 1 s, 2 s, 4 s ... and then every minute. */
 const FAILURE_BACKOFF_MS = 1_000;
 const FAILURE_BACKOFF_MAX_MS = 60_000;
-/**
- * A batch costs about ten round trips whatever its size, so under a steady stream of appends the
- * runner gathers them: after a batch of at least PACE_MIN_EVENTS events it waits until `paceMs`
- * after that batch began before reading again, unless someone waits to read their writes (waitFor
- * cuts the pause short). A trickle (tests, a quiet service) is never paused on a server. On PGlite
- * every batch is paced: its statements run on the thread that serves the requests, so a batch per
- * append would cost each request those ten statements of that thread's time.
- */
-const PACE_MIN_EVENTS = 32;
-
 class CheckpointMoved extends Error {}
 
 /**
@@ -120,10 +110,14 @@ export class ProjectionEngine {
   buildMemoryRows = 1_000_000;
   /** /readyz answers 503 once a projection has been stopped on an event this long. */
   unreadyAfterFailureMs = 30_000;
-  /** See PACE_MIN_EVENTS; 0 turns pacing off. */
+  /**
+   * A batch costs about ten round trips whatever its size, so the runner gathers events: after a
+   * batch that did not fill up it waits until `paceMs` after that batch began before reading again,
+   * unless someone waits to read their writes (waitFor cuts the pause short). Without the pause, a
+   * trickle of appends would cost each of them a batch of its own: ten statements for one event.
+   * 0 turns pacing off.
+   */
   paceMs = 40;
-  /** See PACE_MIN_EVENTS. */
-  paceMinEvents: number;
 
   constructor(
     readonly store: EventStore,
@@ -132,7 +126,6 @@ export class ProjectionEngine {
     private readonly log?: Logger,
   ) {
     this.progress.setMaxListeners(0);
-    this.paceMinEvents = sql.kind === 'pglite' ? 1 : PACE_MIN_EVENTS;
   }
 
   /** Creates the checkpoint table and every projection's live tables (if absent). */
@@ -237,7 +230,7 @@ export class ProjectionEngine {
         );
         for (const r of rows) this.positions.set(r.name, r.position);
       }
-      // A reader is waiting: the runner must not pause (see PACE_MIN_EVENTS).
+      // A reader is waiting: the runner must not pause (see paceMs).
       this.waiting++;
       this.progress.emit('hurry');
       try {
@@ -336,7 +329,7 @@ export class ProjectionEngine {
           continue;
         }
         const size = events.length;
-        if (this.paceMs > 0 && size >= this.paceMinEvents && size < BATCH_SIZE) {
+        if (this.paceMs > 0 && size < BATCH_SIZE) {
           const pause = batchStarted + this.paceMs - Date.now();
           if (pause > 0 && this.waiting === 0) await this.sleep(pause, 'hurry');
         }

@@ -53,50 +53,29 @@ async function waitForCutsThePause(app: App, position: string): Promise<void> {
   expect(Date.now() - started).to.be.below(PACE_MS);
 }
 
-describe('projection runner pacing', () => {
-  let app: App;
-  before(async () => {
-    app = await paced();
-  });
-  after(async () => {
-    await app.close();
-  });
+for (const store of ['server', 'embedded'] as const) {
+  describe(`projection runner pacing (${store} store)`, () => {
+    let app: App;
+    const dataDir = store === 'embedded' ? tempDir('tally-pacing-') : undefined;
+    before(async () => {
+      app = await paced(store === 'embedded' ? { databaseUrl: undefined, dataDir } : {});
+    });
+    after(async () => {
+      await app.close();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    });
 
-  it('applies a trickle at once', async () => {
-    const results = await app.tally.store.appendMany(openings(3, 900_000));
-    expect(await passedWithin(app, results[2]?.position as string, 5_000)).to.equal(true);
+    it('applies an append after a quiet spell at once, then gathers the next appends (a trickle or a burst) until the pace has passed, unless a reader waits', async () => {
+      const base = store === 'embedded' ? 930_000 : 900_000;
+      const [first] = await app.tally.store.appendMany(openings(1, base));
+      expect(await passedWithin(app, first?.position as string, 5_000)).to.equal(true);
+      const [single] = await app.tally.store.appendMany(openings(1, base + 1));
+      const burst = await app.tally.store.appendMany(openings(40, base + 10));
+      const position = burst[39]?.position as string;
+      expect(await passedWithin(app, single?.position as string, 500)).to.equal(false);
+      await waitForCutsThePause(app, position);
+      const [row] = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_accounts WHERE account_id >= $1 AND account_id < $2', [base, base + 100]);
+      expect(row?.n).to.equal('42');
+    });
   });
-
-  it('after a large batch, gathers the next appends until the pace has passed, unless a reader waits', async () => {
-    // 40 events in one transaction: the runner applies them in one batch, then pauses.
-    const burst = await app.tally.store.appendMany(openings(40, 910_000));
-    expect(await passedWithin(app, burst[39]?.position as string, 5_000)).to.equal(true);
-    const [next] = await app.tally.store.appendMany(openings(1, 920_000));
-    const position = next?.position as string;
-    expect(await passedWithin(app, position, 500)).to.equal(false);
-    await waitForCutsThePause(app, position);
-    const [row] = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_accounts WHERE account_id >= 900000');
-    expect(row?.n).to.equal('44');
-  });
-});
-
-describe('projection runner pacing on the embedded store', () => {
-  let app: App;
-  const dataDir = tempDir('tally-pacing-');
-  before(async () => {
-    app = await paced({ databaseUrl: undefined, dataDir });
-  });
-  after(async () => {
-    await app.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  it('paces after a batch of any size (its statements take the thread that serves requests), unless a reader waits', async () => {
-    const [first] = await app.tally.store.appendMany(openings(1, 930_000));
-    expect(await passedWithin(app, first?.position as string, 5_000)).to.equal(true);
-    const [next] = await app.tally.store.appendMany(openings(1, 940_000));
-    const position = next?.position as string;
-    expect(await passedWithin(app, position, 500)).to.equal(false);
-    await waitForCutsThePause(app, position);
-  });
-});
+}

@@ -44,4 +44,23 @@ describe('the notifications outbox while no partner listens', function () {
     expect(made).to.deep.equal([['deposit.completed', afterIt]]);
     expect(made.map(([, uuid]) => uuid)).not.to.include(before);
   });
+
+  it('commits nothing once another node holds the lease, though this node renews its own only every few seconds', async () => {
+    const outbox = app.tally.notifications.outbox;
+    await outbox.stop();
+    const partner = await createPartner(app.http, 'Taken over');
+    const who = await customer(app.http, partner);
+    await fund(app.http, partner, who, '1');
+    // This node holds the lease (and remembers it), with events to take.
+    expect(await outbox.step()).to.equal(true);
+    await fund(app.http, partner, who, '2');
+    const before = await checkpoint();
+    await app.tally.sql.query(`UPDATE webhook_outbox_checkpoint SET owner = 'another-node', lease_until = now() + interval '1 minute'`);
+    await outbox.step();
+    expect(await checkpoint()).to.equal(before);
+    // Told at its commit, it asks for the lease again, and does not get it.
+    expect(await outbox.step()).to.equal(false);
+    expect(await checkpoint()).to.equal(before);
+  });
 });
+
