@@ -74,7 +74,10 @@ for (const store of ['server', 'embedded'] as const) {
       const position = burst[39]?.position as string;
       expect(await passedWithin(app, single?.position as string, 500)).to.equal(false);
       await waitForCutsThePause(app, position);
-      const [row] = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_accounts WHERE account_id >= $1 AND account_id < $2', [base, base + 100]);
+      const [row] = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_accounts WHERE account_id >= $1 AND account_id < $2', [
+        base,
+        base + 100,
+      ]);
       expect(row?.n).to.equal('42');
     });
   });
