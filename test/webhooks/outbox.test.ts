@@ -63,4 +63,3 @@ describe('the notifications outbox while no partner listens', function () {
     expect(await checkpoint()).to.equal(before);
   });
 });
-
