@@ -35,6 +35,8 @@ describe('a log written by an earlier build', () => {
       const event: NewEvent = { id: e.id, type: e.type, data: e.data, metadata: e.metadata };
       await app.tally.store.appendMany([{ stream: e.stream, events: [event], expectedRevision: e.revision === 0 ? 'no_stream' : e.revision - 1 }]);
     }
+    // Appended behind the API, which would have waited for its read models: the partner's key is read from one.
+    expect(await app.tally.engine.waitFor(await app.tally.store.headPosition())).to.equal(true);
   });
 
   after(async () => {
