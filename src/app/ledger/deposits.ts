@@ -10,7 +10,7 @@ import type { CommandContext } from '../commands';
 import type { Tally } from '../tally';
 import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
-import type { TransactionIds } from './transaction-ids';
+import type { TransactionIds } from './facts';
 
 interface DepositInput {
   toAccountId: number;

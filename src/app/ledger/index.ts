@@ -2,10 +2,9 @@ import { LedgerQueries } from '../../projections/ledger';
 import type { Tally } from '../tally';
 import { LedgerAccounts } from './accounts';
 import { Deposits } from './deposits';
-import { approvedLimits } from './facts';
+import { approvedLimits, TransactionIds } from './facts';
 import { IdempotencyKeys } from './idempotency';
 import { Payouts } from './payouts';
-import { TransactionIds } from './transaction-ids';
 import { Transfers } from './transfers';
 
 export type { AccountRow, TransactionView } from '../../projections/ledger';

@@ -9,10 +9,9 @@ import { type AcceptedPayout, PayoutRefused, type PayoutRequest as ProviderPayou
 import { type Append, at, type Batches, type Decision, type Reads } from '../command-handler';
 import { type CommandContext, load } from '../commands';
 import type { Tally } from '../tally';
-import { accountOfUser, inTurnOfDebitedAccount, limitsOf } from './facts';
+import { accountOfUser, inTurnOfDebitedAccount, limitsOf, type TransactionIds } from './facts';
 import { type IdempotencyKeys, madeUnderKeyElsewhere, partnerKey, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
-import type { TransactionIds } from './transaction-ids';
 
 /** The answer when the provider refused the payout (its funds went back). */
 const PAYOUT_REFUSED = 'Payout refused by the provider; the funds were returned';

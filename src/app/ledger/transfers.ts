@@ -9,9 +9,8 @@ import { type Append, at, type Batches, type Decision, type Reads } from '../com
 import { type CommandContext, load } from '../commands';
 import type { TransactionView } from '../../projections/ledger';
 import { type Tally, writeScope } from '../tally';
-import { accountOfUser, limitsOf, viewOf } from './facts';
+import { accountOfUser, limitsOf, type TransactionIds, viewOf } from './facts';
 import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
-import type { TransactionIds } from './transaction-ids';
 
 type User = { userId: string; partnerId: string };
 type TransferInput = { fromAccountId?: number; toAccountId: number; amount: string; description: string };
