@@ -462,7 +462,8 @@ const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.le
  * BENCH_CPU_PROFILE=<dir>: the server's main thread is profiled during each measured loop (a
  * .cpuprofile per loop). BENCH_HEAP_PROFILE=<dir>: a sampled heap profile of the objects that
  * outlived young collections (the ones that make scavenges slow and fill the old space), a
- * .heapprofile per loop; bench/profile-diff.ts reads two of them.
+ * .heapprofile per loop; bench/profile-diff.ts reads two of them. With BENCH_HEAP_ALL=1, every
+ * sampled allocation instead (bytes allocated per transfer, by function: what makes scavenges frequent).
  */
 export async function profiled<T>(name: string, body: (started: () => Promise<void>) => Promise<T>): Promise<T> {
   const cpuDir = process.env.BENCH_CPU_PROFILE;
@@ -481,7 +482,7 @@ export async function profiled<T>(name: string, body: (started: () => Promise<vo
     const result = await body(async () => {
       await post(
         `${domain}.${start}`,
-        cpuDir ? {} : { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false },
+        cpuDir ? {} : { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.BENCH_HEAP_ALL === '1' },
       );
     });
     const { profile } = (await post(`${domain}.${stop}`)) as { profile: object };
