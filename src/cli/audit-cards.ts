@@ -1,35 +1,8 @@
-import { type AccountEvent, type AccountState, accountDecider } from '../domain/accounts/account';
-import { type CardEvent, type CardState, cardDecider } from '../domain/cards/card';
 import { fixed, money, ZERO } from '../domain/ledger/money';
-import type { TransactionEvent, TransactionKind, TransactionStatus } from '../domain/ledger/transaction';
 import type { AuditCheck, AuditFinding } from './audit-checks';
-import { logPages } from './events';
+import { foldBooks } from './audit-ledger';
 
-/** What the log says of each book the check compares: accounts (both streams), cards, ledger transactions. */
-async function foldBooks(tally: Parameters<AuditCheck['run']>[0]) {
-  const accounts = new Map<number, AccountState>();
-  const cards = new Map<string, CardState>();
-  const transactions = new Map<string, { kind: TransactionKind; status: TransactionStatus }>();
-  for await (const page of logPages(tally.store)) {
-    for (const e of page) {
-      const account = /^account(?:in)?-(\d+)$/.exec(e.stream);
-      if (account) {
-        const id = Number(account[1]);
-        accounts.set(id, accountDecider.evolve(accounts.get(id) ?? accountDecider.initialState(), { type: e.type, data: e.data } as AccountEvent));
-      } else if (e.stream.startsWith('card-')) {
-        cards.set(e.stream, cardDecider.evolve(cards.get(e.stream) ?? cardDecider.initialState(), { type: e.type, data: e.data } as CardEvent));
-      } else if (e.stream.startsWith('txn-')) {
-        const t = { type: e.type, data: e.data } as TransactionEvent;
-        if (t.type === 'TransactionCreated') transactions.set(t.data.uuid, { kind: t.data.kind, status: t.data.status });
-        else if (t.type === 'TransactionStatusChanged' || t.type === 'PayoutAccepted') {
-          const known = transactions.get(t.data.uuid);
-          if (known) known.status = t.data.to;
-        }
-      }
-    }
-  }
-  return { accounts, cards, transactions };
-}
+type Books = Awaited<ReturnType<typeof foldBooks>>;
 
 /** The ledger status a card spend's transaction has while the spend is in each status. */
 const LEDGER_STATUS = { pending: 'PENDING', completed: 'COMPLETED', reversed: 'REVERSED' } as const;
@@ -65,7 +38,7 @@ export const cardHoldsCheck: AuditCheck = {
           findings.push({ subject, reason: `${spend.status} but its ledger transaction is ${ledger ? `${ledger.kind} ${ledger.status}` : 'missing'}` });
       }
     }
-    findings.push(...pendingDebitFindings(accounts, transactions, known));
+    findings.push(...pendingDebitFindings({ accounts, cards, transactions }, known));
     return { checked: `${cards.size} cards, ${spends} approved card transactions, ${accounts.size} accounts`, findings };
   },
 };
@@ -74,11 +47,7 @@ export const cardHoldsCheck: AuditCheck = {
  * Every card hold on an account is a spend some card knows (whether it should still be held is
  * checked per card), and the holds together are the account's pending debits.
  */
-function pendingDebitFindings(
-  accounts: Map<number, AccountState>,
-  transactions: Map<string, { kind: TransactionKind; status: TransactionStatus }>,
-  knownSpends: Set<string>,
-): AuditFinding[] {
+function pendingDebitFindings({ accounts, transactions }: Books, knownSpends: Set<string>): AuditFinding[] {
   const findings: AuditFinding[] = [];
   for (const [id, account] of accounts) {
     let held = ZERO;

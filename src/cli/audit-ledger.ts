@@ -1,4 +1,5 @@
 import { type AccountEvent, type AccountState, accountDecider } from '../domain/accounts/account';
+import { type CardEvent, type CardState, cardDecider } from '../domain/cards/card';
 import { fixed, money, ZERO } from '../domain/ledger/money';
 import type { TransactionEvent, TransactionKind, TransactionStatus } from '../domain/ledger/transaction';
 import type { Tally } from '../app/tally';
@@ -12,6 +13,35 @@ interface TxnFacts {
 }
 
 /**
+ * What the log says of each book the audit compares: accounts (an account's money in and out may sit
+ * in two streams, account-N and accountin-N: both are folded), cards, ledger transactions.
+ */
+export async function foldBooks(tally: Tally) {
+  const accounts = new Map<number, AccountState>();
+  const cards = new Map<string, CardState>();
+  const transactions = new Map<string, TxnFacts>();
+  for await (const page of logPages(tally.store)) {
+    for (const e of page) {
+      const account = /^account(?:in)?-(\d+)$/.exec(e.stream);
+      if (account) {
+        const id = Number(account[1]);
+        accounts.set(id, accountDecider.evolve(accounts.get(id) ?? accountDecider.initialState(), { type: e.type, data: e.data } as AccountEvent));
+      } else if (e.stream.startsWith('card-')) {
+        cards.set(e.stream, cardDecider.evolve(cards.get(e.stream) ?? cardDecider.initialState(), { type: e.type, data: e.data } as CardEvent));
+      } else if (e.stream.startsWith('txn-')) {
+        const t = { type: e.type, data: e.data } as TransactionEvent;
+        if (t.type === 'TransactionCreated') transactions.set(t.data.uuid, { kind: t.data.kind, amount: t.data.amount, status: t.data.status });
+        else if (t.type === 'TransactionStatusChanged' || t.type === 'PayoutAccepted') {
+          const known = transactions.get(t.data.uuid);
+          if (known) known.status = t.data.to;
+        }
+      }
+    }
+  }
+  return { accounts, cards, transactions };
+}
+
+/**
  * The ledger's books, from the log alone:
  * - conservation: the sum of every account's balance (credits - debits, holds included) equals
  *   completed deposits minus payouts and card spends that left (settled or still held) - transfers
@@ -22,25 +52,7 @@ interface TxnFacts {
 export const ledgerCheck: AuditCheck = {
   name: 'ledger',
   async run(tally: Tally) {
-    const accounts = new Map<number, AccountState>();
-    const transactions = new Map<string, TxnFacts>();
-    for await (const page of logPages(tally.store)) {
-      for (const e of page) {
-        const account = /^account(?:in)?-(\d+)$/.exec(e.stream);
-        if (account) {
-          // An account's money in and out may sit in two streams (account-N, accountin-N): fold both.
-          const id = Number(account[1]);
-          accounts.set(id, accountDecider.evolve(accounts.get(id) ?? accountDecider.initialState(), { type: e.type, data: e.data } as AccountEvent));
-        } else if (e.stream.startsWith('txn-')) {
-          const t = { type: e.type, data: e.data } as TransactionEvent;
-          if (t.type === 'TransactionCreated') transactions.set(t.data.uuid, { kind: t.data.kind, amount: t.data.amount, status: t.data.status });
-          else if (t.type === 'TransactionStatusChanged' || t.type === 'PayoutAccepted') {
-            const known = transactions.get(t.data.uuid);
-            if (known) known.status = t.data.to;
-          }
-        }
-      }
-    }
+    const { accounts, transactions } = await foldBooks(tally);
     const findings: AuditFinding[] = [];
     let balances = ZERO;
     for (const state of accounts.values()) balances = balances.plus(state.creditsPosted).minus(state.debitsPosted).minus(state.debitsPending);
