@@ -145,6 +145,12 @@ describe('ledger over HTTP', () => {
       ['no payer', { metadata: {} }, 400, 'Payer information is required for deposits'],
       ['no document type', { metadata: { payer: { documentNumber: '1' } } }, 400, 'Payer document type and number are required for deposits'],
       ['no document number', { metadata: { payer: { documentType: 'CC' } } }, 400, 'Payer document type and number are required for deposits'],
+      [
+        'a blank document number',
+        { metadata: { payer: { documentType: 'CC', documentNumber: ' \u00a0' } } },
+        400,
+        'Payer document type and number are required for deposits',
+      ],
       ['a zero amount', { amount: 0 }, 400, 'Amount must be greater than 0'],
       ['a negative amount', { amount: -5 }, 400, 'Amount must be greater than 0'],
       ['nine decimals', { amount: '1.123456789' }, 400, 'amount must have at most 8 decimal places'],
@@ -632,6 +638,21 @@ describe('ledger over HTTP', () => {
       ['no destination owner', { destination: { ...PAYOUT_DESTINATION, ownerName: undefined } }, 'destination.ownerName is required'],
       ['a bad account type', { destination: { ...PAYOUT_DESTINATION, accountType: 'X' } }, 'destination.accountType must be one of H, C'],
       [
+        'a blank account number',
+        { destination: { ...PAYOUT_DESTINATION, accountNumber: ' \t' } },
+        'destination.accountNumber must be a non-empty string of at most 50 characters',
+      ],
+      [
+        'an owner name of only whitespace',
+        { destination: { ...PAYOUT_DESTINATION, ownerName: '\u2028\u3000' } },
+        'destination.ownerName must be a non-empty string of at most 200 characters',
+      ],
+      [
+        'a blank owner document number',
+        { destination: { ...PAYOUT_DESTINATION, ownerDocumentNumber: '\ufeff' } },
+        'destination.ownerDocumentNumber must be a non-empty string of at most 50 characters',
+      ],
+      [
         'a bad owner document type',
         { destination: { ...PAYOUT_DESTINATION, ownerDocumentType: 'DNI' } },
         'destination.ownerDocumentType must be one of CC, CE, NIT, PA, PPT',
@@ -641,10 +662,12 @@ describe('ledger over HTTP', () => {
       ['an unknown provider', { provider: 'bankco' }, 'Unsupported payout provider: bankco'],
     ];
     for (const [name, body, message] of invalid) {
-      it(`answers 400 "${message}" for ${name}`, async () => {
+      it(`answers 400 "${message}" for ${name}, and writes nothing`, async () => {
+        const head = await app.tally.store.headPosition();
         const res = await payout(alice, body);
         expect(res.status).to.equal(400);
         expect(res.body.error).to.equal(message);
+        expect(await app.tally.store.headPosition()).to.equal(head);
       });
     }
 

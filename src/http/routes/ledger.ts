@@ -54,6 +54,9 @@ const BalanceQuery = Type.Object({
 
 const PAYER_REQUIRED = 'Payer information is required for deposits';
 const PAYER_FIELDS_REQUIRED = 'Payer document type and number are required for deposits';
+/** Not empty, not only whitespace: a provider refuses a blank document. */
+const PayerField = (maxLength: number) =>
+  Type.String({ minLength: 1, maxLength, pattern: '\\S', 'x-error': PAYER_FIELDS_REQUIRED, 'x-required-error': PAYER_FIELDS_REQUIRED });
 const DepositBody = Type.Object({
   toAccountId: AccountId('toAccountId'),
   amount: AmountField('amount'),
@@ -64,8 +67,8 @@ const DepositBody = Type.Object({
     {
       payer: Type.Object(
         {
-          documentType: Type.String({ minLength: 1, maxLength: 20, 'x-error': PAYER_FIELDS_REQUIRED, 'x-required-error': PAYER_FIELDS_REQUIRED }),
-          documentNumber: Type.String({ minLength: 1, maxLength: 50, 'x-error': PAYER_FIELDS_REQUIRED, 'x-required-error': PAYER_FIELDS_REQUIRED }),
+          documentType: PayerField(20),
+          documentNumber: PayerField(50),
         },
         { 'x-error': PAYER_REQUIRED, 'x-required-error': PAYER_REQUIRED },
       ),
@@ -130,6 +133,10 @@ const TransferBody = Type.Object({
   description: Type.String({ maxLength: 500, 'x-error': 'description must be a string', 'x-required-error': 'description must be a string' }),
 });
 
+/** Text a bank needs: not empty, not only whitespace (a provider refuses a blank name or number). */
+const Filled = (name: string, maxLength: number) =>
+  Type.String({ minLength: 1, maxLength, pattern: '\\S', 'x-error': `${name} must be a non-empty string of at most ${maxLength} characters` });
+
 const PayoutBody = Type.Object({
   transactionId: Type.String({ format: 'uuid', 'x-error': 'transactionId must be a UUID' }),
   amount: AmountField('amount'),
@@ -138,13 +145,13 @@ const PayoutBody = Type.Object({
   provider: Type.String({ minLength: 1, maxLength: 50 }),
   source: Type.Object({ metadata: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }),
   destination: Type.Object({
-    accountNumber: Type.String({ minLength: 1, maxLength: 50 }),
+    accountNumber: Filled('destination.accountNumber', 50),
     accountType: StringEnum(['H', 'C'] as const),
     bankName: Type.Optional(Type.String({ maxLength: 100 })),
     bankNumber: Type.Optional(Type.String({ maxLength: 20 })),
-    ownerName: Type.String({ minLength: 1, maxLength: 200 }),
+    ownerName: Filled('destination.ownerName', 200),
     ownerDocumentType: StringEnum(['CC', 'CE', 'NIT', 'PA', 'PPT'] as const),
-    ownerDocumentNumber: Type.String({ minLength: 1, maxLength: 50 }),
+    ownerDocumentNumber: Filled('destination.ownerDocumentNumber', 50),
   }),
 });
 
