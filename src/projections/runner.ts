@@ -298,38 +298,11 @@ export class ProjectionEngine {
           const failure = this.failures.get(p.name);
           if (failure && this.owned.has(p.name) && failure.retryAtMs <= Date.now()) await this.advanceAlone(p);
         }
-        // A projection stopped on an event is left out (its retry is above), so the others go on.
-        const owned = this.projections.filter((p) => this.owned.has(p.name) && !this.failures.has(p.name));
-        if (owned.length === 0) {
-          await this.sleep(Math.min(LEASE_RENEW_EVERY_MS, this.untilNextRetryMs()));
-          continue;
-        }
-        const from = owned.map((p) => this.positions.get(p.name) ?? '').reduce((a, b) => (comparePositions(a, b) <= 0 ? a : b));
         const batchStarted = Date.now();
-        const head = await this.store.headPosition();
-        const types = [...new Set(owned.flatMap((p) => p.eventTypes))];
-        const events = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount: BATCH_SIZE, projectionOnly: true });
-        const last = events[events.length - 1]?.position ?? from;
-        // A short read drained every visible event of these types: all of them up to `head` (read
-        // before) are in it, so the checkpoints may move to the head, past events nobody here needs.
-        const to = events.length < BATCH_SIZE && comparePositions(head, last) > 0 ? head : last;
-        const behind = owned.filter((p) => comparePositions(this.positions.get(p.name) ?? '', to) < 0);
-        if (behind.length === 0) {
-          await this.store.waitForAppend(POLL_INTERVAL_MS);
-          continue;
-        }
-        try {
-          await this.commit(behind, to, events);
-        } catch (error) {
-          // The batch of all of them failed: unless the database is out of reach, find which
-          // projection (and which event) it was, moving each of them as far as it can go alone.
-          if (isTransientFailure(error)) throw error;
-          this.log?.warn({ err: error, projections: behind.map((p) => p.name) }, 'projection batch failed: applying each projection alone');
-          for (const p of behind) await this.advanceAlone(p, to);
-          continue;
-        }
-        const size = events.length;
-        if (this.paceMs > 0 && size < BATCH_SIZE) {
+        const size = await this.runBatch();
+        // The pause comes after the batch's own frame is gone: events held across it would outlive
+        // young collections, and the garbage collector would copy each batch into the old space.
+        if (this.paceMs > 0 && size !== null && size < BATCH_SIZE) {
           const pause = batchStarted + this.paceMs - Date.now();
           if (pause > 0 && this.waiting === 0) await this.sleep(pause, 'hurry');
         }
@@ -343,6 +316,44 @@ export class ProjectionEngine {
         await this.sleep(ERROR_BACKOFF_MS);
       }
     }
+  }
+
+  /**
+   * One batch of every projection this node owns and that is not stopped: the events of their
+   * types past the lowest checkpoint, committed with every checkpoint moved. Returns how many events
+   * were read, or null when it waited instead (nothing owned, nothing new, or a failed batch).
+   */
+  private async runBatch(): Promise<number | null> {
+    // A projection stopped on an event is left out (its retry is in runAll), so the others go on.
+    const owned = this.projections.filter((p) => this.owned.has(p.name) && !this.failures.has(p.name));
+    if (owned.length === 0) {
+      await this.sleep(Math.min(LEASE_RENEW_EVERY_MS, this.untilNextRetryMs()));
+      return null;
+    }
+    const from = owned.map((p) => this.positions.get(p.name) ?? '').reduce((a, b) => (comparePositions(a, b) <= 0 ? a : b));
+    const head = await this.store.headPosition();
+    const types = [...new Set(owned.flatMap((p) => p.eventTypes))];
+    const events = await this.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount: BATCH_SIZE, projectionOnly: true });
+    const last = events[events.length - 1]?.position ?? from;
+    // A short read drained every visible event of these types: all of them up to `head` (read
+    // before) are in it, so the checkpoints may move to the head, past events nobody here needs.
+    const to = events.length < BATCH_SIZE && comparePositions(head, last) > 0 ? head : last;
+    const behind = owned.filter((p) => comparePositions(this.positions.get(p.name) ?? '', to) < 0);
+    if (behind.length === 0) {
+      await this.store.waitForAppend(POLL_INTERVAL_MS);
+      return null;
+    }
+    try {
+      await this.commit(behind, to, events);
+    } catch (error) {
+      // The batch of all of them failed: unless the database is out of reach, find which
+      // projection (and which event) it was, moving each of them as far as it can go alone.
+      if (isTransientFailure(error)) throw error;
+      this.log?.warn({ err: error, projections: behind.map((p) => p.name) }, 'projection batch failed: applying each projection alone');
+      for (const p of behind) await this.advanceAlone(p, to);
+      return null;
+    }
+    return events.length;
   }
 
   /**

@@ -68,9 +68,19 @@ export class Transfers {
     key: { uuid: string; requestHash: string | null; idempotencyKey?: string },
   ): Promise<TransferDone> {
     const id = this.ids.take() ?? (await this.ids.next());
-    const { idempotencyKey, ...named } = key;
-    const request = { ...user, ...input, ...named, id };
-    const done = await this.batches.submit(accountStream(input.fromAccountId), ctx, { request, keyed: key.requestHash !== null, idempotencyKey, ctx });
+    const request: Asked['request'] = {
+      uuid: key.uuid,
+      id,
+      userId: user.userId,
+      partnerId: user.partnerId,
+      fromAccountId: input.fromAccountId,
+      toAccountId: input.toAccountId,
+      amount: input.amount,
+      description: input.description,
+      requestHash: key.requestHash,
+    };
+    const asked: Asked = { request, keyed: key.requestHash !== null, idempotencyKey: key.idempotencyKey, ctx };
+    const done = await this.batches.submit(accountStream(input.fromAccountId), ctx, asked);
     // The answer comes from the events, so nothing waits for the read model here: the partner's next
     // ledger read does (Tally.noteWrite).
     this.tally.noteWrite(writeScope('ledger', user.partnerId), done.position);

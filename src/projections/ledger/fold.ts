@@ -4,7 +4,9 @@ import type { TransactionEvent } from '../../domain/ledger/transaction';
 import type { Projection } from '../projection';
 import { type Row, rowProjection } from '../rows';
 
-const add = (a: Row[string] | undefined, b: string) => fixed(money(String(a ?? 0)).plus(b));
+// A running balance is parsed by plus() itself: each is read once, so money()'s memo of amount texts
+// would only keep it alive.
+const add = (a: Row[string] | undefined, b: string) => fixed(money(b).plus(String(a ?? 0)));
 const sub = (a: Row[string] | undefined, b: string) => fixed(money(String(a ?? 0)).minus(b));
 
 const EVENT_TYPES = ['AccountOpened', 'FundsCredited', 'FundsDebited', 'HoldPosted', 'TransactionCreated', 'TransactionStatusChanged', 'PayoutAccepted'];
