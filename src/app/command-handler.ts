@@ -193,22 +193,34 @@ export class CommandHandler {
 
 /** One append per stream, events in the order decided, each with the ids and metadata of its command. */
 function mergeByStream(ctx: CommandContext, appends: Append[]) {
-  const byStream = new Map<string, { append: StreamAppend; events: DomainEvent[]; cached: Append['cached'] }>();
-  /** Events already given to a command on a stream: a second append of it there goes on from them. */
+  const byStream = new Map<string, { append: StreamAppend; events: DomainEvent[]; cached: Append['cached']; merged: boolean }>();
+  /**
+   * Events already given to a keyed command on a stream: a second append of it there goes on from
+   * them (its event ids derive from the command, the stream and the index; an unkeyed command's are new).
+   */
   const given = new Map<string, number>();
   for (const a of appends) {
     if (a.events.length === 0) continue;
     const command = a.ctx ?? ctx;
-    const offset = given.get(`${command.commandId}|${a.stream}`) ?? 0;
-    given.set(`${command.commandId}|${a.stream}`, offset + a.events.length);
+    let offset = 0;
+    if (!command.unkeyed) {
+      const key = `${command.commandId}|${a.stream}`;
+      offset = given.get(key) ?? 0;
+      given.set(key, offset + a.events.length);
+    }
     const events = toNewEvents(command, a.stream, a.events, offset);
     const known = byStream.get(a.stream);
     if (!known) {
-      byStream.set(a.stream, { append: { stream: a.stream, events, expectedRevision: a.expected }, events: [...a.events], cached: a.cached });
+      // The decision's own list, copied only if a second append to the stream joins it.
+      byStream.set(a.stream, { append: { stream: a.stream, events, expectedRevision: a.expected }, events: a.events, cached: a.cached, merged: false });
       continue;
     }
     invariant(known.append.expectedRevision === a.expected, `appends to ${a.stream} in one command expect one revision`);
     known.append.events.push(...events);
+    if (!known.merged) {
+      known.events = known.events.slice();
+      known.merged = true;
+    }
     known.events.push(...a.events);
   }
   return [...byStream.values()];

@@ -111,7 +111,9 @@ export class RequestPath {
         if (spec.body) await readBody(spec, req, res);
         const ctx = await this.authenticate(spec, req, res, locals.requestId);
         readInput(spec, req, ctx);
-        for (const model of [spec.readsAfterWrites ?? []].flat()) await this.tally.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
+        const reads = spec.readsAfterWrites;
+        if (reads !== undefined)
+          for (const model of typeof reads === 'string' ? [reads] : reads) await this.tally.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
         send(res, await spec.handler(ctx));
       } catch (error) {
         this.fail(error, res, locals);

@@ -24,6 +24,25 @@ interface Asked {
   ctx: CommandContext;
 }
 
+/**
+ * A waiting request as decided at `at`. Written out field by field, like the request itself in
+ * `submit`: V8 moved the spread copies made here to the old space by the kilobyte per transfer.
+ */
+function decidedAt(r: Asked['request'], at: string): TransferRequest {
+  return {
+    uuid: r.uuid,
+    id: r.id,
+    userId: r.userId,
+    partnerId: r.partnerId,
+    fromAccountId: r.fromAccountId,
+    toAccountId: r.toAccountId,
+    amount: r.amount,
+    description: r.description,
+    requestHash: r.requestHash,
+    at,
+  };
+}
+
 export interface TransferDone {
   transfer: TransactionView;
   /** The answer is that of a transfer made before under the key. */
@@ -108,7 +127,7 @@ export class Transfers {
     const facts = await Promise.all(toDecide.map(({ asked }) => this.factsOf(asked.request, now, reads)));
     const { outcomes } = decideTransfers(
       source.state,
-      toDecide.map(({ asked }, i) => ({ request: { ...asked.request, at: now }, facts: facts[i] as TransferFacts })),
+      toDecide.map(({ asked }, i) => ({ request: decidedAt(asked.request, now), facts: facts[i] as TransferFacts })),
     );
     const appends: Append[] = [];
     outcomes.forEach((outcome, i) => {
