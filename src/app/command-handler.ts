@@ -2,6 +2,7 @@ import { type AccountState, accountCreditStream, accountDecider, accountStream, 
 import { type Decider, DomainError, type DomainEvent, invariant } from '../domain/decider';
 import {
   type AppendResult,
+  type EventMetadata,
   comparePositions,
   EventIdConflictError,
   type EventStore,
@@ -10,7 +11,7 @@ import {
   type StreamAppend,
   WrongExpectedRevisionError,
 } from '../eventstore/port';
-import { type CommandContext, type Loaded, load, type StateCache, toNewEvents } from './commands';
+import { type CommandContext, eventMetadata, type Loaded, load, type StateCache, toNewEvents } from './commands';
 
 /** Decisions made again after a concurrent write to a stream they read, before the caller gets a 409. */
 export const MAX_ATTEMPTS = 8;
@@ -199,6 +200,8 @@ function mergeByStream(ctx: CommandContext, appends: Append[]) {
    * them (its event ids derive from the command, the stream and the index; an unkeyed command's are new).
    */
   const given = new Map<string, number>();
+  /** One metadata object per command, shared by its events: an append serializes it once (postgres.ts). */
+  const metadataOf = new Map<CommandContext, EventMetadata>();
   for (const a of appends) {
     if (a.events.length === 0) continue;
     const command = a.ctx ?? ctx;
@@ -208,7 +211,12 @@ function mergeByStream(ctx: CommandContext, appends: Append[]) {
       offset = given.get(key) ?? 0;
       given.set(key, offset + a.events.length);
     }
-    const events = toNewEvents(command, a.stream, a.events, offset);
+    let metadata = metadataOf.get(command);
+    if (!metadata) {
+      metadata = eventMetadata(command);
+      metadataOf.set(command, metadata);
+    }
+    const events = toNewEvents(command, a.stream, a.events, offset, metadata);
     const known = byStream.get(a.stream);
     if (!known) {
       // The decision's own list, copied only if a second append to the stream joins it.

@@ -138,23 +138,13 @@ export async function load<State, Event extends DomainEvent>(
   return loaded;
 }
 
-/**
- * The metadata of a command's events: one object per command, shared by all of them (never changed
- * once made), so an append that carries several of them serializes it once (postgres.ts).
- */
-const metadataOf = new WeakMap<CommandContext, EventMetadata>();
-
-function eventMetadata(ctx: CommandContext): EventMetadata {
-  let metadata = metadataOf.get(ctx);
-  if (!metadata) {
-    metadata = { ...ctx.metadata, causationId: ctx.metadata.causationId ?? ctx.commandId };
-    metadataOf.set(ctx, metadata);
-  }
-  return metadata;
+/** The metadata of a command's events: its own, with the command as their cause unless it names another. */
+export function eventMetadata(ctx: CommandContext): EventMetadata {
+  return { ...ctx.metadata, causationId: ctx.metadata.causationId ?? ctx.commandId };
 }
 
-export function toNewEvents(ctx: CommandContext, stream: string, events: DomainEvent[], offset = 0) {
-  const metadata = eventMetadata(ctx);
+/** A command's events as appended: ids from the command (or new, unkeyed), `metadata` shared by them. */
+export function toNewEvents(ctx: CommandContext, stream: string, events: DomainEvent[], offset = 0, metadata = eventMetadata(ctx)) {
   return events.map((e, i) => ({
     id: ctx.unkeyed ? uuidV7() : eventIdFor(ctx.commandId, stream, offset + i),
     type: e.type,
