@@ -1,4 +1,5 @@
 import { runCardsBench } from './cards';
+import { runCompareBench } from './compare';
 import { runLedgerBench } from './ledger';
 import { runStoreBench } from './store';
 import { runWebhooksBench } from './webhooks';
@@ -19,6 +20,11 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
       'partner notifications delivered/s to a local receiver (worker thread) while HTTP transfers run, beside transfers/s, and the p99 lag from append to first attempt',
     run: runWebhooksBench,
   },
+  compare: {
+    description:
+      'two builds side by side: this checkout and BENCH_COMPARE_WITH (another checkout with its node_modules), each a server process on one throwaway durable PostgreSQL, loaded in turn in short slices of the ledger closed loop; transfers/s and CPU per transfer of each, and the ratio',
+    run: runCompareBench,
+  },
   cards: {
     description:
       "sandbox card authorizations/s and transfers/s through HTTP in one closed loop (64 callers, half each, over 50 cards and their accounts) on a durable PostgreSQL, with the ratio and the authorizations p50/p99; then the same mix offered at fixed rates (open loops), with the latencies from each request's due time",
@@ -37,6 +43,7 @@ function usage(): string {
     'Environment: BENCH_SECONDS (per measurement, default 5; ledger 10), BENCH_REBUILD_EVENTS (store, default 1000000), DATABASE_URL',
     '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
     '  webhooks: BENCH_CLIENTS (default 32), BENCH_WEBHOOK_PARTNERS (default 4), BENCH_WEBHOOK_ACCOUNTS (per partner, default 10)',
+    '  compare: BENCH_COMPARE_WITH (required: the other checkout, with node_modules), BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS (default 64), BENCH_SLICE_SECONDS (default 4), BENCH_ROUNDS (default 6)',
     '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_OPEN_RATES (default 25%,50%,75% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE',
   ].join('\n');
 }

@@ -170,6 +170,19 @@ function procStat(pid: string): { comm: string; ppid: string; cpuMs: number } | 
   }
 }
 
+/** CPU ms of another process on this machine: its main thread, and its other threads together (Linux). */
+export function processCpu(pid: number): { mainMs: number; otherMs: number } {
+  let mainMs = 0;
+  let otherMs = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = procStat(`${pid}/task/${tid}`);
+    if (!stat) continue;
+    if (tid === String(pid)) mainMs += stat.cpuMs;
+    else otherMs += stat.cpuMs;
+  }
+  return { mainMs, otherMs };
+}
+
 /** The postmaster's pid when the server behind `sql` runs on this machine (other clusters may run beside it). */
 export async function localPostmaster(sql: SqlQueryable): Promise<string | undefined> {
   const [row] = await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
