@@ -34,6 +34,10 @@ export function pageMeta(totalItems: number, page: number, limit: number) {
 }
 
 /** A string of a fixed set: one `enum` (clear errors), typed as the union. */
+/** Text that must say something: not empty, not only whitespace, at most `maxLength` characters (400 naming the field). */
+export const FilledText = (name: string, maxLength: number) =>
+  Type.String({ minLength: 1, maxLength, pattern: '\\S', 'x-error': `${name} must be a non-empty string of at most ${maxLength} characters` });
+
 export const StringEnum = <T extends string>(values: readonly T[], options: Record<string, unknown> = {}) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
 

@@ -26,7 +26,7 @@ interface Asked {
 
 /**
  * A waiting request as decided at `at`. Written out field by field, like the request itself in
- * `submit`: V8 moved the spread copies made here to the old space by the kilobyte per transfer.
+ * `submit`: spread copies of it outlived young collections (the README's performance section).
  */
 function decidedAt(r: Asked['request'], at: string): TransferRequest {
   return {

@@ -4,7 +4,7 @@ import { DomainError } from '../../domain/decider';
 import { type Amount, checkAmount, isImpreciseNumber, parseAmount } from '../../domain/ledger/money';
 import { HttpError } from '../errors';
 import { route } from '../route';
-import { LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE, Uuid } from '../schemas';
+import { FilledText, LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE, Uuid } from '../schemas';
 
 /** Amounts arrive as JSON numbers (the interface) or decimal strings; either way never through float math. */
 export const AmountField = (name: string) => Type.Union([Type.Number(), Type.String({ maxLength: 40 })], { 'x-error': `${name} must be a number` });
@@ -133,10 +133,6 @@ const TransferBody = Type.Object({
   description: Type.String({ maxLength: 500, 'x-error': 'description must be a string', 'x-required-error': 'description must be a string' }),
 });
 
-/** Text a bank needs: not empty, not only whitespace (a provider refuses a blank name or number). */
-const Filled = (name: string, maxLength: number) =>
-  Type.String({ minLength: 1, maxLength, pattern: '\\S', 'x-error': `${name} must be a non-empty string of at most ${maxLength} characters` });
-
 const PayoutBody = Type.Object({
   transactionId: Type.String({ format: 'uuid', 'x-error': 'transactionId must be a UUID' }),
   amount: AmountField('amount'),
@@ -145,13 +141,13 @@ const PayoutBody = Type.Object({
   provider: Type.String({ minLength: 1, maxLength: 50 }),
   source: Type.Object({ metadata: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }),
   destination: Type.Object({
-    accountNumber: Filled('destination.accountNumber', 50),
+    accountNumber: FilledText('destination.accountNumber', 50),
     accountType: StringEnum(['H', 'C'] as const),
     bankName: Type.Optional(Type.String({ maxLength: 100 })),
     bankNumber: Type.Optional(Type.String({ maxLength: 20 })),
-    ownerName: Filled('destination.ownerName', 200),
+    ownerName: FilledText('destination.ownerName', 200),
     ownerDocumentType: StringEnum(['CC', 'CE', 'NIT', 'PA', 'PPT'] as const),
-    ownerDocumentNumber: Filled('destination.ownerDocumentNumber', 50),
+    ownerDocumentNumber: FilledText('destination.ownerDocumentNumber', 50),
   }),
 });
 

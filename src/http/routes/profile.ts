@@ -2,11 +2,10 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import BigNumber from 'bignumber.js';
 import type { ProfileFields } from '../../domain/profiles/profile';
 import { route } from '../route';
-import { StringEnum, Success } from '../schemas';
+import { FilledText, StringEnum, Success } from '../schemas';
 import { readableUser, UserIdField, writableUser } from './user-scope';
 
-const Text = (name: string) =>
-  Type.String({ minLength: 1, maxLength: 200, pattern: '\\S', 'x-error': `${name} must be a non-empty string of at most 200 characters` });
+const Text = (name: string) => FilledText(name, 200);
 const Country = (name: string) => Type.String({ pattern: '^[A-Za-z]{2}$', 'x-error': `${name} must be an ISO 3166-1 alpha-2 country code` });
 const Decimal = (name: string) =>
   Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^[0-9]{1,18}(\\.[0-9]{1,8})?$' })], {
