@@ -189,21 +189,30 @@ export function rowProjection(def: RowProjectionDef): Projection {
     }
   }
 
-  /** One upsert per table of the changed rows. */
-  async function write(tx: SqlQueryable, dirty: Map<string, Map<string, Row>>, t: Tables): Promise<void> {
+  /**
+   * Per table, rows new in the batch by a plain INSERT and changed ones by an upsert, each sent as
+   * one JSON array of rows, a row an array of its column values (no key repeated per row).
+   */
+  async function write(tx: SqlQueryable, { dirty, loaded }: Planned, t: Tables): Promise<void> {
     for (const base of tableNames) {
       const rows = [...(dirty.get(base)?.values() ?? [])];
       if (rows.length === 0) continue;
       const tableDef = def.tables[base] as TableDef;
+      const existed = loaded.get(base) ?? new Map<string, Row>();
       const columns = Object.keys(tableDef.columns);
-      const recordset = Object.entries(tableDef.columns)
-        .map(([c, d]) => `${c} ${d.type === 'numeric' ? 'numeric' : d.type}`)
+      // A row's values in column order: x->>i as text cast to the column's type (jsonb kept as jsonb).
+      const values = columns
+        .map((c, i) => {
+          const type = tableDef.columns[c]?.type ?? 'text';
+          return type === 'jsonb' ? `x->${i}` : `(x->>${i})::${type}`;
+        })
         .join(', ');
-      await tx.query(
-        `INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT ${columns.join(', ')} FROM jsonb_to_recordset($1::jsonb) AS x(${recordset})
-         ${onConflict(tableDef)}`,
-        [JSON.stringify(rows)],
-      );
+      const json = (list: Row[]) => JSON.stringify(list.map((r) => columns.map((c) => r[c] ?? null)));
+      const fresh = rows.filter((r) => !existed.has(String(r[tableDef.key])));
+      const changed = rows.filter((r) => existed.has(String(r[tableDef.key])));
+      const insert = `INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT ${values} FROM jsonb_array_elements($1::jsonb) AS x`;
+      if (fresh.length > 0) await tx.query(insert, [json(fresh)]);
+      if (changed.length > 0) await tx.query(`${insert} ${onConflict(tableDef)}`, [json(changed)]);
     }
   }
 
@@ -222,9 +231,9 @@ export function rowProjection(def: RowProjectionDef): Projection {
     finishBulk: (t: Tables) =>
       tableNames.flatMap((base) => [`ALTER TABLE ${t[base]} SET LOGGED;`, ...indexesOf(t[base] ?? base, def.tables[base] as TableDef)]).join('\n'),
     async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables, memory?: BuildMemory) {
-      const { dirty } = await plan(events, t, memory, tx);
-      await write(tx, dirty, t);
-      remember(dirty, memory);
+      const planned = await plan(events, t, memory, tx);
+      await write(tx, planned, t);
+      remember(planned.dirty, memory);
     },
     async prepareBulk(events: RecordedEvent[], t: Tables, memory: BuildMemory) {
       if (!memory.complete) return null;

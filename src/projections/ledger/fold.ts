@@ -1,13 +1,19 @@
 import type { AccountEvent } from '../../domain/accounts/account';
-import { fixed, money } from '../../domain/ledger/money';
+import BigNumber from 'bignumber.js';
+import { type Amount, fixed, money, ZERO } from '../../domain/ledger/money';
 import type { TransactionEvent } from '../../domain/ledger/transaction';
 import type { Projection } from '../projection';
 import { type Row, rowProjection } from '../rows';
 
-// A running balance is parsed by plus() itself: each is read once, so money()'s memo of amount texts
-// would only keep it alive.
-const add = (a: Row[string] | undefined, b: string) => fixed(money(b).plus(String(a ?? 0)));
-const sub = (a: Row[string] | undefined, b: string) => fixed(money(String(a ?? 0)).minus(b));
+/**
+ * A running balance as the fold keeps it: an Amount from its first change in a batch on (written
+ * as its decimal text; the column's numeric type holds it at 8 places), so a row changed by many
+ * events of a batch is parsed once and formatted once. Text from the table is parsed by plus()
+ * itself: each is read once, so money()'s memo of amount texts would only keep it alive.
+ */
+const balance = (a: Row[string] | undefined): Amount => (BigNumber.isBigNumber(a) ? (a as Amount) : ZERO.plus(String(a ?? 0)));
+const add = (a: Row[string] | undefined, b: string) => balance(a).plus(money(b));
+const sub = (a: Row[string] | undefined, b: string) => balance(a).minus(money(b));
 
 const EVENT_TYPES = ['AccountOpened', 'FundsCredited', 'FundsDebited', 'HoldPosted', 'TransactionCreated', 'TransactionStatusChanged', 'PayoutAccepted'];
 
@@ -92,7 +98,7 @@ const rowLedger = rowProjection({
           rows.put('rm_accounts', {
             ...a,
             debits: add(a.debits, e.data.amount),
-            pending_debits: e.data.pending ? add(a.pending_debits, e.data.amount) : (a.pending_debits ?? '0'),
+            pending_debits: e.data.pending ? add(a.pending_debits, e.data.amount) : (a.pending_debits ?? fixed(ZERO)),
           });
         break;
       }
