@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL as string;
   const { loadConfig } = (await import(join(dir, 'src/config.ts'))) as { loadConfig: (env: NodeJS.ProcessEnv) => Record<string, unknown> };
   const { startServer } = (await import(join(dir, 'src/server.ts'))) as {
-    startServer: (config: unknown, log: unknown) => Promise<{ url: string; close(): Promise<void> }>;
+    startServer: (config: unknown, log: unknown) => Promise<{ url: string; tally: unknown; close(): Promise<void> }>;
   };
   const tuning = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('APPEND_') || k.startsWith('PROJECTIONS_')));
   const running = await startServer(
@@ -31,9 +32,75 @@ async function main(): Promise<void> {
     pino({ level: 'warn' }),
   );
   process.stdout.write(`${JSON.stringify({ url: running.url })}\n`);
+  // BENCH_DIRECT: the parent asks for loops of transfers made in this process, without HTTP.
+  process.on('message', (message: DirectLoop) => {
+    void directLoop(running.tally as unknown as DirectTally, message).then((done) => process.send?.(done));
+  });
   process.once('SIGTERM', () => {
     running.close().finally(() => process.exit(0));
   });
+}
+
+/** A closed loop of transfers asked of the build's Transfers service directly (compare's BENCH_DIRECT). */
+export interface DirectLoop {
+  partnerId: string;
+  accounts: Array<{ userId: string; accountId: number }>;
+  clients: number;
+  warmUpSeconds: number;
+  seconds: number;
+}
+
+interface DirectTally {
+  ledger: {
+    transfers: {
+      transfer(
+        user: { userId: string; partnerId: string },
+        input: { fromAccountId: number; toAccountId: number; amount: string; description: string },
+        ctx: { commandId: string; unkeyed: boolean; metadata: object },
+      ): Promise<unknown>;
+    };
+  };
+}
+
+/**
+ * `clients` loops, each making one transfer at a time from a random account to another one, for
+ * the warm-up and then `seconds`: says `warmed` when the warm-up ends, then what the measured part
+ * made (transfers that ended before its end; refusals and failures counted apart).
+ */
+async function directLoop(tally: DirectTally, loop: DirectLoop): Promise<{ type: 'done'; transfers: number; failures: number; seconds: number }> {
+  const n = loop.accounts.length;
+  const measuredFrom = Date.now() + loop.warmUpSeconds * 1_000;
+  const end = measuredFrom + loop.seconds * 1_000;
+  let transfers = 0;
+  let failures = 0;
+  const client = async () => {
+    while (Date.now() < end) {
+      const i = Math.floor(Math.random() * n);
+      const j = (i + 1 + Math.floor(Math.random() * (n - 1))) % n;
+      const from = loop.accounts[i] as DirectLoop['accounts'][number];
+      const to = loop.accounts[j] as DirectLoop['accounts'][number];
+      let ok = true;
+      try {
+        await tally.ledger.transfers.transfer(
+          { userId: from.userId, partnerId: loop.partnerId },
+          { fromAccountId: from.accountId, toAccountId: to.accountId, amount: '0.01', description: 'bench' },
+          { commandId: randomUUID(), unkeyed: true, metadata: { correlationId: randomUUID(), actor: { kind: 'user', id: from.userId } } },
+        );
+      } catch {
+        ok = false;
+      }
+      const now = Date.now();
+      if (now >= measuredFrom && now < end) {
+        if (ok) transfers++;
+        else failures++;
+      }
+    }
+  };
+  const loops = Array.from({ length: loop.clients }, client);
+  await new Promise((done) => setTimeout(done, Math.max(0, measuredFrom - Date.now())));
+  process.send?.({ type: 'warmed' });
+  await Promise.all(loops);
+  return { type: 'done', transfers, failures, seconds: loop.seconds };
 }
 
 main().catch((error) => {

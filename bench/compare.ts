@@ -7,6 +7,7 @@ import { ADMIN_TOKEN, createPartner } from '../test/support/app';
 import { type Customer, customer, fund } from '../test/support/ledger';
 import { startTestCluster } from '../test/support/postgres';
 import { LoadClient, mapLimit, type Outcome } from './ledger';
+import type { DirectLoop } from './compare-server';
 import { cpuSnapshot, envNumber, fmtInt, localPostmaster, printTable, processCpu } from './support';
 
 /**
@@ -18,7 +19,9 @@ import { cpuSnapshot, envNumber, fmtInt, localPostmaster, printTable, processCpu
  * bench's closed loop of transfers; per account count, the two builds' transfers/s and CPU per
  * transfer (each server's main thread and other threads, and postgres) are summed over the rounds
  * and printed with the ratio of this build to the other. BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS
- * (64), BENCH_SLICE_SECONDS (4 per slice, after 1 s of warm-up), BENCH_ROUNDS (6).
+ * (64), BENCH_SLICE_SECONDS (4 per slice, after 1 s of warm-up), BENCH_ROUNDS (6). BENCH_DIRECT=1: each
+ * server makes the transfers itself, calling its Transfers service without HTTP: the command path,
+ * the store and the projections without the request path's cost.
  */
 
 interface Build {
@@ -27,7 +30,11 @@ interface Build {
   child: ChildProcess;
   client: LoadClient;
   customers: Customer[];
+  partnerId: string;
 }
+
+/** BENCH_DIRECT=1: transfers made inside each server process, without HTTP (the command path and what follows it). */
+const DIRECT = process.env.BENCH_DIRECT === '1';
 
 interface Tally {
   transfers: number;
@@ -44,7 +51,7 @@ async function startBuild(label: string, dir: string, databaseUrl: string, accou
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/compare-server.ts')], {
     cwd: dir,
     env: { ...process.env, TALLY_BUILD_DIR: dir, DATABASE_URL: databaseUrl, ADMIN_TOKEN },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
   const line = await new Promise<string>((done, fail) => {
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
@@ -59,13 +66,40 @@ async function startBuild(label: string, dir: string, databaseUrl: string, accou
     await fund(http, partner, c, FUNDING);
     return c;
   });
-  return { label, dir, child, client: new LoadClient(url), customers };
+  return { label, dir, child, client: new LoadClient(url), customers, partnerId: (partner as { id: string }).id };
+}
+
+/** BENCH_DIRECT=1: the slice's transfers are made inside the server process, not over HTTP (compare-server's directLoop). */
+async function directSlice(b: Build, loop: DirectLoop, warmed: () => Promise<void>): Promise<{ transfers: number; failures: number; seconds: number }> {
+  const done = new Promise<{ transfers: number; failures: number; seconds: number }>((resolve, reject) => {
+    const onMessage = (message: { type: string; transfers: number; failures: number; seconds: number }) => {
+      if (message.type === 'warmed') void warmed();
+      else if (message.type === 'done') {
+        b.child.off('message', onMessage);
+        resolve(message);
+      }
+    };
+    b.child.on('message', onMessage);
+    b.child.once('exit', (code) => reject(new Error(`the ${b.label} server exited (${code}) during a slice`)));
+  });
+  b.child.send(loop);
+  return done;
 }
 
 async function slice(b: Build, accounts: number, clients: number, seconds: number, postmaster: string | undefined): Promise<Tally> {
   const pid = b.child.pid as number;
   let cpu0 = processCpu(pid);
   let pg0 = cpuSnapshot(postmaster);
+  const warmed = async () => {
+    cpu0 = processCpu(pid);
+    pg0 = cpuSnapshot(postmaster);
+  };
+  if (DIRECT) {
+    const accountsOf = b.customers.slice(0, accounts).map((c) => ({ userId: c.id, accountId: c.accountId }));
+    const out = await directSlice(b, { partnerId: b.partnerId, accounts: accountsOf, clients, warmUpSeconds: 1, seconds }, warmed);
+    if (out.failures > 0) throw new Error(`${out.failures} direct transfers of the ${b.label} build failed`);
+    return measured(pid, postmaster, cpu0, pg0, out.transfers, out.seconds);
+  }
   const out = await b.client.run<Outcome & { seconds: number }>(
     {
       type: 'loop',
@@ -74,16 +108,25 @@ async function slice(b: Build, accounts: number, clients: number, seconds: numbe
       warmUpSeconds: 1,
       seconds,
     },
-    async () => {
-      cpu0 = processCpu(pid);
-      pg0 = cpuSnapshot(postmaster);
-    },
+    warmed,
   );
+  return measured(pid, postmaster, cpu0, pg0, out.statuses['201'] ?? 0, out.seconds);
+}
+
+/** A slice's figures: its transfers, and the CPU the server and postgres spent since the warm-up ended. */
+function measured(
+  pid: number,
+  postmaster: string | undefined,
+  cpu0: ReturnType<typeof processCpu>,
+  pg0: ReturnType<typeof cpuSnapshot>,
+  transfers: number,
+  seconds: number,
+): Tally {
   const cpu1 = processCpu(pid);
   const pg1 = cpuSnapshot(postmaster);
   let postgresMs = 0;
   for (const [p, ms] of pg1.postgresMs) postgresMs += ms - (pg0.postgresMs.get(p) ?? 0);
-  return { transfers: out.statuses['201'] ?? 0, seconds: out.seconds, mainMs: cpu1.mainMs - cpu0.mainMs, otherMs: cpu1.otherMs - cpu0.otherMs, postgresMs };
+  return { transfers, seconds, mainMs: cpu1.mainMs - cpu0.mainMs, otherMs: cpu1.otherMs - cpu0.otherMs, postgresMs };
 }
 
 const add = (a: Tally, b: Tally): Tally => ({
