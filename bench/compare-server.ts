@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import pino from 'pino';
+import { profiled } from './ledger';
 
 /**
  * One build's server for `npm run bench -- compare` (a child process): the build in TALLY_BUILD_DIR
@@ -96,12 +97,19 @@ async function directLoop(tally: DirectTally, loop: DirectLoop): Promise<{ type:
       }
     }
   };
-  const loops = Array.from({ length: loop.clients }, client);
-  await new Promise((done) => setTimeout(done, Math.max(0, measuredFrom - Date.now())));
-  process.send?.({ type: 'warmed' });
-  await Promise.all(loops);
-  return { type: 'done', transfers, failures, seconds: loop.seconds };
+  // BENCH_CPU_PROFILE: a profile of this server's main thread over each measured part.
+  const name = `direct-${basename(process.env.TALLY_BUILD_DIR ?? 'build')}-${n}-accounts-${++slices}`;
+  return profiled(name, async (started) => {
+    const loops = Array.from({ length: loop.clients }, client);
+    await new Promise((done) => setTimeout(done, Math.max(0, measuredFrom - Date.now())));
+    process.send?.({ type: 'warmed' });
+    await started();
+    await Promise.all(loops);
+    return { type: 'done' as const, transfers, failures, seconds: loop.seconds };
+  });
 }
+
+let slices = 0;
 
 main().catch((error) => {
   console.error(error);
