@@ -12,6 +12,23 @@ import type { Json } from './port';
  */
 export const GENESIS_HASH = '0'.repeat(64);
 
+/**
+ * Keys as canonicalJson writes them (`"key":`), kept for the few names events use over and over:
+ * writing a key is then a lookup, not a JSON.stringify. Bounded: past the limit keys are written
+ * afresh (partners' own metadata may name anything).
+ */
+const writtenKeys = new Map<string, string>();
+const WRITTEN_KEYS_MAX = 10_000;
+
+function writtenKey(key: string): string {
+  let text = writtenKeys.get(key);
+  if (text === undefined) {
+    text = `${JSON.stringify(key)}:`;
+    if (writtenKeys.size < WRITTEN_KEYS_MAX) writtenKeys.set(key, text);
+  }
+  return text;
+}
+
 /** JSON with object keys sorted, so the same value always gives the same text. */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') {
@@ -30,7 +47,7 @@ export function canonicalJson(value: unknown): string {
   for (const key of keys) {
     const member = object[key];
     if (member === undefined) continue;
-    out += `${out.length > 1 ? ',' : ''}${JSON.stringify(key)}:${canonicalJson(member)}`;
+    out += (out.length > 1 ? ',' : '') + writtenKey(key) + canonicalJson(member);
   }
   return `${out}}`;
 }
