@@ -47,18 +47,36 @@ const EVENT_COLUMNS = `${BASE_COLUMNS}, metadata, hash`;
 /** Only rows of transactions older than every running one: see postgres-schema.ts. */
 const VISIBLE = 'transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
 
-function toRecorded(row: EventRow): RecordedEvent {
-  return {
-    id: row.event_id,
-    stream: row.stream_id,
-    revision: Number(row.stream_revision),
-    position: `${row.xid.padStart(20, '0')}:${row.gp.padStart(20, '0')}`,
-    type: row.type,
-    data: row.data,
-    metadata: row.metadata ?? {},
-    recordedAt: new Date(Number(row.recorded_ms)).toISOString(),
-    hash: row.hash ?? '',
-  };
+/**
+ * Rows as recorded events. The events of one append share its transaction id and instant, and are
+ * read together: each is formatted once per run of rows that share it, not once per event.
+ */
+function toRecorded(rows: EventRow[]): RecordedEvent[] {
+  let xid = '';
+  let xidText = '';
+  let ms = '';
+  let at = '';
+  return rows.map((row) => {
+    if (row.xid !== xid) {
+      xid = row.xid;
+      xidText = xid.padStart(20, '0');
+    }
+    if (row.recorded_ms !== ms) {
+      ms = row.recorded_ms;
+      at = new Date(Number(ms)).toISOString();
+    }
+    return {
+      id: row.event_id,
+      stream: row.stream_id,
+      revision: Number(row.stream_revision),
+      position: `${xidText}:${row.gp.padStart(20, '0')}`,
+      type: row.type,
+      data: row.data,
+      metadata: row.metadata ?? {},
+      recordedAt: at,
+      hash: row.hash ?? '',
+    };
+  });
 }
 
 /**
@@ -506,7 +524,7 @@ export class PostgresEventStore implements EventStore {
     const rows = await this.guard(() =>
       this.sql.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM es_events WHERE ${where} ORDER BY es_events.stream_revision${limit}`, params),
     );
-    return rows.map(toRecorded);
+    return toRecorded(rows);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
@@ -534,7 +552,7 @@ export class PostgresEventStore implements EventStore {
         params,
       ),
     );
-    return rows.map(toRecorded);
+    return toRecorded(rows);
   }
 
   subscribe(options: SubscribeOptions): Subscription {
