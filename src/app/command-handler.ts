@@ -49,7 +49,11 @@ export class Reads {
       return known.loading as Promise<Loaded<State>>;
     }
     const cache = options.cached === false ? undefined : this.cache;
-    const loading = load(this.store, stream, decider as Evolving, { cache, trustCache: this.trusted && cache !== undefined }) as Promise<Loaded<State>>;
+    // A trusted state in the cache is taken as it is (load would answer it the same, a step later).
+    const trusted = this.trusted && cache !== undefined ? cache.get<State>(cache.key(decider, stream)) : undefined;
+    const loading = trusted
+      ? Promise.resolve(trusted)
+      : (load(this.store, stream, decider as Evolving, { cache, trustCache: this.trusted && cache !== undefined }) as Promise<Loaded<State>>);
     this.loaded.set(stream, { decider, loading });
     return loading;
   }
@@ -96,8 +100,8 @@ export interface Done<Result> {
  * write decide again on the fresh state (bounded). Commands on one key can be batched (`batches`).
  */
 export class CommandHandler {
-  /** Per key, the end of the last batch that holds it (see `inLane`). */
-  private readonly lanes = new Map<string, Promise<void>>();
+  /** Per key whose lane is taken, the works waiting their turn in arrival order (see `inLane`). */
+  private readonly lanes = new Map<string, Array<() => void>>();
 
   constructor(
     private readonly store: EventStore,
@@ -165,19 +169,17 @@ export class CommandHandler {
    * appending at the same revision, where all but one would fail and be decided again.
    */
   async inLane<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.lanes.get(key);
-    let release = () => {};
-    const mine = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const tail = previous ? previous.then(() => mine) : mine;
-    this.lanes.set(key, tail);
+    const waiting = this.lanes.get(key);
+    // The key's entry is the sign its lane is taken; a work arriving meanwhile waits its turn in it.
+    if (waiting) await new Promise<void>((turn) => waiting.push(turn));
+    else this.lanes.set(key, []);
     try {
-      if (previous) await previous;
       return await work();
     } finally {
-      release();
-      if (this.lanes.get(key) === tail) this.lanes.delete(key);
+      // The lane passes to the next in line, or is free.
+      const next = this.lanes.get(key)?.shift();
+      if (next) next();
+      else this.lanes.delete(key);
     }
   }
 

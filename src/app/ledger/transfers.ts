@@ -1,15 +1,16 @@
-import { accountCreditStream, accountDecider, accountStream } from '../../domain/accounts/account';
+import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/accounts/account';
 import { DomainError } from '../../domain/decider';
-import type { Limits } from '../../domain/kyc/limits';
+import { type KycState, kycDecider, kycStream } from '../../domain/kyc/kyc';
+import { type Limits, limitsAt } from '../../domain/kyc/limits';
 import { fixed, money } from '../../domain/ledger/money';
 import { createdBy, storedUnderKey, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { decideTransfers, type TransferFacts, type TransferRequest } from '../../domain/ledger/transfer';
 import { uuidV7 } from '../../domain/ids';
 import { type Append, at, type Batches, type Decision, type Reads } from '../command-handler';
-import { type CommandContext, load } from '../commands';
+import { type CommandContext, type Loaded, load } from '../commands';
 import type { TransactionView } from '../../projections/ledger';
 import { type Tally, writeScope } from '../tally';
-import { accountOfUser, limitsOf, type TransactionIds, viewOf } from './facts';
+import { accountOfUser, type TransactionIds, viewOf } from './facts';
 import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
 
 type User = { userId: string; partnerId: string };
@@ -124,7 +125,11 @@ export class Transfers {
     const keyed = batch.some((asked) => asked.keyed);
     const results: Array<TransferDone | DomainError | undefined> = keyed ? await Promise.all(batch.map((asked) => this.madeBefore(asked, reads))) : [];
     const toDecide = batch.flatMap((asked, i) => (results[i] === undefined ? [{ asked, index: i }] : []));
-    const facts = await Promise.all(toDecide.map(({ asked }) => this.factsOf(asked.request, now, reads)));
+    const facts = await this.factsOf(
+      toDecide.map(({ asked }) => asked.request),
+      now,
+      reads,
+    );
     const { outcomes } = decideTransfers(
       source.state,
       toDecide.map(({ asked }, i) => ({ request: decidedAt(asked.request, now), facts: facts[i] as TransferFacts })),
@@ -169,11 +174,15 @@ export class Transfers {
     }
   }
 
-  private async factsOf(request: Omit<TransferRequest, 'at'>, at: string, reads: Reads): Promise<TransferFacts> {
-    const [destination, limits] = await Promise.all([
-      reads.stream(accountStream(request.toAccountId), accountDecider),
-      limitsOf(reads, request.userId, at, this.approved),
+  /** Per request, its destination and its user's limits, read together (each stream once per decision). */
+  private async factsOf(requests: Array<Omit<TransferRequest, 'at'>>, at: string, reads: Reads): Promise<TransferFacts[]> {
+    const loaded = await Promise.all([
+      ...requests.map((r) => reads.stream(accountStream(r.toAccountId), accountDecider)),
+      ...requests.map((r) => reads.stream(kycStream(r.userId), kycDecider)),
     ]);
-    return { destination: destination.state, limits };
+    return requests.map((_, i) => ({
+      destination: (loaded[i] as Loaded<AccountState>).state,
+      limits: limitsAt((loaded[requests.length + i] as Loaded<KycState>).state, at, this.approved),
+    }));
   }
 }
