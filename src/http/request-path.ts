@@ -51,22 +51,27 @@ class Context implements RequestContext {
     private readonly auth: Credential,
   ) {}
 
-  /** An own function, not a method: handlers take it out of the context (`{ command }`). */
-  readonly command = (commandId?: string): CommandContext => ({
-    commandId: commandId ?? randomUUID(),
-    unkeyed: commandId === undefined,
-    metadata: {
-      correlationId: this.requestId,
-      actor: this.userId
-        ? { kind: 'user', id: this.userId }
-        : this.partnerId
-          ? { kind: 'partner', id: this.partnerId }
-          : this.auth === 'admin'
-            ? { kind: 'operator', id: 'admin' }
-            : { kind: 'system', id: 'public' },
-      ...(this.partnerId && this.userId ? { partnerId: this.partnerId } : {}),
-    },
-  });
+  /**
+   * Who acts, for a command: a getter, so that handlers may take it out of the context (`{ command }`)
+   * and a request that makes no command makes no function.
+   */
+  get command(): (commandId?: string) => CommandContext {
+    return (commandId) => ({
+      commandId: commandId ?? randomUUID(),
+      unkeyed: commandId === undefined,
+      metadata: {
+        correlationId: this.requestId,
+        actor: this.actor(),
+        ...(this.partnerId && this.userId ? { partnerId: this.partnerId } : {}),
+      },
+    });
+  }
+
+  private actor(): { kind: 'user' | 'partner' | 'operator' | 'system'; id: string } {
+    if (this.userId) return { kind: 'user', id: this.userId };
+    if (this.partnerId) return { kind: 'partner', id: this.partnerId };
+    return this.auth === 'admin' ? { kind: 'operator', id: 'admin' } : { kind: 'system', id: 'public' };
+  }
 }
 
 /**
@@ -114,7 +119,7 @@ export class RequestPath {
         const reads = spec.readsAfterWrites;
         if (reads !== undefined)
           for (const model of typeof reads === 'string' ? [reads] : reads) await this.tally.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
-        send(res, await spec.handler(ctx));
+        send(res, locals.requestId, await spec.handler(ctx));
       } catch (error) {
         this.fail(error, res, locals);
       }
@@ -126,10 +131,6 @@ export class RequestPath {
     const incoming = header(req, 'x-request-id');
     locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     locals.startedNs = process.hrtime.bigint();
-    res.setHeader('X-Request-Id', locals.requestId);
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    // Answers carry tokens, codes, secrets and account data: no cache (browser, proxy) keeps any.
-    res.setHeader('Cache-Control', 'no-store');
     res.on('finish', this.finished);
     const wait = this.ipLimiter.take(this.clientIp(req));
     if (wait > 0) throw tooManyRequests(wait);
@@ -147,10 +148,7 @@ export class RequestPath {
       res.destroy();
       return;
     }
-    for (const name in headers) res.setHeader(name, headers[name] as string);
-    res.statusCode = status;
-    res.setHeader('Content-Type', JSON_CONTENT_TYPE);
-    res.end(JSON.stringify(body));
+    answer(res, locals.requestId, status, headers, JSON_CONTENT_TYPE, JSON.stringify(body));
   }
 
   /** The request's credentials, as the route requires them (401, or 429 past the partner's or user's limit). */
@@ -235,19 +233,32 @@ function declaredHeaders(schema: TSchema, req: IncomingMessage): Record<string, 
 }
 
 /** The handler's answer: JSON unless it names another content type (HTML pages). */
-function send(res: ServerResponse, reply: Reply): void {
-  if (reply.headers) for (const name in reply.headers) res.setHeader(name, reply.headers[name] as string);
-  res.statusCode = reply.status;
-  if (reply.contentType) {
-    res.setHeader('Content-Type', reply.contentType);
+function send(res: ServerResponse, requestId: string, reply: Reply): void {
+  if (reply.contentType) answer(res, requestId, reply.status, reply.headers, reply.contentType, reply.body as string);
+  // No ETag, no freshness check: answers are computed fresh.
+  else answer(res, requestId, reply.status, reply.headers, JSON_CONTENT_TYPE, reply.body === undefined ? undefined : JSON.stringify(reply.body));
+}
+
+/**
+ * Every answer: its status and headers given to node as one list (writeHead), then its body. Each
+ * says its request id and that its content type is the one named, and none is kept by a cache
+ * (browser, proxy): answers carry tokens, codes, secrets and account data.
+ */
+function answer(
+  res: ServerResponse,
+  requestId: string,
+  status: number,
+  own: Record<string, string> | undefined,
+  contentType: string,
+  body: string | undefined,
+): void {
+  const headers = ['X-Request-Id', requestId, 'X-Content-Type-Options', 'nosniff', 'Cache-Control', 'no-store'];
+  if (own) for (const name in own) headers.push(name, own[name] as string);
+  if (body !== undefined) {
+    headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body)));
     // Hosted pages (payment, identity) are never framed by another site (clickjacking).
-    if (reply.contentType.startsWith('text/html')) res.setHeader('Content-Security-Policy', "frame-ancestors 'none'");
-    res.end(reply.body as string);
-  } else if (reply.body === undefined) res.end();
-  else {
-    // No ETag, no freshness check: answers are computed fresh. Node adds the Content-Length of a
-    // body given whole to end().
-    res.setHeader('Content-Type', JSON_CONTENT_TYPE);
-    res.end(JSON.stringify(reply.body));
+    if (contentType.startsWith('text/html')) headers.push('Content-Security-Policy', "frame-ancestors 'none'");
   }
+  res.writeHead(status, headers);
+  res.end(body);
 }
