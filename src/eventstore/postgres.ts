@@ -79,6 +79,16 @@ function toRecorded(rows: EventRow[]): RecordedEvent[] {
   });
 }
 
+/** `value`'s canonical JSON, written once per object of `texts`. A module function: a closure made per append would also be named per append (tsx keeps names: Object.defineProperty on each). */
+function textOnce(texts: Map<object, string>, value: object): string {
+  let text = texts.get(value);
+  if (text === undefined) {
+    text = canonicalJson(value);
+    texts.set(value, text);
+  }
+  return text;
+}
+
 /**
  * A position's parts as SQL parameters (xid8, bigint); the start of the log ('') is (0, 0), before
  * every event.
@@ -342,18 +352,10 @@ export class PostgresEventStore implements EventStore {
     const expected = appends.map((a) => String(normalizeExpected(a.expectedRevision)));
     // Events of one command share their metadata object (commands.ts): written out once per call.
     const metadataTexts = new Map<object, string>();
-    const metadataText = (metadata: object) => {
-      let text = metadataTexts.get(metadata);
-      if (text === undefined) {
-        text = canonicalJson(metadata);
-        metadataTexts.set(metadata, text);
-      }
-      return text;
-    };
     const prepared = appends.map((a) =>
       a.events.map((e): PreparedEvent => {
         const data = canonicalJson(e.data);
-        const metadata = metadataText(e.metadata ?? {});
+        const metadata = textOnce(metadataTexts, e.metadata ?? {});
         return { data, metadata, digest: eventDigestOfTexts(a.stream, e.id, e.type, data, metadata) };
       }),
     );

@@ -38,11 +38,13 @@ export interface TransferDecided {
   transaction: TransactionEvent[];
 }
 
+/** An account this partner's users may move money between: opened, and the partner's. */
+const openedFor = (account: AccountState, partnerId: string) => account.opened && account.partnerId === partnerId;
+
 /** Who may move money from where: the same account, an unknown or foreign account, another user's. */
 function checkParties(source: AccountState, request: TransferRequest, destination: AccountState): void {
   if (request.fromAccountId === request.toAccountId) throw new DomainError('invalid', 'Cannot transfer to the same account');
-  const known = (a: AccountState) => a.opened && a.partnerId === request.partnerId;
-  if (!known(source) || !known(destination)) throw new DomainError('invalid', 'One or both accounts do not exist');
+  if (!openedFor(source, request.partnerId) || !openedFor(destination, request.partnerId)) throw new DomainError('invalid', 'One or both accounts do not exist');
   if (source.userId !== request.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
 }
 
