@@ -3,8 +3,9 @@ import type { SqlQueryable } from '../eventstore/sql';
 import type { BuildMemory, Projection, Tables } from './projection';
 
 /**
- * Set-based projections. A batch of events costs two statements per table, whatever its size: one
- * SELECT of the rows the batch touches, one INSERT ... ON CONFLICT DO UPDATE of the rows it changed.
+ * Set-based projections. A batch of events costs at most three statements per table, whatever its
+ * size: one SELECT of the rows the batch touches, one INSERT of the rows it made, one INSERT ... ON
+ * CONFLICT DO UPDATE of the rows it changed.
  * In between, the events are folded into those rows in memory by plain functions: the round trips
  * of a batch do not grow with its events.
  *
