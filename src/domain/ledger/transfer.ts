@@ -44,7 +44,8 @@ const openedFor = (account: AccountState, partnerId: string) => account.opened &
 /** Who may move money from where: the same account, an unknown or foreign account, another user's. */
 function checkParties(source: AccountState, request: TransferRequest, destination: AccountState): void {
   if (request.fromAccountId === request.toAccountId) throw new DomainError('invalid', 'Cannot transfer to the same account');
-  if (!openedFor(source, request.partnerId) || !openedFor(destination, request.partnerId)) throw new DomainError('invalid', 'One or both accounts do not exist');
+  if (!openedFor(source, request.partnerId) || !openedFor(destination, request.partnerId))
+    throw new DomainError('invalid', 'One or both accounts do not exist');
   if (source.userId !== request.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
 }
 
