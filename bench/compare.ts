@@ -137,6 +137,16 @@ const add = (a: Tally, b: Tally): Tally => ({
   postgresMs: a.postgresMs + b.postgresMs,
 });
 const ZERO: Tally = { transfers: 0, seconds: 0, mainMs: 0, otherMs: 0, postgresMs: 0 };
+/** Ratios of rounds as their geometric mean, with two standard errors of the mean of their logarithms either side. */
+function spread(ratios: number[]): string {
+  const logs = ratios.filter((r) => r > 0 && Number.isFinite(r)).map(Math.log);
+  if (logs.length < 2) return logs.length ? `${Math.exp(logs[0] as number).toFixed(3)}x` : '-';
+  const mean = logs.reduce((a, b) => a + b, 0) / logs.length;
+  const sd = Math.sqrt(logs.reduce((a, b) => a + (b - mean) ** 2, 0) / (logs.length - 1));
+  const se = sd / Math.sqrt(logs.length);
+  return `${Math.exp(mean).toFixed(3)}x (${Math.exp(mean - 2 * se).toFixed(3)}-${Math.exp(mean + 2 * se).toFixed(3)})`;
+}
+
 const rate = (t: Tally) => t.transfers / Math.max(t.seconds, 1e-9);
 const perTransfer = (ms: number, t: Tally) => (ms * 1_000) / Math.max(t.transfers, 1);
 
@@ -160,6 +170,7 @@ export async function runCompareBench(): Promise<void> {
       builds.push(await startBuild(label, dir, await cluster.freshDatabase(), Math.max(...accountCounts)));
     console.log(`Tally compare bench: this build (${ROOT}) against ${resolve(other)}, ${clients} clients, ${rounds} rounds of ${seconds} s slices`);
     const totals = new Map<string, Tally>();
+    const ratios = new Map<number, Array<{ rate: number; main: number }>>();
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? builds : [...builds].reverse();
       const line: string[] = [];
@@ -168,6 +179,10 @@ export async function runCompareBench(): Promise<void> {
         for (const b of order) got.set(b.label, await slice(b, accounts, clients, seconds, postmaster));
         for (const [label, t] of got) totals.set(`${label}|${accounts}`, add(totals.get(`${label}|${accounts}`) ?? ZERO, t));
         const [mine, theirs] = [got.get('this') as Tally, got.get('other') as Tally];
+        ratios.set(accounts, [
+          ...(ratios.get(accounts) ?? []),
+          { rate: rate(mine) / rate(theirs), main: perTransfer(mine.mainMs, mine) / perTransfer(theirs.mainMs, theirs) },
+        ]);
         line.push(`${accounts} accounts ${fmtInt(rate(mine))}/${fmtInt(rate(theirs))} = ${(rate(mine) / rate(theirs)).toFixed(2)}x`);
       }
       console.log(`  round ${round + 1} (${order.map((b) => b.label).join(' then ')}): ${line.join(', ')}`);
@@ -179,6 +194,14 @@ export async function runCompareBench(): Promise<void> {
     });
     console.log('\nOver all rounds (CPU per transfer: server main thread / its other threads / postgres, us)');
     printTable(['accounts', 'this/s', 'other/s', 'this/other', 'this CPU', 'other CPU'], rows);
+    console.log('\nPer round, this/other: geometric mean and its range of two standard errors (narrower with more rounds)');
+    printTable(
+      ['accounts', 'transfers/s', 'main thread us per transfer'],
+      accountCounts.map((accounts) => {
+        const list = ratios.get(accounts) ?? [];
+        return [String(accounts), spread(list.map((r) => r.rate)), spread(list.map((r) => r.main))];
+      }),
+    );
   } finally {
     for (const b of builds) {
       await b.client.stop().catch(() => {});
