@@ -99,6 +99,35 @@ function normalize(row: Record<string, unknown>, def: TableDef): Row {
   return out;
 }
 
+/** Rows as one typed array per column (`unnest`), jsonb as its text. */
+function asColumns(tableDef: TableDef, columns: string[]): { select: string; params: (rows: Row[]) => unknown[] } {
+  const casts = columns.map((c, i) => `$${i + 1}::${tableDef.columns[c]?.type ?? 'text'}[]`).join(', ');
+  return {
+    select: `SELECT * FROM unnest(${casts})`,
+    params: (rows) =>
+      columns.map((c) => {
+        const json = tableDef.columns[c]?.type === 'jsonb';
+        return rows.map((r) => {
+          const v = r[c];
+          if (v === null || v === undefined) return null;
+          return json ? JSON.stringify(v) : String(v);
+        });
+      }),
+  };
+}
+
+/** Rows as one JSON array of arrays of column values: x->>i cast to the column's type (jsonb kept as jsonb). */
+function asJson(tableDef: TableDef, columns: string[]): { select: string; params: (rows: Row[]) => unknown[] } {
+  const values = columns.map((c, i) => {
+    const type = tableDef.columns[c]?.type ?? 'text';
+    return type === 'jsonb' ? `x->${i}` : `(x->>${i})::${type}`;
+  });
+  return {
+    select: `SELECT ${values.join(', ')} FROM jsonb_array_elements($1::jsonb) AS x`,
+    params: (rows) => [JSON.stringify(rows.map((r) => columns.map((c) => r[c] ?? null)))],
+  };
+}
+
 export function rowProjection(def: RowProjectionDef): Projection {
   const tableNames = Object.keys(def.tables);
 
@@ -155,65 +184,24 @@ export function rowProjection(def: RowProjectionDef): Projection {
   }
 
   /**
-   * A rebuild's writes, when it knows which rows exist (all of them are in its memory): new rows by
-   * a plain INSERT, changed ones by an upsert, each column sent as one typed array (cheaper for the
-   * server to take in than one JSON document).
+   * Per table, the batch's new rows by a plain INSERT and its changed ones by an upsert. A rebuild
+   * sends each column as one typed array (`columns`: cheaper for the server to take in than one JSON
+   * document, over its large batches); the live run sends one JSON array of rows, a row an array of
+   * its column values (`json`: cheaper for this thread to write, no key repeated per row).
    */
-  async function writeBulk(tx: SqlQueryable, { dirty, loaded }: Planned, t: Tables): Promise<void> {
+  async function write(tx: SqlQueryable, { dirty, loaded }: Planned, t: Tables, encoding: 'columns' | 'json'): Promise<void> {
     for (const base of tableNames) {
       const rows = [...(dirty.get(base)?.values() ?? [])];
       if (rows.length === 0) continue;
       const tableDef = def.tables[base] as TableDef;
       const existed = loaded.get(base) ?? new Map<string, Row>();
       const columns = Object.keys(tableDef.columns);
-      const casts = columns.map((c, i) => `$${i + 1}::${tableDef.columns[c]?.type ?? 'text'}[]`).join(', ');
-      const arrays = (list: Row[]) =>
-        columns.map((c) => {
-          const json = tableDef.columns[c]?.type === 'jsonb';
-          return list.map((r) => {
-            const v = r[c];
-            if (v === null || v === undefined) return null;
-            return json ? JSON.stringify(v) : String(v);
-          });
-        });
+      const { select, params } = encoding === 'columns' ? asColumns(tableDef, columns) : asJson(tableDef, columns);
       const fresh = rows.filter((r) => !existed.has(String(r[tableDef.key])));
       const changed = rows.filter((r) => existed.has(String(r[tableDef.key])));
-      if (fresh.length > 0) await tx.query(`INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT * FROM unnest(${casts})`, arrays(fresh));
-      // Changed rows by an upsert as well (cheaper than an UPDATE ... FROM unnest()).
-      if (changed.length > 0) {
-        await tx.query(
-          `INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT * FROM unnest(${casts})
-           ${onConflict(tableDef)}`,
-          arrays(changed),
-        );
-      }
-    }
-  }
-
-  /**
-   * Per table, rows new in the batch by a plain INSERT and changed ones by an upsert, each sent as
-   * one JSON array of rows, a row an array of its column values (no key repeated per row).
-   */
-  async function write(tx: SqlQueryable, { dirty, loaded }: Planned, t: Tables): Promise<void> {
-    for (const base of tableNames) {
-      const rows = [...(dirty.get(base)?.values() ?? [])];
-      if (rows.length === 0) continue;
-      const tableDef = def.tables[base] as TableDef;
-      const existed = loaded.get(base) ?? new Map<string, Row>();
-      const columns = Object.keys(tableDef.columns);
-      // A row's values in column order: x->>i as text cast to the column's type (jsonb kept as jsonb).
-      const values = columns
-        .map((c, i) => {
-          const type = tableDef.columns[c]?.type ?? 'text';
-          return type === 'jsonb' ? `x->${i}` : `(x->>${i})::${type}`;
-        })
-        .join(', ');
-      const json = (list: Row[]) => JSON.stringify(list.map((r) => columns.map((c) => r[c] ?? null)));
-      const fresh = rows.filter((r) => !existed.has(String(r[tableDef.key])));
-      const changed = rows.filter((r) => existed.has(String(r[tableDef.key])));
-      const insert = `INSERT INTO ${t[base]} (${columns.join(', ')}) SELECT ${values} FROM jsonb_array_elements($1::jsonb) AS x`;
-      if (fresh.length > 0) await tx.query(insert, [json(fresh)]);
-      if (changed.length > 0) await tx.query(`${insert} ${onConflict(tableDef)}`, [json(changed)]);
+      const insert = `INSERT INTO ${t[base]} (${columns.join(', ')}) ${select}`;
+      if (fresh.length > 0) await tx.query(insert, params(fresh));
+      if (changed.length > 0) await tx.query(`${insert} ${onConflict(tableDef)}`, params(changed));
     }
   }
 
@@ -233,14 +221,14 @@ export function rowProjection(def: RowProjectionDef): Projection {
       tableNames.flatMap((base) => [`ALTER TABLE ${t[base]} SET LOGGED;`, ...indexesOf(t[base] ?? base, def.tables[base] as TableDef)]).join('\n'),
     async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables, memory?: BuildMemory) {
       const planned = await plan(events, t, memory, tx);
-      await write(tx, planned, t);
+      await write(tx, planned, t, 'json');
       remember(planned.dirty, memory);
     },
     async prepareBulk(events: RecordedEvent[], t: Tables, memory: BuildMemory) {
       if (!memory.complete) return null;
       const planned = await plan(events, t, memory);
       remember(planned.dirty, memory);
-      return (tx: SqlQueryable) => writeBulk(tx, planned, t);
+      return (tx: SqlQueryable) => write(tx, planned, t, 'columns');
     },
   };
 }
