@@ -42,6 +42,10 @@ import {
  * embedded store (PGlite in a fresh DATA_DIR, as `npm start` runs without DATABASE_URL), each beside
  * the Postgres figure of the same run. Measures, prints, asserts nothing.
  *   BENCH_SECONDS   seconds per closed-loop measurement (default 10)
+ *   BENCH_WARMUP    seconds of each closed loop before its measured part (default 5): a fresh server
+ *                   spends its first seconds in V8's compilers (their background thread takes a CPU
+ *                   from the server and postgres), so the figures are of a warm server; the warm-up's
+ *                   own rate is printed beside them
  *   BENCH_CLIENTS   concurrent HTTP clients of the closed loops (default 64; the targets are stated for 20 or more)
  *   BENCH_REFERENCE_CLIENTS  clients of one more 50-account loop, printed for reference beside the target
  *                   figure, never compared with a target (default 32; 0 skips it)
@@ -237,8 +241,9 @@ const waitForGo = () => new Promise((resolve) => parentPort.once('message', reso
 parentPort.on('message', async (msg) => {
   if (msg.type === 'loop') {
     const connections = Array.from({ length: msg.clients }, () => new Connection());
-    await loop(connections, msg.accounts, msg.warmUpSeconds, null);
-    parentPort.postMessage({ type: 'warm' });
+    const warm = outcome();
+    const warmSeconds = await loop(connections, msg.accounts, msg.warmUpSeconds, warm);
+    parentPort.postMessage({ type: 'warm', ok: warm.statuses['201'] || 0, seconds: warmSeconds });
     await waitForGo();
     const out = outcome();
     const seconds = await loop(connections, msg.accounts, msg.seconds, out);
@@ -277,7 +282,10 @@ export interface Outcome {
   samples: Record<string, string[]>;
 }
 
-/** The worker thread's side of one run: `onWarm` runs between the warm-up and the measured part. */
+/**
+ * The worker thread's side of one run: `onWarm` runs between the warm-up and the measured part, told
+ * what the warm-up made where the loop counts it (transfers answered 201, and its length).
+ */
 export class LoadClient {
   readonly worker: Worker;
 
@@ -285,15 +293,15 @@ export class LoadClient {
     this.worker = new Worker(source, { eval: true, workerData: { url } });
   }
 
-  run<T>(message: Record<string, unknown>, onWarm: () => Promise<void>): Promise<T> {
+  run<T>(message: Record<string, unknown>, onWarm: (warm: { ok?: number; seconds?: number }) => Promise<void>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const onError = (error: Error) => {
         this.worker.off('message', onMessage);
         reject(error);
       };
-      const onMessage = (msg: { type: string } & T) => {
+      const onMessage = (msg: { type: string; ok?: number; seconds?: number } & T) => {
         if (msg.type === 'warm') {
-          onWarm().then(
+          onWarm(msg).then(
             () => this.worker.postMessage({ type: 'go' }),
             (error) => onError(error as Error),
           );
@@ -387,6 +395,7 @@ interface Bench {
   pools: PgSql[];
   postmaster: string | undefined;
   seconds: number;
+  warmUpSeconds: number;
   clients: number;
 }
 
@@ -502,15 +511,17 @@ async function closedLoop(b: Bench, accounts: Customer[], clients = b.clients, s
 
 async function measureLoop(b: Bench, accounts: Customer[], clients: number, started: () => Promise<void>): Promise<LoopResult> {
   let around: Around | undefined;
+  let warmUp = '';
   const out = await b.client.run<Outcome & { seconds: number }>(
     {
       type: 'loop',
       accounts: accounts.map((c): ClientAccount => ({ accountId: c.accountId, token: c.token })),
       clients,
-      warmUpSeconds: Math.min(1, b.seconds * 0.2),
+      warmUpSeconds: b.warmUpSeconds,
       seconds: b.seconds,
     },
-    async () => {
+    async (warm) => {
+      warmUp = `warm-up, not counted: ${fmtInt((warm.ok ?? 0) / (warm.seconds ?? 1))} transfers/s over ${(warm.seconds ?? 0).toFixed(1)} s`;
       around = await before(b);
       await started();
     },
@@ -531,7 +542,7 @@ async function measureLoop(b: Bench, accounts: Customer[], clients: number, star
   console.log(
     `  ${`${accounts.length} accounts, ${clients} clients`.padEnd(26)}${fmtInt(result.rate).padStart(7)} transfers/s  p50 ${fmtMs(result.p50).padStart(7)} ms  p99 ${fmtMs(result.p99).padStart(7)} ms  (${fmtInt(ok)} x 201 in ${out.seconds.toFixed(1)} s)`,
   );
-  for (const line of [...describeStatuses(out.statuses, out.samples), ...details]) console.log(`      ${line}`);
+  for (const line of [...describeStatuses(out.statuses, out.samples), warmUp, ...details]) console.log(`      ${line}`);
   if (TIMINGS) {
     console.log(`      client mean ${fmtMs(mean(out.latencies))} ms; server, mean per call and calls per request:`);
     for (const line of describeTimings(b.timings, out.latencies.length)) console.log(`        ${line}`);
@@ -839,6 +850,8 @@ function printSummary(loops: LoopResult[], hist: HistoryResult | undefined, embe
 
 interface BenchOptions {
   seconds: number;
+  /** Of every closed loop, before its measured part (see BENCH_WARMUP). */
+  warmUpSeconds: number;
   clients: number;
   referenceClients: number;
   historyEvents: number;
@@ -852,6 +865,7 @@ interface BenchOptions {
 function benchOptions(): BenchOptions {
   return {
     seconds: envNumber('BENCH_SECONDS', 10),
+    warmUpSeconds: envNumber('BENCH_WARMUP', 5),
     clients: envNumber('BENCH_CLIENTS', 64, { integer: true }),
     referenceClients: envNumber('BENCH_REFERENCE_CLIENTS', 32, { integer: true, zero: true }),
     historyEvents: envNumber('BENCH_HISTORY', 100_000, { integer: true, zero: true }),
@@ -904,6 +918,7 @@ async function openBench(
     pools: tally.sql instanceof PgSql ? [tally.sql] : [],
     postmaster: await localPostmaster(tally.sql),
     seconds: options.seconds,
+    warmUpSeconds: options.warmUpSeconds,
     clients,
   };
   await beforeSetup(b);
