@@ -26,9 +26,18 @@ export function eventIdFor(commandId: string, stream: string, index: number): st
 let v7Prefix = { ms: -1, text: '' };
 
 /**
- * RFC 9562 version 7 UUID: 48 bits of Unix milliseconds, then random bits (a v4's). Ids made in the
- * same millisecond sort near each other, so an index over them grows at its right edge instead of
- * at random pages (fewer pages touched and split per insert).
+ * Random bytes drawn in blocks from the system's generator (as node's randomUUID does), read as hex
+ * text 10 bytes at a time: one string per id instead of node's one per byte pair (an id is made per
+ * event and per transfer, and the garbage collector's work grows with what is allocated).
+ */
+const RANDOM_BLOCK = 4_096;
+const random = Buffer.allocUnsafe(RANDOM_BLOCK);
+let randomAt = RANDOM_BLOCK;
+
+/**
+ * RFC 9562 version 7 UUID: 48 bits of Unix milliseconds, then 74 random bits around the version and
+ * variant. Ids made in the same millisecond sort near each other, so an index over them grows at its
+ * right edge instead of at random pages (fewer pages touched and split per insert).
  */
 export function uuidV7(at = Date.now()): string {
   const now = Math.min(Math.max(0, Math.trunc(at)), 2 ** 48 - 1);
@@ -36,5 +45,15 @@ export function uuidV7(at = Date.now()): string {
     const time = now.toString(16).padStart(12, '0');
     v7Prefix = { ms: now, text: `${time.slice(0, 8)}-${time.slice(8, 12)}-7` };
   }
-  return v7Prefix.text + crypto.randomUUID().slice(15);
+  if (randomAt + 10 > RANDOM_BLOCK) {
+    crypto.randomFillSync(random);
+    randomAt = 0;
+  }
+  // 20 hex digits: 3 after the version, the variant's 2 bits (from the 10th byte's low bits) and 3, then 12.
+  const hex = random.toString('hex', randomAt, randomAt + 10);
+  const variant = VARIANT[(random[randomAt + 9] as number) & 3] as string;
+  randomAt += 10;
+  return `${v7Prefix.text}${hex.slice(0, 3)}-${variant}${hex.slice(3, 6)}-${hex.slice(6, 18)}`;
 }
+
+const VARIANT = '89ab';

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TSchema } from '@sinclair/typebox';
 import type { Request, RequestHandler, Response } from 'express';
 import type { CommandContext } from '../app/commands';
 import { isOutage } from '../app/outage';
+import { uuidV7 } from '../domain/ids';
 import { type Tally, writeScope } from '../app/tally';
 import { OverloadedError } from '../eventstore/port';
 import { checkedJsonText, formParser, readJsonBody } from './body';
@@ -57,7 +57,7 @@ class Context implements RequestContext {
    */
   get command(): (commandId?: string) => CommandContext {
     return (commandId) => ({
-      commandId: commandId ?? randomUUID(),
+      commandId: commandId ?? uuidV7(),
       unkeyed: commandId === undefined,
       metadata: {
         correlationId: this.requestId,
@@ -129,7 +129,7 @@ export class RequestPath {
   /** Every request, matched or not: its id, its metrics and log line once answered, the per-IP limit. */
   private begin(req: IncomingMessage, res: Response, locals: RequestLocals): void {
     const incoming = header(req, 'x-request-id');
-    locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : uuidV7();
     locals.startedNs = process.hrtime.bigint();
     res.on('finish', this.finished);
     const wait = this.ipLimiter.take(this.clientIp(req));
