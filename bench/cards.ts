@@ -12,7 +12,7 @@ import { startServer } from '../src/server';
 import { createPartner, type PartnerCredentials } from '../test/support/app';
 import { type Customer, customer, fund } from '../test/support/ledger';
 import { startTestCluster } from '../test/support/postgres';
-import { benchConfig, HTTP_CONNECTION_SOURCE, LoadClient, mapLimit, profiled } from './ledger';
+import { benchConfig, HTTP_CONNECTION_SOURCE, LoadClient, mapLimit } from './ledger';
 import {
   type CpuSnapshot,
   cpuCalibration,
@@ -25,6 +25,7 @@ import {
   percentile,
   printTable,
   probeFsync,
+  profiled,
   type WalSnapshot,
   walSince,
   walSnapshot,

@@ -3,12 +3,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import pino from 'pino';
-import { profiled } from './ledger';
+import { profiled } from './support';
 
 /**
  * One build's server for `npm run bench -- compare` (a child process): the build in TALLY_BUILD_DIR
  * (its own src/), on DATABASE_URL, configured as the ledger bench configures its in-process server.
- * Prints `{"url": ...}` on its first line once listening; closes on SIGTERM.
+ * Prints `{"url": ...}` on its first line once listening; closes on SIGTERM. It imports nothing of this
+ * checkout's src/ (its helpers come from ./support, whose imports of src/ are types only): a server of
+ * another build must run that build's code alone.
  */
 async function main(): Promise<void> {
   const dir = process.env.TALLY_BUILD_DIR as string;

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EventLoopUtilization, performance } from 'node:perf_hooks';
@@ -30,6 +29,7 @@ import {
   percentile,
   printTable,
   probeFsync,
+  profiled,
   statementStats,
   type WalSnapshot,
   walSince,
@@ -466,44 +466,6 @@ function describeStatuses(statuses: Record<string, number>, samples: Record<stri
 
 const sortedOf = (latencies: number[]) => Float64Array.from(latencies).sort();
 const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
-
-/**
- * BENCH_CPU_PROFILE=<dir>: the server's main thread is profiled during each measured loop (a
- * .cpuprofile per loop). BENCH_HEAP_PROFILE=<dir>: a sampled heap profile of the objects that
- * outlived young collections (the ones that make scavenges slow and fill the old space), a
- * .heapprofile per loop; bench/profile-diff.ts reads two of them. With BENCH_HEAP_ALL=1, every
- * sampled allocation instead (bytes allocated per transfer, by function: what makes scavenges frequent).
- */
-export async function profiled<T>(name: string, body: (started: () => Promise<void>) => Promise<T>): Promise<T> {
-  const cpuDir = process.env.BENCH_CPU_PROFILE;
-  const heapDir = process.env.BENCH_HEAP_PROFILE;
-  const dir = cpuDir ?? heapDir;
-  if (!dir) return body(async () => {});
-  const [domain, start, stop, extension] = cpuDir
-    ? ['Profiler', 'start', 'stop', 'cpuprofile']
-    : ['HeapProfiler', 'startSampling', 'stopSampling', 'heapprofile'];
-  const session = new Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result))));
-  try {
-    await post(`${domain}.enable`);
-    const result = await body(async () => {
-      await post(
-        `${domain}.${start}`,
-        cpuDir ? {} : { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.BENCH_HEAP_ALL === '1' },
-      );
-    });
-    const { profile } = (await post(`${domain}.${stop}`)) as { profile: object };
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, `${name}.${extension}`);
-    writeFileSync(file, JSON.stringify(profile));
-    console.log(`      ${cpuDir ? 'CPU' : 'Heap'} profile of the main thread: ${file}`);
-    return result;
-  } finally {
-    session.disconnect();
-  }
-}
 
 async function closedLoop(b: Bench, accounts: Customer[], clients = b.clients, store = 'postgres'): Promise<LoopResult> {
   return profiled(`${store}-loop-${accounts.length}-accounts-${clients}-clients`, (started) => measureLoop(b, accounts, clients, started));

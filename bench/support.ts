@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, fdatasyncSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -303,4 +304,45 @@ export function cpuCalibration(): number {
   const start = performance.now();
   for (let i = 0; i < 20_000; i++) createHash('sha256').update(text).digest('hex');
   return Math.round((performance.now() - start) * 1_000) / 1_000;
+}
+
+/**
+ * A profile of this process's main thread over what `body` measures (from when it calls `started`).
+ * Its own module, which imports nothing of the service: compare's servers load it beside another
+ * build's src/, and must load only that build's code.
+ * BENCH_CPU_PROFILE=<dir>: the server's main thread is profiled during each measured loop (a
+ * .cpuprofile per loop). BENCH_HEAP_PROFILE=<dir>: a sampled heap profile of the objects that
+ * outlived young collections (the ones that make scavenges slow and fill the old space), a
+ * .heapprofile per loop; bench/profile-diff.ts reads two of them. With BENCH_HEAP_ALL=1, every
+ * sampled allocation instead (bytes allocated per transfer, by function: what makes scavenges frequent).
+ */
+export async function profiled<T>(name: string, body: (started: () => Promise<void>) => Promise<T>): Promise<T> {
+  const cpuDir = process.env.BENCH_CPU_PROFILE;
+  const heapDir = process.env.BENCH_HEAP_PROFILE;
+  const dir = cpuDir ?? heapDir;
+  if (!dir) return body(async () => {});
+  const [domain, start, stop, extension] = cpuDir
+    ? ['Profiler', 'start', 'stop', 'cpuprofile']
+    : ['HeapProfiler', 'startSampling', 'stopSampling', 'heapprofile'];
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result))));
+  try {
+    await post(`${domain}.enable`);
+    const result = await body(async () => {
+      await post(
+        `${domain}.${start}`,
+        cpuDir ? {} : { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.BENCH_HEAP_ALL === '1' },
+      );
+    });
+    const { profile } = (await post(`${domain}.${stop}`)) as { profile: object };
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `${name}.${extension}`);
+    writeFileSync(file, JSON.stringify(profile));
+    console.log(`      ${cpuDir ? 'CPU' : 'Heap'} profile of the main thread: ${file}`);
+    return result;
+  } finally {
+    session.disconnect();
+  }
 }
