@@ -38,6 +38,12 @@ export interface Config {
   appendBatch: { maxInFlight?: number; minConcurrentBatch?: number; minConcurrentEvents?: number };
   /** Under a steady stream of appends, the projection runner gathers this many ms of them per batch (0: off). */
   projectionsPaceMs: number;
+  /**
+   * On Postgres, the projections run in a worker thread of their own (PROJECTIONS_THREAD=worker, the
+   * default) or on the main thread beside the requests (main). The embedded store always runs them
+   * on the main thread: it is in this process.
+   */
+  projectionsThread: 'worker' | 'main';
   /** A payout held this long without its acceptance recorded is handed to its provider again (0: never). */
   payoutResubmitSeconds: number;
 }
@@ -167,6 +173,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     },
     appendBatch: appendBatchOptions(env),
     projectionsPaceMs: number(env, 'PROJECTIONS_PACE_MS', 40),
+    projectionsThread: env.PROJECTIONS_THREAD === 'main' ? 'main' : 'worker',
     payoutResubmitSeconds: number(env, 'PAYOUT_RESUBMIT_SECONDS', 60),
   };
 }

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../eventstore/port';
-import type { ProjectionEngine } from '../projections/runner';
+import type { Projections } from '../projections/runner';
 
 export interface MemoOptions {
   /** A remembered answer is read again after this long, whatever happened. */
@@ -30,7 +30,7 @@ export class ReadModelMemo<Value> {
   hits = 0;
 
   constructor(
-    private readonly engine: ProjectionEngine,
+    private readonly engine: Projections,
     private readonly names: string[],
     private readonly options: MemoOptions,
   ) {

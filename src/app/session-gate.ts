@@ -2,7 +2,7 @@ import { sessionDecider, sessionStream } from '../domain/sessions/session';
 import { userDecider, userStream } from '../domain/users/user';
 import type { EventStore, RecordedEvent } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
-import type { ProjectionEngine } from '../projections/runner';
+import type { Projections } from '../projections/runner';
 import { load, type StateCache } from './commands';
 import { ReadModelMemo } from './read-model-memo';
 
@@ -34,7 +34,7 @@ export class SessionGate {
 
   constructor(
     private readonly sql: Sql,
-    private readonly engine: ProjectionEngine,
+    private readonly engine: Projections,
     private readonly store: EventStore,
     private readonly cache: StateCache,
   ) {

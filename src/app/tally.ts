@@ -3,7 +3,9 @@ import type { Config } from '../config';
 import { comparePositions, type EventStore } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
-import { ProjectionEngine } from '../projections/runner';
+import { ProjectionEngine, type Projections } from '../projections/runner';
+import { ProjectionThread } from '../projections/thread';
+import { PostgresEventStore } from '../eventstore/postgres';
 import { Notifications } from '../notifications';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from './keys';
@@ -37,7 +39,7 @@ export const writeScope = (model: string, partnerId: string) => `${model}:${part
 
 /** The running service without its HTTP face: stores, projections and application services. */
 export class Tally {
-  readonly engine: ProjectionEngine;
+  readonly engine: Projections;
   readonly partners: PartnerService;
   readonly users: UserService;
   readonly profiles: ProfileService;
@@ -77,8 +79,7 @@ export class Tally {
     });
     this.stateCache.snapshots = new SnapshotStore(sql, log);
     this.commands = new CommandHandler(store, this.stateCache);
-    this.engine = new ProjectionEngine(store, sql, allProjections, log);
-    this.engine.paceMs = config.projectionsPaceMs;
+    this.engine = projectionsFor(config, store, sql, log);
     this.partners = new PartnerService(this);
     this.users = new UserService(this);
     this.profiles = new ProfileService(this);
@@ -148,4 +149,17 @@ export class Tally {
     await this.store.close();
     await this.sql.close();
   }
+}
+
+/**
+ * The projections on Postgres run in a worker thread (PROJECTIONS_THREAD=worker, the default): their
+ * reads of the log, folds and writes then leave the main thread to the requests. Elsewhere (the
+ * embedded store, KurrentDB) and with PROJECTIONS_THREAD=main, on the main thread.
+ */
+function projectionsFor(config: Config, store: EventStore, sql: Sql, log: Logger): Projections {
+  if (config.projectionsThread === 'worker' && config.databaseUrl && sql.kind === 'postgres' && store instanceof PostgresEventStore)
+    return new ProjectionThread(store, sql, allProjections, { databaseUrl: config.databaseUrl, paceMs: config.projectionsPaceMs, log });
+  const engine = new ProjectionEngine(store, sql, allProjections, log);
+  engine.paceMs = config.projectionsPaceMs;
+  return engine;
 }

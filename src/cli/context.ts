@@ -52,7 +52,8 @@ export function operatorContext(): CommandContext {
 export async function withTally<T>(config: Config, io: CliIo, fn: (tally: Tally) => Promise<T>): Promise<T> {
   const releaseLock = claimEmbeddedStore(config);
   try {
-    const { tally } = await openTally(config, io.log ?? cliLogger());
+    // A command's projections run on its own thread: a worker would be one more pool for one command.
+    const { tally } = await openTally({ ...config, projectionsThread: 'main' }, io.log ?? cliLogger());
     try {
       await tally.start({ runProjections: false });
       return await fn(tally);

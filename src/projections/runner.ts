@@ -24,6 +24,9 @@ const FAILURE_BACKOFF_MS = 1_000;
 const FAILURE_BACKOFF_MAX_MS = 60_000;
 class CheckpointMoved extends Error {}
 
+/** A node's id in the projections' leases (and the outbox's). */
+export const newNodeId = (): string => `node-${randomUUID()}`;
+
 /**
  * Errors that say nothing about the events: the database out of reach, or a transaction that lost a
  * race or a lock (serialization_failure, deadlock_detected, lock_not_available, query_canceled).
@@ -87,12 +90,44 @@ export interface ProjectionObserver {
 }
 
 /**
+ * What the service asks of its projections, wherever they run: on its main thread
+ * (ProjectionEngine) or in a worker thread of their own (ProjectionThread, thread.ts).
+ */
+export interface Projections {
+  readonly projections: Projection[];
+  readonly nodeId: string;
+  /** /readyz answers 503 once a projection has been stopped on an event this long. */
+  unreadyAfterFailureMs: number;
+  /** Rows a rebuild or verification remembers instead of reading them back (BuildMemory). */
+  buildMemoryRows: number;
+  prepare(): Promise<void>;
+  start(): void;
+  stop(): Promise<void>;
+  get(name: string): Projection;
+  observe(observer: ProjectionObserver): void;
+  owns(name: string): boolean;
+  isStopped(name: string): boolean;
+  passed(position: string, names: string[]): boolean;
+  waitFor(position: string, options?: { names?: string[]; timeoutMs?: number }): Promise<boolean>;
+  status(): Promise<ProjectionStatus[]>;
+  rebuild(name: string, onProgress?: (applied: number, position: string) => void): Promise<{ events: number; position: string }>;
+  verify(name: string): Promise<Array<{ table: string; differingRows: number }>>;
+}
+
+/** Where every projection stands, as a ProjectionThread's worker tells its main thread. */
+export interface EngineState {
+  positions: Array<[string, string]>;
+  owned: string[];
+  stopped: string[];
+}
+
+/**
  * Runs every projection: catch up, then follow the log. Each batch of read-model writes commits
  * in one transaction with the checkpoint, which it moves compare-and-set (exactly-once effect even if
  * two nodes raced). A lease row keeps one owner per projection across nodes; a node that loses it
  * stops writing until the lease expires.
  */
-export class ProjectionEngine {
+export class ProjectionEngine implements Projections {
   private readonly progress = new EventEmitter();
   private readonly observers: ProjectionObserver[] = [];
   private readonly positions = new Map<string, string>();
@@ -104,8 +139,10 @@ export class ProjectionEngine {
   private databaseDown = false;
   /** waitFor calls still waiting: the runner does not pause while there are any. */
   private waiting = 0;
+  /** The same, of another thread's (a ProjectionThread's main thread, see waitingElsewhere). */
+  private waitingOutside = 0;
   private loops: Promise<void>[] = [];
-  readonly nodeId = `node-${randomUUID()}`;
+  readonly nodeId: string;
   /** Rows a rebuild or verification remembers instead of reading them back (BuildMemory). */
   buildMemoryRows = 1_000_000;
   /** /readyz answers 503 once a projection has been stopped on an event this long. */
@@ -124,8 +161,29 @@ export class ProjectionEngine {
     readonly sql: Sql,
     readonly projections: Projection[],
     private readonly log?: Logger,
+    options: { nodeId?: string } = {},
   ) {
+    this.nodeId = options.nodeId ?? newNodeId();
     this.progress.setMaxListeners(0);
+  }
+
+  /**
+   * Readers waiting on another thread for these projections (ProjectionThread): while there are
+   * any, the runner does not pause between batches, as for its own waitFor.
+   */
+  waitingElsewhere(count: number): void {
+    this.waitingOutside = count;
+    if (count > 0) this.progress.emit('hurry');
+  }
+
+  /** Every projection's position, those this node owns, and those stopped on an event. */
+  state(): EngineState {
+    return { positions: [...this.positions], owned: this.running ? [...this.owned] : [], stopped: [...this.failures.keys()] };
+  }
+
+  /** `listener` runs after every batch committed (or found moved by someone else). */
+  onProgress(listener: () => void): void {
+    this.progress.on('progress', listener);
   }
 
   /** Creates the checkpoint table and every projection's live tables (if absent). */
@@ -304,7 +362,7 @@ export class ProjectionEngine {
         // young collections, and the garbage collector would copy each batch into the old space.
         if (this.paceMs > 0 && size !== null && size < BATCH_SIZE) {
           const pause = batchStarted + this.paceMs - Date.now();
-          if (pause > 0 && this.waiting === 0) await this.sleep(pause, 'hurry');
+          if (pause > 0 && this.waiting + this.waitingOutside === 0) await this.sleep(pause, 'hurry');
         }
       } catch (error) {
         // The database out of reach: said once per outage (the store's outage log has the detail),

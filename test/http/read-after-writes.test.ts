@@ -32,7 +32,8 @@ describe('reads after the caller’s writes (RouteSpec.readsAfterWrites)', () =>
     const LAG_MS = 400;
 
     before(async () => {
-      env = await startWithCustomers();
+      // The projections on this thread: the ledger's is slowed below by wrapping its apply.
+      env = await startWithCustomers({ projectionsThread: 'main' });
       restore = delayLedgerProjection(LAG_MS);
     });
     after(async () => {

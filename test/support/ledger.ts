@@ -50,8 +50,10 @@ export const PAYOUT_DESTINATION = {
 };
 
 /** The app with a partner and two of its active, logged-in users: Ada, funded with 100 USDC, and Bob. */
-export async function startWithCustomers(): Promise<{ app: Awaited<ReturnType<typeof startTestApp>>; acme: PartnerCredentials; ada: Customer; bob: Customer }> {
-  const app = await startTestApp();
+export async function startWithCustomers(
+  overrides: Parameters<typeof startTestApp>[0] = {},
+): Promise<{ app: Awaited<ReturnType<typeof startTestApp>>; acme: PartnerCredentials; ada: Customer; bob: Customer }> {
+  const app = await startTestApp(overrides);
   const acme = await createPartner(app.http);
   const ada = await customer(app.http, acme);
   const bob = await customer(app.http, acme);

@@ -1,0 +1,131 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import pino from 'pino';
+import type { EventStore, RecordedEvent } from '../eventstore/port';
+import { PostgresEventStore } from '../eventstore/postgres';
+import { PgSql } from '../eventstore/sql';
+import { allProjections } from './index';
+import { ProjectionEngine } from './runner';
+import type { ThreadOptions, ToMain, ToWorker } from './thread';
+
+/**
+ * The worker side of a ProjectionThread: the service's ProjectionEngine over a connection pool of
+ * its own, told by the main thread when events were appended and when readers wait, telling it after
+ * every batch where each projection stands and which events its observers must see.
+ */
+function main(): void {
+  const port = parentPort;
+  if (!port) throw new Error('thread-worker.ts runs in a worker thread');
+  const options = workerData as ThreadOptions;
+  const sql = new PgSql(options.databaseUrl, { max: options.poolSize, applicationName: 'tally-projections' });
+  const appends = new Appends();
+  const store = withAppends(new PostgresEventStore(sql), appends);
+  const engine = new ProjectionEngine(store, sql, allProjections, pino({ level: options.logLevel }), { nodeId: options.nodeId });
+  engine.paceMs = options.paceMs;
+
+  // Per observer of the main thread, in its order: the events of its projections' types, and resets.
+  const observed = options.observed.map((names) => {
+    const types = new Set(names.flatMap((n) => engine.get(n).eventTypes));
+    const pending = { events: [] as RecordedEvent[], reset: false };
+    engine.observe({
+      names,
+      onEvents: (events) => {
+        for (const e of events) if (types.has(e.type)) pending.events.push(e);
+      },
+      onReset: () => {
+        pending.reset = true;
+        tellSoon();
+      },
+    });
+    return pending;
+  });
+  const send = (message: ToMain) => port.postMessage(message);
+  const tell = () => {
+    told = false;
+    const observers = observed.map((o) => {
+      const out = { events: o.events, reset: o.reset };
+      o.events = [];
+      o.reset = false;
+      return out;
+    });
+    send({ type: 'state', state: engine.state(), observers });
+  };
+  let told = false;
+  const tellSoon = () => {
+    if (told) return;
+    told = true;
+    queueMicrotask(tell);
+  };
+  engine.onProgress(tell);
+  // Leases taken or lost and failures found between batches reach the main thread within this.
+  const ticker = setInterval(tellSoon, STATE_EVERY_MS);
+  ticker.unref();
+
+  const calls: Record<string, (args: unknown[]) => Promise<unknown>> = {
+    prepare: async () => engine.prepare(),
+    start: async () => engine.start(),
+    stop: async () => {
+      clearInterval(ticker);
+      await engine.stop();
+      tell();
+      await sql.close();
+    },
+    status: async () => engine.status(),
+    rebuild: async ([name, memoryRows]) => {
+      engine.buildMemoryRows = memoryRows as number;
+      return engine.rebuild(name as string);
+    },
+    verify: async ([name, memoryRows]) => {
+      engine.buildMemoryRows = memoryRows as number;
+      return engine.verify(name as string);
+    },
+  };
+  port.on('message', (message: ToWorker) => {
+    if (message.type === 'appended') appends.notify();
+    else if (message.type === 'waiting') engine.waitingElsewhere(message.count);
+    else {
+      const call = calls[message.method];
+      if (!call) return send({ type: 'reply', id: message.id, error: { message: `no such call: ${message.method}` } });
+      call(message.args).then(
+        (result) => {
+          send({ type: 'reply', id: message.id, result });
+          tellSoon();
+        },
+        (error: unknown) => send({ type: 'reply', id: message.id, error: { message: error instanceof Error ? error.message : String(error) } }),
+      );
+    }
+  });
+  send({ type: 'ready' });
+}
+
+const STATE_EVERY_MS = 250;
+
+/** Appends happen on the main thread: it says so, and the runner waiting for one wakes up. */
+class Appends {
+  private readonly waiters = new Set<() => void>();
+
+  notify(): void {
+    for (const wake of this.waiters) wake();
+    this.waiters.clear();
+  }
+
+  wait(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, timeoutMs);
+      this.waiters.add(wake);
+    });
+  }
+}
+
+/** The store as the engine reads it here: its own reads, and the main thread's word for appends. */
+function withAppends(store: PostgresEventStore, appends: Appends): EventStore {
+  const view = Object.create(store) as EventStore;
+  view.waitForAppend = (timeoutMs: number) => appends.wait(timeoutMs);
+  return view;
+}
+
+main();
