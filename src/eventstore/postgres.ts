@@ -571,6 +571,11 @@ export class PostgresEventStore implements EventStore {
     return rows[0]?.position ?? '';
   }
 
+  /** `listener` runs after every append that wrote events (in this process). */
+  onAppended(listener: () => void): void {
+    this.appended.on('append', listener);
+  }
+
   waitForAppend(timeoutMs: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {

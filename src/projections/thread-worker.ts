@@ -17,7 +17,7 @@ function main(): void {
   if (!port) throw new Error('thread-worker.ts runs in a worker thread');
   const options = workerData as ThreadOptions;
   const sql = new PgSql(options.databaseUrl, { max: options.poolSize, applicationName: 'tally-projections' });
-  const appends = new Appends();
+  const appends = new Appends(new Int32Array(options.appends));
   const store = withAppends(new PostgresEventStore(sql), appends);
   const engine = new ProjectionEngine(store, sql, allProjections, pino({ level: options.logLevel }), { nodeId: options.nodeId });
   engine.paceMs = options.paceMs;
@@ -80,8 +80,7 @@ function main(): void {
     },
   };
   port.on('message', (message: ToWorker) => {
-    if (message.type === 'appended') appends.notify();
-    else if (message.type === 'waiting') engine.waitingElsewhere(message.count);
+    if (message.type === 'waiting') engine.waitingElsewhere(message.count);
     else {
       const call = calls[message.method];
       if (!call) return send({ type: 'reply', id: message.id, error: { message: `no such call: ${message.method}` } });
@@ -99,31 +98,36 @@ function main(): void {
 
 const STATE_EVERY_MS = 250;
 
-/** Appends happen on the main thread: it says so, and the runner waiting for one wakes up. */
+/**
+ * Appends happen on the main thread, which counts them in shared memory: a runner that found
+ * nothing new waits for the count to move past what it was when it read the log.
+ */
 class Appends {
-  private readonly waiters = new Set<() => void>();
+  private seenAtRead = 0;
 
-  notify(): void {
-    for (const wake of this.waiters) wake();
-    this.waiters.clear();
+  constructor(private readonly count: Int32Array) {}
+
+  /** Called as the engine reads the log: an append after this one wakes the next wait at once. */
+  reading(): void {
+    this.seenAtRead = Atomics.load(this.count, 0);
   }
 
-  wait(timeoutMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.waiters.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, timeoutMs);
-      this.waiters.add(wake);
-    });
+  async wait(timeoutMs: number): Promise<void> {
+    const waited = waitAsync(this.count, 0, this.seenAtRead, timeoutMs);
+    if (waited.async) await waited.value;
   }
 }
 
-/** The store as the engine reads it here: its own reads, and the main thread's word for appends. */
+/** Atomics.waitAsync (node 16 and later; in TypeScript's ES2024 library, not in the one this project targets). */
+const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number, t: number): { async: boolean; value: unknown } }).waitAsync;
+
+/** The store as the engine reads it here: its own reads, and the main thread's count of appends. */
 function withAppends(store: PostgresEventStore, appends: Appends): EventStore {
   const view = Object.create(store) as EventStore;
+  view.readAll = (options) => {
+    appends.reading();
+    return store.readAll(options);
+  };
   view.waitForAppend = (timeoutMs: number) => appends.wait(timeoutMs);
   return view;
 }

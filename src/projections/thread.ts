@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { comparePositions, type EventStore, type RecordedEvent } from '../eventstore/port';
+import { comparePositions, type RecordedEvent } from '../eventstore/port';
+import type { PostgresEventStore } from '../eventstore/postgres';
 import type { Sql } from '../eventstore/sql';
 import type { Projection } from './projection';
 import { type EngineState, newNodeId, type ProjectionObserver, type Projections, type ProjectionStatus } from './runner';
@@ -16,10 +17,11 @@ export interface ThreadOptions {
   logLevel: string;
   /** The projection names of each observer of the main thread, in its order. */
   observed: string[][];
+  /** Appends made on the main thread so far (one Int32, counting; notified at each). */
+  appends: SharedArrayBuffer;
 }
 
 export type ToWorker =
-  | { type: 'appended' }
   | { type: 'waiting'; count: number }
   | { type: 'call'; id: number; method: 'prepare' | 'start' | 'stop' | 'status' | 'rebuild' | 'verify'; args: unknown[] };
 
@@ -49,14 +51,23 @@ export class ProjectionThread implements Projections {
   private calls = 0;
   private waiting = 0;
   private running = false;
+  /**
+   * Appends counted where the worker sees them without a message: its runner, waiting for one when
+   * it found nothing new, wakes at the next (Atomics), while under load no append costs a message.
+   */
+  private readonly appends = new Int32Array(new SharedArrayBuffer(4));
 
   constructor(
-    private readonly store: EventStore,
+    store: PostgresEventStore,
     private readonly sql: Sql,
     readonly projections: Projection[],
     private readonly options: { databaseUrl: string; paceMs: number; log: Logger },
   ) {
     this.progress.setMaxListeners(0);
+    store.onAppended(() => {
+      Atomics.add(this.appends, 0, 1);
+      Atomics.notify(this.appends, 0);
+    });
   }
 
   get(name: string): Projection {
@@ -81,6 +92,7 @@ export class ProjectionThread implements Projections {
       poolSize: 4,
       logLevel: this.options.log.level,
       observed: this.observers.map((o) => o.names),
+      appends: this.appends.buffer as SharedArrayBuffer,
     };
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ...data, file: WORKER_FILE } });
     this.worker = worker;
@@ -113,7 +125,6 @@ export class ProjectionThread implements Projections {
     if (this.running) return;
     this.running = true;
     this.run();
-    void this.forwardAppends();
   }
 
   /** Starts the worker's runner (the worker first, when it is not there: stopped before, or ended). */
@@ -223,14 +234,6 @@ export class ProjectionThread implements Projections {
       this.replies.set(id, { resolve, reject });
       worker.postMessage({ type: 'call', id, method, args } satisfies ToWorker);
     });
-  }
-
-  /** The worker's runner waits for appends between batches: each append on this thread wakes it. */
-  private async forwardAppends(): Promise<void> {
-    while (this.running) {
-      await Promise.race([this.store.waitForAppend(1_000), this.sleep(1_000, 'stop')]);
-      if (this.running) this.worker?.postMessage({ type: 'appended' } satisfies ToWorker);
-    }
   }
 
   /** Readers waiting here: the worker's runner does not pause between batches while there are any. */
