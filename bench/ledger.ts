@@ -431,7 +431,7 @@ async function before(b: Bench): Promise<Around> {
     serverElu: performance.eventLoopUtilization(),
     clientElu: b.client.elu(),
     append: appendStats(b.tally),
-    sql: { ...b.tally.sql.counts },
+    sql: sqlCounts(b),
   };
 }
 
@@ -449,7 +449,7 @@ async function after(b: Bench, from: Around, ops: number): Promise<string[]> {
     const syncs = wal.walSyncs > 0 ? `${(ops / wal.walSyncs).toFixed(1)} transfers per WAL fsync` : 'no WAL fsync';
     lines.push(`WAL ${fmtInt(wal.bytes / Math.max(1, ops))} B/transfer, ${syncs}${groupCommit}`);
   } else if (groupCommit) lines.push(groupCommit.slice(2));
-  const { statements, transactions } = b.tally.sql.counts;
+  const { statements, transactions } = sqlCounts(b);
   const per = (n: number) => (n / Math.max(1, ops)).toFixed(2);
   lines.push(
     `SQL per transfer (every caller, projections too): ${per(statements - from.sql.statements)} statements, ${per(transactions - from.sql.transactions)} explicit transactions`,
@@ -466,6 +466,13 @@ function describeStatuses(statuses: Record<string, number>, samples: Record<stri
 
 const sortedOf = (latencies: number[]) => Float64Array.from(latencies).sort();
 const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
+
+/** Statements and transactions of every caller: the main thread's pool, and the projection thread's. */
+function sqlCounts(b: Bench): SqlCounts {
+  const own = b.tally.sql.counts;
+  const thread = (b.tally.engine as { sqlCounts?: SqlCounts }).sqlCounts;
+  return { statements: own.statements + (thread?.statements ?? 0), transactions: own.transactions + (thread?.transactions ?? 0) };
+}
 
 async function closedLoop(b: Bench, accounts: Customer[], clients = b.clients, store = 'postgres'): Promise<LoopResult> {
   return profiled(`${store}-loop-${accounts.length}-accounts-${clients}-clients`, (started) => measureLoop(b, accounts, clients, started));

@@ -47,7 +47,7 @@ function main(): void {
       o.reset = false;
       return out;
     });
-    send({ type: 'state', state: engine.state(), observers });
+    send({ type: 'state', state: engine.state(), observers, sql: sql.counts });
   };
   let told = false;
   const tellSoon = () => {

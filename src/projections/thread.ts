@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { comparePositions, type RecordedEvent } from '../eventstore/port';
 import type { PostgresEventStore } from '../eventstore/postgres';
-import type { Sql } from '../eventstore/sql';
+import type { Sql, SqlCounts } from '../eventstore/sql';
 import type { Projection } from './projection';
 import { type EngineState, newNodeId, type ProjectionObserver, type Projections, type ProjectionStatus } from './runner';
 
@@ -27,7 +27,7 @@ export type ToWorker =
 
 export type ToMain =
   | { type: 'ready' }
-  | { type: 'state'; state: EngineState; observers: Array<{ events: RecordedEvent[]; reset: boolean }> }
+  | { type: 'state'; state: EngineState; observers: Array<{ events: RecordedEvent[]; reset: boolean }>; sql: SqlCounts }
   | { type: 'reply'; id: number; result?: unknown; error?: { message: string } };
 
 /**
@@ -41,6 +41,8 @@ export class ProjectionThread implements Projections {
   readonly nodeId = newNodeId();
   unreadyAfterFailureMs = 30_000;
   buildMemoryRows = 1_000_000;
+  /** The worker's statements and transactions so far, as of its last message (benchmarks). */
+  readonly sqlCounts: SqlCounts = { statements: 0, transactions: 0 };
   private readonly progress = new EventEmitter();
   private readonly observers: ProjectionObserver[] = [];
   private readonly positions = new Map<string, string>();
@@ -221,6 +223,7 @@ export class ProjectionThread implements Projections {
       for (const [name, position] of message.state.positions)
         if (comparePositions(position, this.positions.get(name) ?? '') > 0) this.positions.set(name, position);
       this.owned = new Set(message.state.owned);
+      Object.assign(this.sqlCounts, message.sql);
       this.stopped = new Set(message.state.stopped);
       this.progress.emit('progress');
     }
