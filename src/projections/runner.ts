@@ -121,6 +121,43 @@ export interface EngineState {
   stopped: string[];
 }
 
+/** What a node knows of its projections, for waitForPositions. */
+export interface Known {
+  sql: SqlQueryable;
+  /** Moved forward only. */
+  positions: Map<string, string>;
+  owns(name: string): boolean;
+  stopped(name: string): boolean;
+  /** Waits `ms` or until the projections move, telling the runner that a reader waits. */
+  pause(ms: number): Promise<void>;
+}
+
+/**
+ * Read-your-writes: true once every one of `names` has passed `position`, false when one is stopped
+ * on an event or `timeoutMs` ran out first. The positions of projections another node owns are read
+ * from their checkpoint rows.
+ */
+export async function waitForPositions(position: string, names: string[], timeoutMs: number, known: Known): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (true) {
+    const behind = names.filter((n) => comparePositions(known.positions.get(n) ?? '', position) < 0);
+    if (behind.length === 0) return true;
+    // One stopped on an event will not get there by waiting: say so now rather than at the timeout.
+    if (behind.some((n) => known.stopped(n))) return false;
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return false;
+    // Another node may own the projection: then its checkpoint row is the truth.
+    const notOwned = behind.filter((n) => !known.owns(n));
+    if (notOwned.length > 0) {
+      const rows = await known.sql.query<{ name: string; position: string }>(`SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[])`, [
+        notOwned,
+      ]);
+      for (const r of rows) if (comparePositions(r.position, known.positions.get(r.name) ?? '') > 0) known.positions.set(r.name, r.position);
+    }
+    await known.pause(Math.min(remaining, notOwned.length > 0 ? 25 : 1_000));
+  }
+}
+
 /**
  * Runs every projection: catch up, then follow the log. Each batch of read-model writes commits
  * in one transaction with the checkpoint, which it moves compare-and-set (exactly-once effect even if
@@ -131,6 +168,8 @@ export class ProjectionEngine implements Projections {
   private readonly progress = new EventEmitter();
   private readonly observers: ProjectionObserver[] = [];
   private readonly positions = new Map<string, string>();
+  /** What waitFor reads and how it waits. */
+  private readonly known: Known;
   private readonly owned = new Set<string>();
   /** Projections of this node stopped on an event, with when to try it again (epoch ms). */
   private readonly failures = new Map<string, ProjectionFailure & { retryAtMs: number }>();
@@ -163,6 +202,13 @@ export class ProjectionEngine implements Projections {
     private readonly log?: Logger,
     options: { nodeId?: string } = {},
   ) {
+    this.known = {
+      sql,
+      positions: this.positions,
+      owns: (name) => this.owned.has(name),
+      stopped: (name) => this.failures.has(name),
+      pause: (ms) => this.pause(ms),
+    };
     this.nodeId = options.nodeId ?? newNodeId();
     this.progress.setMaxListeners(0);
   }
@@ -269,42 +315,27 @@ export class ProjectionEngine implements Projections {
    * Read-your-writes: resolves true once every named projection (all by default) has passed
    * `position`, false when `timeoutMs` ran out first.
    */
-  async waitFor(position: string, options: { names?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
-    const names = options.names ?? this.projections.map((p) => p.name);
-    const deadline = Date.now() + (options.timeoutMs ?? 5_000);
-    while (true) {
-      const behind = names.filter((n) => comparePositions(this.positions.get(n) ?? '', position) < 0);
-      if (behind.length === 0) return true;
-      // One stopped on an event will not get there by waiting: say so now rather than at the timeout.
-      if (behind.some((n) => this.failures.has(n))) return false;
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return false;
-      // Another node may own the projection: then its checkpoint row is the truth.
-      const notOwned = behind.filter((n) => !this.owned.has(n));
-      if (notOwned.length > 0) {
-        const rows = await this.sql.query<{ name: string; position: string }>(
-          `SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[])`,
-          [notOwned],
-        );
-        for (const r of rows) this.positions.set(r.name, r.position);
-      }
-      // A reader is waiting: the runner must not pause (see paceMs).
-      this.waiting++;
-      this.progress.emit('hurry');
-      try {
-        await new Promise<void>((resolve) => {
-          const progress = this.progress;
-          const timer = setTimeout(done, Math.min(remaining, notOwned.length > 0 ? 25 : 1_000));
-          function done() {
-            clearTimeout(timer);
-            progress.off('progress', done);
-            resolve();
-          }
-          progress.once('progress', done);
-        });
-      } finally {
-        this.waiting--;
-      }
+  waitFor(position: string, options: { names?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
+    return waitForPositions(position, options.names ?? this.projections.map((p) => p.name), options.timeoutMs ?? 5_000, this.known);
+  }
+
+  /** A reader waits `ms` or until the next batch: the runner must not pause meanwhile (see paceMs). */
+  private async pause(ms: number): Promise<void> {
+    this.waiting++;
+    this.progress.emit('hurry');
+    try {
+      await new Promise<void>((resolve) => {
+        const progress = this.progress;
+        const timer = setTimeout(done, ms);
+        function done() {
+          clearTimeout(timer);
+          progress.off('progress', done);
+          resolve();
+        }
+        progress.once('progress', done);
+      });
+    } finally {
+      this.waiting--;
     }
   }
 

@@ -6,7 +6,7 @@ import { comparePositions, type RecordedEvent } from '../eventstore/port';
 import type { PostgresEventStore } from '../eventstore/postgres';
 import type { Sql, SqlCounts } from '../eventstore/sql';
 import type { Projection } from './projection';
-import { type EngineState, newNodeId, type ProjectionObserver, type Projections, type ProjectionStatus } from './runner';
+import { type EngineState, newNodeId, type ProjectionObserver, type Projections, type ProjectionStatus, type Known, waitForPositions } from './runner';
 
 /** What a ProjectionThread's worker is started with (workerData). */
 export interface ThreadOptions {
@@ -46,6 +46,8 @@ export class ProjectionThread implements Projections {
   private readonly progress = new EventEmitter();
   private readonly observers: ProjectionObserver[] = [];
   private readonly positions = new Map<string, string>();
+  /** What waitFor reads and how it waits. */
+  private readonly known: Known;
   private owned = new Set<string>();
   private stopped = new Set<string>();
   private worker: Worker | undefined;
@@ -65,6 +67,13 @@ export class ProjectionThread implements Projections {
     readonly projections: Projection[],
     private readonly options: { databaseUrl: string; paceMs: number; log: Logger },
   ) {
+    this.known = {
+      sql,
+      positions: this.positions,
+      owns: (name) => this.owned.has(name),
+      stopped: (name) => this.stopped.has(name),
+      pause: (ms) => this.pause(ms),
+    };
     this.progress.setMaxListeners(0);
     store.onAppended(() => {
       Atomics.add(this.appends, 0, 1);
@@ -162,30 +171,18 @@ export class ProjectionThread implements Projections {
     return names.every((n) => comparePositions(this.positions.get(n) ?? '', position) >= 0);
   }
 
-  /** As ProjectionEngine.waitFor, on what the worker last said (and the checkpoint rows of projections it does not own). */
-  async waitFor(position: string, options: { names?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
-    const names = options.names ?? this.projections.map((p) => p.name);
-    const deadline = Date.now() + (options.timeoutMs ?? 5_000);
-    while (true) {
-      const behind = names.filter((n) => comparePositions(this.positions.get(n) ?? '', position) < 0);
-      if (behind.length === 0) return true;
-      if (behind.some((n) => this.stopped.has(n))) return false;
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return false;
-      const notOwned = behind.filter((n) => !this.owned.has(n));
-      if (notOwned.length > 0) {
-        const rows = await this.sql.query<{ name: string; position: string }>(
-          `SELECT name, position FROM projection_checkpoints WHERE name = ANY($1::text[])`,
-          [notOwned],
-        );
-        for (const r of rows) if (comparePositions(r.position, this.positions.get(r.name) ?? '') > 0) this.positions.set(r.name, r.position);
-      }
-      this.wait(+1);
-      try {
-        await this.sleep(Math.min(remaining, notOwned.length > 0 ? 25 : 1_000), 'progress');
-      } finally {
-        this.wait(-1);
-      }
+  /** As ProjectionEngine.waitFor, on what the worker last said. */
+  waitFor(position: string, options: { names?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
+    return waitForPositions(position, options.names ?? this.projections.map((p) => p.name), options.timeoutMs ?? 5_000, this.known);
+  }
+
+  /** A reader waits `ms` or until the worker's next message: its runner does not pause meanwhile. */
+  private async pause(ms: number): Promise<void> {
+    this.wait(+1);
+    try {
+      await this.sleep(ms, 'progress');
+    } finally {
+      this.wait(-1);
     }
   }
 
