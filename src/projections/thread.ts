@@ -63,7 +63,7 @@ export class ProjectionThread implements Projections {
 
   constructor(
     store: PostgresEventStore,
-    private readonly sql: Sql,
+    sql: Sql,
     readonly projections: Projection[],
     private readonly options: { databaseUrl: string; paceMs: number; log: Logger },
   ) {
