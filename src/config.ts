@@ -172,7 +172,7 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
       dailyTransactionLimit: number(env, 'KYC_DAILY_TRANSACTION_LIMIT', 50_000),
     },
     appendBatch: appendBatchOptions(env),
-    projectionsPaceMs: number(env, 'PROJECTIONS_PACE_MS', 40),
+    projectionsPaceMs: number(env, 'PROJECTIONS_PACE_MS', 100),
     projectionsThread: env.PROJECTIONS_THREAD === 'main' ? 'main' : 'worker',
     payoutResubmitSeconds: number(env, 'PAYOUT_RESUBMIT_SECONDS', 60),
   };

@@ -7,7 +7,7 @@ import { isOutage } from '../app/outage';
 import { storableText } from '../eventstore/storable';
 import { BuildMemory, liveTables, type Projection, suffixedTables } from './projection';
 
-const BATCH_SIZE = 500;
+const BATCH_SIZE = 2_000;
 const REBUILD_BATCH = 10_000;
 const LAG_COUNT_LIMIT = 1_000;
 const POLL_INTERVAL_MS = 250;
@@ -193,7 +193,7 @@ export class ProjectionEngine implements Projections {
    * trickle of appends would cost each of them a batch of its own: ten statements for one event.
    * 0 turns pacing off.
    */
-  paceMs = 40;
+  paceMs = 100;
 
   constructor(
     readonly store: EventStore,
