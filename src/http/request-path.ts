@@ -102,28 +102,42 @@ export class RequestPath {
    * Every request, as express's one middleware: begin, its route found in the route table (none:
    * 404), its work, and fail for anything thrown on the way. One middleware, not four: each layer
    * express's router walks costs the request a closure and a path match.
+   * The middleware returns nothing to express, and the request forgets express's `next`: the router's
+   * closures for the request are garbage at once, instead of living (and being copied by every young
+   * collection) while the request waits on the store. Nothing here calls `next`: every request is
+   * answered by this path, its errors too.
    */
   serve(table: RouteTable): RequestHandler {
-    return async (req, res) => {
-      const locals = res.locals as RequestLocals;
-      try {
-        this.begin(req, res, locals);
-        const match = table.match(req.method, req.url);
-        if (!match) throw new HttpError(404, MESSAGES.notFound);
-        const { spec } = match;
-        locals.routePath = spec.path;
-        req.params = match.params;
-        if (spec.body) await readBody(spec, req, res);
-        const ctx = await this.authenticate(spec, req, res, locals.requestId);
-        readInput(spec, req, ctx);
-        const reads = spec.readsAfterWrites;
-        if (reads !== undefined)
-          for (const model of typeof reads === 'string' ? [reads] : reads) await this.tally.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
-        send(res, locals.requestId, await spec.handler(ctx));
-      } catch (error) {
-        this.fail(error, res, locals);
-      }
+    return (req, res) => {
+      req.next = undefined;
+      this.serveOne(table, req, res).catch((error: unknown) => {
+        // fail() itself threw (the answer could not be written): the connection is all that is left.
+        this.tally.log.error({ err: error, requestId: (res.locals as RequestLocals).requestId }, 'request failed and could not be answered');
+        res.destroy();
+      });
     };
+  }
+
+  /** One request along the path (see serve). */
+  private async serveOne(table: RouteTable, req: Request, res: Response): Promise<void> {
+    const locals = res.locals as RequestLocals;
+    try {
+      this.begin(req, res, locals);
+      const match = table.match(req.method, req.url);
+      if (!match) throw new HttpError(404, MESSAGES.notFound);
+      const { spec } = match;
+      locals.routePath = spec.path;
+      req.params = match.params;
+      if (spec.body) await readBody(spec, req, res);
+      const ctx = await this.authenticate(spec, req, res, locals.requestId);
+      readInput(spec, req, ctx);
+      const reads = spec.readsAfterWrites;
+      if (reads !== undefined)
+        for (const model of typeof reads === 'string' ? [reads] : reads) await this.tally.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
+      send(res, locals.requestId, await spec.handler(ctx));
+    } catch (error) {
+      this.fail(error, res, locals);
+    }
   }
 
   /** Every request, matched or not: its id, its metrics and log line once answered, the per-IP limit. */
