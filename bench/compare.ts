@@ -22,6 +22,9 @@ import { cpuSnapshot, envNumber, fmtInt, localPostmaster, printTable, processCpu
  * (64), BENCH_SLICE_SECONDS (4 per slice, after 1 s of warm-up), BENCH_ROUNDS (6). BENCH_DIRECT=1: each
  * server makes the transfers itself, calling its Transfers service without HTTP: the command path,
  * the store and the projections without the request path's cost.
+ * A difference of a few percent needs an A/A run beside it (BENCH_COMPARE_WITH a worktree of this
+ * very commit): the same build on both sides read 0.974x and 0.959x at 2 accounts (1.010x and 0.984x
+ * at 50), "this" (started first) spending about 4% more main thread per transfer whichever build it was.
  */
 
 interface Build {
