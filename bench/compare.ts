@@ -23,8 +23,8 @@ import { cpuSnapshot, envNumber, fmtInt, localPostmaster, printTable, processCpu
  * server makes the transfers itself, calling its Transfers service without HTTP: the command path,
  * the store and the projections without the request path's cost.
  * A difference of a few percent needs an A/A run beside it (BENCH_COMPARE_WITH a worktree of this
- * very commit): the same build on both sides read 0.974x and 0.959x at 2 accounts (1.010x and 0.984x
- * at 50), "this" (started first) spending about 4% more main thread per transfer whichever build it was.
+ * very commit): the build started first ("this") has read a few percent low at 2 accounts whichever
+ * build it was (the README's performance section has the figures).
  */
 
 interface Build {
