@@ -1,9 +1,9 @@
 import { IncomingMessage, type ServerOptions, ServerResponse } from 'node:http';
 import express from 'express';
-import proxyAddr from 'proxy-addr';
 import type { Tally } from '../app/tally';
 import { registerNotificationMetrics } from '../notifications/metrics';
 import { httpMetrics, registerDomainMetrics } from './metrics';
+import { clientIpResolver } from './client-ip';
 import { buildOpenApi, renderDocs } from './openapi';
 import { RequestPath } from './request-path';
 import type { RouteSpec } from './route';
@@ -23,25 +23,6 @@ import { profileRoutes } from './routes/profile';
 import { sandboxIdentityRoutes } from './routes/sandbox';
 import { sandboxLedgerRoutes } from './routes/sandbox-ledger';
 import { webhookRoutes } from './routes/webhooks';
-
-/**
- * Who the client is for the per-IP limit: the socket's peer, unless TRUST_PROXY says which proxies
- * in front may name it in X-Forwarded-For (a hop count, or their addresses/CIDRs). Anyone can send
- * the header, so without that setting it is never believed.
- */
-export function clientIpResolver(trustProxy: string | undefined): (req: IncomingMessage) => string {
-  const setting = trustProxy?.trim();
-  if (!setting || setting === 'false' || setting === '0') return (req) => req.socket.remoteAddress ?? 'unknown';
-  const trust = /^\d+$/.test(setting)
-    ? (_address: string, hop: number) => hop < Number(setting)
-    : proxyAddr.compile(
-        setting
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean),
-      );
-  return (req) => proxyAddr(req, trust);
-}
 
 /** Every route of the service, in one list: served, validated and documented from it. */
 export function allRoutes(): RouteSpec[] {
@@ -65,6 +46,9 @@ export function allRoutes(): RouteSpec[] {
   ];
 }
 
+/** A route of the sandbox (its providers' decisions, its emails and inbox, its hosted pages). */
+export const isSandboxRoute = (route: RouteSpec) => route.path.startsWith('/sandbox/');
+
 /**
  * The service over HTTP: every request takes one path through express, RequestPath.serve: its route
  * found in the route table (or the 404), its body read, its work done, anything thrown answered.
@@ -75,7 +59,8 @@ export function createApp(tally: Tally): express.Express {
   // No ETag: every answer is computed fresh from the read models, and hashing each body costs time.
   app.set('etag', false);
   app.set('trust proxy', false);
-  const routes = allRoutes();
+  // Sandbox routes exist only in sandbox mode: outside it they are unknown paths (404), whatever they are sent.
+  const routes = allRoutes().filter((r) => tally.config.sandbox || !isSandboxRoute(r));
   const metrics = httpMetrics();
   registerDomainMetrics(metrics.registry, tally);
   registerNotificationMetrics(metrics.registry, tally);

@@ -48,6 +48,7 @@ class Context implements RequestContext {
     readonly req: HttpRequest,
     readonly res: ServerResponse,
     readonly requestId: string,
+    readonly clientIp: string,
     private readonly auth: Credential,
   ) {}
 
@@ -122,14 +123,14 @@ export class RequestPath {
   private async serveOne(table: RouteTable, req: Request, res: Response): Promise<void> {
     const locals = res.locals as RequestLocals;
     try {
-      this.begin(req, res, locals);
+      const clientIp = this.begin(req, res, locals);
       const match = table.match(req.method, req.url);
       if (!match) throw new HttpError(404, MESSAGES.notFound);
       const { spec } = match;
       locals.routePath = spec.path;
       req.params = match.params;
       if (spec.body) await readBody(spec, req, res);
-      const ctx = await this.authenticate(spec, req, res, locals.requestId);
+      const ctx = await this.authenticate(spec, req, res, locals.requestId, clientIp);
       readInput(spec, req, ctx);
       const reads = spec.readsAfterWrites;
       if (reads !== undefined)
@@ -140,14 +141,16 @@ export class RequestPath {
     }
   }
 
-  /** Every request, matched or not: its id, its metrics and log line once answered, the per-IP limit. */
-  private begin(req: IncomingMessage, res: Response, locals: RequestLocals): void {
+  /** Every request, matched or not: its id, its metrics and log line once answered, the per-IP limit; who the client is. */
+  private begin(req: IncomingMessage, res: Response, locals: RequestLocals): string {
     const incoming = header(req, 'x-request-id');
     locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : uuidV7();
     locals.startedNs = process.hrtime.bigint();
     res.on('finish', this.finished);
-    const wait = this.ipLimiter.take(this.clientIp(req));
+    const clientIp = this.clientIp(req);
+    const wait = this.ipLimiter.take(clientIp);
     if (wait > 0) throw tooManyRequests(wait);
+    return clientIp;
   }
 
   /** The error envelope for anything a request ran into. */
@@ -166,8 +169,8 @@ export class RequestPath {
   }
 
   /** The request's credentials, as the route requires them (401, or 429 past the partner's or user's limit). */
-  private async authenticate(spec: RouteSpec, req: HttpRequest, res: ServerResponse, requestId: string): Promise<Context> {
-    const ctx = new Context(this.tally, this.locals, req, res, requestId, spec.auth);
+  private async authenticate(spec: RouteSpec, req: HttpRequest, res: ServerResponse, requestId: string, clientIp: string): Promise<Context> {
+    const ctx = new Context(this.tally, this.locals, req, res, requestId, clientIp, spec.auth);
     switch (spec.auth) {
       case 'partner': {
         const key = header(req, 'x-api-key') ?? '';

@@ -38,6 +38,8 @@ export interface RequestContext<Body = unknown, Query = unknown, Params = unknow
   partnerId: string;
   /** Set on bearer routes. */
   userId: string;
+  /** The client's address as TRUST_PROXY lets us know it (http/client-ip.ts): an IP address, or `unknown`. */
+  clientIp: string;
   req: HttpRequest;
   res: ServerResponse;
   /** The app's shared objects (metrics registry, OpenAPI document, rendered docs). */

@@ -121,8 +121,26 @@ export function validate<T>(schema: TSchema, value: unknown, options: { coerce: 
       details: (fn.errors ?? []).map((e) => ({ field: fieldName(e) || null, rule: e.keyword })),
     });
   }
+  if (options.coerce) {
+    // ajv coerces `Infinity` and `1e400` to numbers and then skips its range checks for them (a
+    // number keyword applies to finite numbers only): a query or path number must be finite.
+    const field = nonFinite(value, '');
+    if (field !== null)
+      throw new HttpError(400, `${field || 'query'} must be a finite number`, { code: 'validation_error', details: [{ field: field || null, rule: 'type' }] });
+  }
   dropUndeclared(schema as SchemaNode, value);
   return value as T;
+}
+
+/** The path of the first number that is not finite (NaN, Infinity) in coerced input, else null. */
+function nonFinite(value: unknown, path: string): string | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : path;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, item] of Object.entries(value)) {
+    const found = nonFinite(item, path ? `${path}.${key}` : key);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 interface SchemaNode {

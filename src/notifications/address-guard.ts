@@ -3,41 +3,90 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { DomainError } from '../domain/decider';
 
 /** Where a notification must never go outside sandbox mode: the service's own networks and their neighbours. */
+export const BLOCKED_IPV4: ReadonlyArray<readonly [string, number]> = [
+  ['0.0.0.0', 8], // "this network"
+  ['10.0.0.0', 8], // private
+  ['100.64.0.0', 10], // carrier-grade NAT
+  ['127.0.0.0', 8], // loopback
+  ['169.254.0.0', 16], // link-local (cloud metadata services)
+  ['172.16.0.0', 12], // private
+  ['192.0.0.0', 24], // IETF protocol assignments
+  ['192.168.0.0', 16], // private
+  ['198.18.0.0', 15], // benchmarking
+  ['224.0.0.0', 4], // multicast
+  ['240.0.0.0', 4], // reserved, broadcast
+];
+/**
+ * IPv6 ranges refused whole. Those that carry an IPv4 address the guard can read (compatible, mapped,
+ * translated, 6to4) are judged by that address instead (embeddedIpv4); NAT64 and Teredo are refused
+ * whole: where they lead is the translator's or the relay's choice, not the address's.
+ */
+export const BLOCKED_IPV6: ReadonlyArray<readonly [string, number]> = [
+  ['64:ff9b::', 96], // NAT64, well-known prefix
+  ['64:ff9b:1::', 48], // NAT64, local use
+  ['100::', 64], // discard
+  ['2001::', 32], // Teredo
+  ['2001:db8::', 32], // documentation
+  ['fc00::', 7], // unique local
+  ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated)
+  ['ff00::', 8], // multicast
+];
+
 const BLOCKED = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  BLOCKED.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-  ['64:ff9b::', 96],
-] as const)
-  BLOCKED.addSubnet(net, prefix, 'ipv6');
+for (const [net, prefix] of BLOCKED_IPV4) BLOCKED.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of BLOCKED_IPV6) BLOCKED.addSubnet(net, prefix, 'ipv6');
 
 export const BLOCKED_TARGET = 'url must not point to a private, loopback or link-local address';
 
-/** True for private, loopback, link-local and other non-public addresses (IPv4-mapped IPv6 included). */
+/** True for private, loopback, link-local and other non-public addresses (IPv4 carried in IPv6 judged as IPv4). */
 export function isBlockedAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return BLOCKED.check(address, 'ipv4');
   if (family !== 6) return true;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped?.[1]) return BLOCKED.check(mapped[1], 'ipv4');
-  return BLOCKED.check(address, 'ipv6');
+  const groups = ipv6Groups(address);
+  if (!groups) return true;
+  const carried = embeddedIpv4(groups);
+  if (carried !== null) return BLOCKED.check(carried, 'ipv4');
+  return BLOCKED.check(groups.map((g) => g.toString(16)).join(':'), 'ipv6');
+}
+
+/** An IPv6 address's eight 16-bit groups (a zone index dropped, a dotted IPv4 tail read), or null. */
+export function ipv6Groups(address: string): number[] | null {
+  let text = address.replace(/%.*$/, '').toLowerCase();
+  const dotted = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const bytes = dotted.slice(2, 6).map(Number);
+    if (bytes.some((b) => b > 255)) return null;
+    const [a, b, c, d] = bytes as [number, number, number, number];
+    text = `${dotted[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const halves = text.split('::');
+  if (halves.length > 2) return null;
+  const parse = (part: string | undefined) => (part ? part.split(':').map((g) => (/^[0-9a-f]{1,4}$/.test(g) ? Number.parseInt(g, 16) : Number.NaN)) : []);
+  const head = parse(halves[0]);
+  const tail = parse(halves[1]);
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return null;
+  const groups = [...head, ...new Array<number>(halves.length === 1 ? 0 : missing).fill(0), ...tail];
+  return groups.some(Number.isNaN) ? null : groups;
+}
+
+const dottedOf = (high: number, low: number) => `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+
+/**
+ * The IPv4 address an IPv6 address carries where its prefix says so: IPv4-compatible `::/96` (`::` and
+ * `::1` read as 0.0.0.0 and 0.0.0.1, both refused), mapped `::ffff:0:0/96`, translated
+ * `::ffff:0:0:0/96`, 6to4 `2002::/16` (bits 16-47). Null for any other address.
+ */
+export function embeddedIpv4(groups: readonly number[]): string | null {
+  const [g0, g1, g2, , g4, g5, g6, g7] = groups as [number, number, number, number, number, number, number, number];
+  const zeroUpTo = (n: number) => groups.slice(0, n).every((g) => g === 0);
+  if (zeroUpTo(6)) return dottedOf(g6, g7);
+  if (zeroUpTo(5) && g5 === 0xffff) return dottedOf(g6, g7);
+  if (zeroUpTo(4) && g4 === 0xffff && g5 === 0) return dottedOf(g6, g7);
+  if (g0 === 0x2002) return dottedOf(g1, g2);
+  return null;
 }
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');

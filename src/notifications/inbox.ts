@@ -31,7 +31,12 @@ interface Signed {
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
-const sameText = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+/** Equal texts, compared in constant time over their UTF-8 bytes (a text's length in characters is not its length in bytes). */
+function sameText(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
 
 /**
  * The sandbox's webhook receiver: a partner points its endpoint at it and reads back what arrived,

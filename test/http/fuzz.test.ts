@@ -6,6 +6,7 @@ import { allRoutes } from '../../src/http/app';
 import type { RouteSpec } from '../../src/http/route';
 import { signPayload } from '../../src/providers/identity/signature';
 import { ADMIN_TOKEN } from '../support/app';
+import { customer } from '../support/ledger';
 import {
   type Answer,
   asCurl,
@@ -43,8 +44,9 @@ import {
  * Proof on every route, generated (issue 13, item 4): walks the route table and, from each route's
  * own schemas, sends valid requests and mutants of them (text from all of Unicode with U+0000, lone
  * surrogates and C0/C1 controls; numbers at the edges; missing, extra and mistyped fields; huge and
- * deep bodies; path parameters of every shape; other content types), with the credentials the route
- * takes so the handlers are reached. Never a 5xx; never a write after a 4xx (the log's head does not
+ * deep bodies; path parameters of every shape; other content types; non-finite numbers in queries;
+ * X-Forwarded-For values that are no address, behind a trusted proxy; signatures longer in UTF-8 bytes
+ * than in characters), with the credentials the route takes so the handlers are reached. Never a 5xx; never a write after a 4xx (the log's head does not
  * move across it: requests go one at a time); afterwards every projection has caught up.
  *
  * Seeded: FUZZ_SEED=<n> replays a run (the seed is printed); FUZZ_RUNS=<n> requests per route
@@ -56,7 +58,7 @@ const RUNS = Math.max(8, Number(process.env.FUZZ_RUNS ?? 16));
 /** Each route gets at least this many requests, or the coverage test fails. */
 const MIN_PER_ROUTE = 8;
 
-type Family = 'valid' | 'body' | 'query' | 'params' | 'raw' | 'headers' | 'signed';
+type Family = 'valid' | 'body' | 'query' | 'params' | 'raw' | 'headers' | 'signed' | 'forwarded' | 'signature';
 
 interface Draft {
   family: Family;
@@ -70,7 +72,7 @@ interface Draft {
 }
 
 interface Finding {
-  kind: '5xx' | 'write after 4xx' | 'no answer';
+  kind: '5xx' | 'write after 4xx' | 'no answer' | 'forwarded value echoed';
   route: string;
   family: Family;
   note: string;
@@ -105,6 +107,35 @@ const DECIDED_WRITES: Array<{ route: string; status: number; events: RegExp; why
 ];
 
 const schemaOf = (s: unknown) => s as Schema | undefined;
+
+/** Query numbers no finite type holds: ajv coerces them to numbers and skips its range checks for them. */
+const NON_FINITE_TEXT = ['Infinity', '-Infinity', '1e400', '-1e400', 'NaN', '+Infinity'];
+
+/**
+ * X-Forwarded-For values that are no IP address (the fuzz app trusts its loopback proxy, so they
+ * reach the client-address resolver): markup, a long header, C1 and other non-ASCII bytes.
+ */
+const ECHO_CHECKED = ['<script>alert(1)</script>', 'x'.repeat(8_000), '1.2.3.4.5', '::ffff:999.1.1.1'];
+const forwardedFor: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom(...ECHO_CHECKED, 'é\u0085', 'unknown', '127.0.0.1, <b>'),
+  nastyString.map((v) => [...v].filter((c) => /^[\x20-\x7e\xa0-\xff]$/.test(c)).join('') || '-'),
+);
+
+/**
+ * Signature text as long in characters as a real one once the service reads the header (latin1:
+ * each byte one character) but not in UTF-8 bytes. A client sends U+0080-U+00FF (the most a header
+ * may carry) as two bytes each, so 22 of them arrive as the 44 characters of a Standard Webhooks
+ * signature, 32 as the 64 of a hex one.
+ */
+const multiByteText: fc.Arbitrary<string> = fc.oneof(
+  fc.array(fc.integer({ min: 0x80, max: 0xff }), { minLength: 22, maxLength: 22 }).map((cs) => String.fromCodePoint(...cs)),
+  fc.array(fc.integer({ min: 0x80, max: 0xff }), { minLength: 32, maxLength: 32 }).map((cs) => String.fromCodePoint(...cs)),
+  fc.constantFrom(`${'A'.repeat(42)}é`, `${'0'.repeat(62)}é`, 'é'.repeat(8)),
+);
+
+const INBOX_PATH = '/sandbox/v1/webhook-inbox';
+/** A delivery of the world's partner to the sandbox inbox: the inbox then reaches its signature check. */
+let inboxDeliveryId = '';
 
 /** Webhook envelopes of the providers, as schemas, so the generator can make and break them. */
 function webhookSchema(path: string): Schema {
@@ -414,6 +445,22 @@ function draftsFor(route: RouteSpec, w: World, seed: number): Draft[] {
           headers: b.headers,
         })),
     ]);
+  const numericKeys = Object.entries(querySchema?.properties ?? {})
+    .filter(([, p]) => p.type === 'integer' || p.type === 'number')
+    .map(([k]) => k);
+  if (numericKeys.length)
+    families.push([
+      'query',
+      2,
+      fc.tuple(base, fc.constantFrom(...numericKeys), fc.constantFrom(...NON_FINITE_TEXT)).map(([b, k, v]) => ({
+        family: 'query',
+        note: `query ${k}=${v} (not finite)`,
+        params: b.params,
+        // In place of the valid value (a key sent twice is an array, refused before its value is read).
+        query: [...b.query.split('&').filter((pair) => pair && pair.split('=')[0] !== k), `${k}=${encodeURIComponent(v)}`].join('&'),
+        headers: b.headers,
+      })),
+    ]);
   if (paramNames.length)
     families.push([
       'params',
@@ -472,6 +519,36 @@ function draftsFor(route: RouteSpec, w: World, seed: number): Draft[] {
           body: b.body ?? jsonText(junk),
         })),
     ]);
+  families.push([
+    'forwarded',
+    2,
+    fc.tuple(base, forwardedFor).map(([b, value]) => ({
+      family: 'forwarded',
+      note: `X-Forwarded-For ${value.slice(0, 16)}`,
+      params: b.params,
+      query: b.query,
+      headers: { ...(hasBody && b.body !== undefined ? json(b.headers) : b.headers), 'X-Forwarded-For': value },
+      body: hasBody ? b.body : undefined,
+    })),
+  ]);
+  const inbox = route.method === 'post' && route.path === INBOX_PATH;
+  if (signed || inbox)
+    families.push([
+      'signature',
+      2,
+      fc.tuple(base, multiByteText).map(([b, wide]) => ({
+        family: 'signature',
+        note: `multi-byte signature (${wide.length} characters)`,
+        params: b.params,
+        query: b.query,
+        headers: json(
+          inbox
+            ? { 'webhook-id': inboxDeliveryId, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': `v1,${wide}` }
+            : { [webhookHeader(route.path)]: `t=${Math.floor(Date.now() / 1000)},v1=${wide}` },
+        ),
+        body: b.body ?? '{"id":"x"}',
+      })),
+    ]);
   const total = families.reduce((n, [, weight]) => n + weight, 0);
   const drafts: Draft[] = [];
   families.forEach(([, weight, arb], i) => {
@@ -512,8 +589,10 @@ describe(`fuzz: every route from its own schemas (FUZZ_SEED=${SEED} FUZZ_RUNS=${
   before(async () => {
     started = Date.now();
     console.log(`    fuzz seed ${SEED} (replay: FUZZ_SEED=${SEED}), ${RUNS} requests per route (FUZZ_RUNS)`);
-    app = await startLoggedApp();
+    // A trusted proxy in front (loopback), so X-Forwarded-For reaches the client-address resolver.
+    app = await startLoggedApp({ trustProxy: 'loopback' });
     w = await buildWorld(app);
+    inboxDeliveryId = await deliveryToInbox(app, w);
   });
   after(() => app?.close());
 
@@ -546,6 +625,10 @@ describe(`fuzz: every route from its own schemas (FUZZ_SEED=${SEED} FUZZ_RUNS=${
     byFamily.set(fam, (byFamily.get(fam) ?? 0) + 1);
     const base = { route: routeKey(route), family: draft.family, note: draft.note, request, status: answer.status, answer: answer.text.slice(0, 500) };
     if (answer.status === 0) findings.push({ ...base, kind: 'no answer' });
+    // A forwarded value that is no IP address is never taken for the client's address, so never shown back.
+    const forwarded = draft.family === 'forwarded' ? draft.headers['X-Forwarded-For'] : undefined;
+    if (forwarded && ECHO_CHECKED.includes(forwarded) && answer.status < 300 && answer.text.includes(forwarded))
+      findings.push({ ...base, kind: 'forwarded value echoed' });
     if (answer.status >= 500) {
       fiveXx++;
       findings.push({
@@ -562,6 +645,24 @@ describe(`fuzz: every route from its own schemas (FUZZ_SEED=${SEED} FUZZ_RUNS=${
         writesAfter4xx++;
         findings.push({ ...base, kind: 'write after 4xx', written });
       }
+    }
+  }
+
+  /** Points the world's partner at the sandbox inbox and waits for one of its deliveries. */
+  async function deliveryToInbox(logged: LoggedApp, world: World): Promise<string> {
+    const put = await logged.http
+      .put('/api/v1/partner/webhooks')
+      .set(world.acme.headers)
+      .send({ url: `${logged.url}${INBOX_PATH}` });
+    expect(put.status, JSON.stringify(put.body)).to.equal(200);
+    // A customer of its own (not one of the world's) makes a notification: a KYC decision.
+    await customer(logged.http, world.acme);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const [row] = await logged.tally.sql.query<{ id: string }>('SELECT id::text FROM webhook_deliveries WHERE partner_id = $1 LIMIT 1', [world.acme.id]);
+      if (row) return row.id;
+      if (Date.now() > deadline) throw new Error('no delivery to the sandbox inbox');
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
 

@@ -1,8 +1,5 @@
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { Resolver } from '../../src/notifications/address-guard';
-import { postNotification } from '../../src/notifications/sender';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { registerUser } from '../support/identity';
 
@@ -163,14 +160,6 @@ describe('partner webhook endpoint configuration over HTTP', () => {
     });
 
     it('refuses at delivery a name that answered a public address when set and a loopback one at the connection (DNS rebinding)', async () => {
-      // A loopback listener: a connection to it is a notification the guard let through.
-      let connections = 0;
-      const trap = createServer((socket) => {
-        connections++;
-        socket.destroy();
-      });
-      await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
-      const port = (trap.address() as AddressInfo).port;
       const asked: string[] = [];
       // The name's answer changes after the first lookup (the PUT's check): a public address, then loopback.
       const rebinding: Resolver = async (host) => {
@@ -183,10 +172,12 @@ describe('partner webhook endpoint configuration over HTTP', () => {
       Object.assign(dispatcher.options, { resolve: rebinding });
       try {
         const partner = await createPartner(app.http, 'Rebinding');
+        // Port 443 only outside sandbox mode: without the guard this would connect to 127.0.0.1:443,
+        // and the attempt would fail with a connection error, not the guard's refusal.
         const put = await app.http
           .put('/api/v1/partner/webhooks')
           .set(partner.headers)
-          .send({ url: `https://rebind.example:${port}/hooks`, events: ['user.status.updated'] });
+          .send({ url: 'https://rebind.example/hooks', events: ['user.status.updated'] });
         expect(put.status, JSON.stringify(put.body)).to.equal(200);
         const user = await registerUser(app.http, partner);
         expect((await app.http.post(`/admin/v1/users/${user.id}/suspend`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({})).status).to.equal(200);
@@ -200,14 +191,9 @@ describe('partner webhook endpoint configuration over HTTP', () => {
         expect(attempts.length, 'an attempt was made').to.be.above(0);
         for (const a of attempts) expect(a).to.deep.equal({ ...a, httpStatus: null, error: 'refused: rebind.example resolves to a non-public address' });
         expect(asked.slice(0, 2)).to.deep.equal(['rebind.example', 'rebind.example']);
-        expect(connections).to.equal(0);
-        // The trap does count: the same port, reached without the guard, is one connection.
-        await postNotification(`http://127.0.0.1:${port}/hooks`, '{}', {}, { timeoutMs: 2_000, publicOnly: false });
-        expect(connections).to.equal(1);
       } finally {
         Object.assign(endpoints, { resolve: saved.put });
         Object.assign(dispatcher.options, { resolve: saved.delivery });
-        await new Promise<void>((resolve) => trap.close(() => resolve()));
       }
     });
 

@@ -75,6 +75,9 @@ export function checkEndpointUrl(raw: string, sandbox: boolean): URL {
   if (!schemes.includes(url.protocol)) throw new DomainError('invalid', sandbox ? 'url must use https or http' : 'url must use https');
   if (url.username || url.password) throw new DomainError('invalid', 'url must not contain credentials');
   if (url.hash) throw new DomainError('invalid', 'url must not contain a fragment');
+  // Outside sandbox mode only the https port (URL drops an explicit :443, so none is left): no
+  // reaching the other services of a public host (an admin port, a database) through us.
+  if (!sandbox && url.port !== '') throw new DomainError('invalid', 'url must use the https port (443)');
   return url;
 }
 

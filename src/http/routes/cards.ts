@@ -1,10 +1,10 @@
+import { isIP } from 'node:net';
 import { type Static, Type } from '@sinclair/typebox';
 import { CARD_STATUSES } from '../../domain/cards/card';
 import { LIMIT_FREQUENCIES } from '../../domain/cards/limit';
 import { viewOfCard } from '../../app/cards';
 import { applicationOf, cardOf, cardSummaryOf } from '../../app/cards/views';
 import { maskPan } from '../../providers/cards/port';
-import { clientIpResolver } from '../app';
 import { HttpError } from '../errors';
 import { type RequestContext, route } from '../route';
 import { IsoDateTime, StringEnum, Success, Uuid } from '../schemas';
@@ -138,7 +138,7 @@ const applicationRoutes = [
       422: { description: 'The profile lacks the fields a card application carries' },
     },
     async handler(ctx) {
-      const ipAddress = clientIpResolver(ctx.tally.config.trustProxy)(ctx.req);
+      const ipAddress = isIP(ctx.clientIp) ? ctx.clientIp : null;
       const application = await ctx.tally.cards.applications.apply(me(ctx), { ...ctx.body, ipAddress }, ctx.command());
       return { status: 201, body: { success: true, data: { application: applicationOf(application) } } };
     },
