@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import * as kdb from '@kurrent/kurrentdb-client';
 import { chainHash, eventDigest, GENESIS_HASH } from './hash';
+import { StreamLanes } from './lanes';
 import { assertStorable } from './storable';
 import {
   type AppendResult,
@@ -11,6 +12,7 @@ import {
   type JsonObject,
   type NewEvent,
   normalizeExpected,
+  OverloadedError,
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
@@ -25,8 +27,35 @@ import { runSubscription } from './subscription';
 const MAX_READ_BATCH = 1_000;
 /** Smallest $all page, so that client-side filtering never degrades into one-event round trips. */
 const MIN_ALL_PAGE = 100;
-/** Conflicts an 'any' append retries through (each retry re-reads the tail) before giving up. */
-const MAX_APPEND_ATTEMPTS = 10;
+/**
+ * Plans an append goes through (each reads the streams again) before it gives up: after a conflict
+ * of an 'any' append (someone else wrote the tail first), or an answer that leaves the outcome
+ * unknown (a timeout, an internal error, no reply). Bounded in number and in time.
+ */
+const MAX_APPEND_ATTEMPTS = 12;
+const APPEND_BUDGET_MS = 10_000;
+/** Full-jitter backoff between plans: a random wait up to min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2^attempt). */
+const BACKOFF_BASE_MS = 10;
+const BACKOFF_MAX_MS = 1_000;
+/**
+ * How long a write waits for its reply. The server answers every write within its WriteTimeoutMs
+ * (2 s by default): past this the reply is lost (the client's batch-append stream has no deadline
+ * of its own), and the write's outcome is read back from the stream instead.
+ */
+const APPEND_REPLY_TIMEOUT_MS = 5_000;
+
+/** The time limits of an append (tests shorten them). */
+export interface AppendLimits {
+  appendBudgetMs: number;
+  appendReplyTimeoutMs: number;
+}
+
+export const APPEND_LIMITS: AppendLimits = { appendBudgetMs: APPEND_BUDGET_MS, appendReplyTimeoutMs: APPEND_REPLY_TIMEOUT_MS };
+/** Appends of this process waiting for one stream (see StreamLanes) before OverloadedError. */
+const MAX_QUEUED_APPENDS_PER_STREAM = 1_000;
+/** At start, how long `connect` keeps trying a server out of reach, and its longest wait between tries. */
+const CONNECT_BUDGET_MS = 60_000;
+const CONNECT_BACKOFF_MAX_MS = 5_000;
 /**
  * How far back from the end, beyond its own events, an 'any'/'stream_exists' retry is looked for
  * (the port's promise: a retry is recognized while at most this many events followed it; the server
@@ -38,16 +67,60 @@ const HASH_KEY = 'tallyHash';
 const PACKED_METADATA_KEY = 'tallyMetadata';
 /** The method the client itself checks before a multi-stream append (KurrentDB 25.1+). */
 const APPEND_SESSION_PATH = '/kurrentdb.protocol.v2.streams.StreamsService/AppendSession';
+/**
+ * Event types the multi-stream append takes (the server's SchemaNameValidator). Held to for every
+ * append, so that an event type never works alone and fails beside another stream.
+ */
+const EVENT_TYPE_PATTERN = /^[a-zA-Z0-9_.$:-]+$/;
 
-/** Detected at `connect`: `multiStreamAppend` says whether appendMany can write several streams at once. */
+/**
+ * The client calls the adapter makes: the whole of what it needs from a server, and where the tests
+ * put a fake one (test/eventstore/fake-kurrentdb.ts).
+ */
+export interface KurrentClient {
+  appendToStream(streamName: string, events: kdb.EventData[], options: kdb.AppendToStreamOptions): Promise<kdb.AppendResult>;
+  multiStreamAppend(requests: kdb.AppendStreamRequest[]): Promise<kdb.MultiAppendResult>;
+  readStream(streamName: string, options: kdb.ReadStreamOptions): AsyncIterable<kdb.ResolvedEvent>;
+  readAll(options: kdb.ReadAllOptions): AsyncIterable<kdb.AllStreamResolvedEvent>;
+  dispose(): Promise<void>;
+}
+
+/** What client 1.3.1 knows of its server, behind a getter that is not public API (hence the pinned client). */
+export interface ServerFeatures {
+  serverVersion: string;
+  supports(method: { path: string }): boolean;
+}
+
+/** A client as `open` takes it: the calls, and the server's features as the client read them. */
+export type KurrentClientWithFeatures = KurrentClient & { readonly capabilities?: Promise<ServerFeatures> };
+
+export interface ConnectOptions {
+  log?: (message: string) => void;
+  /** How long a server out of reach is tried again (CONNECT_BUDGET_MS). */
+  connectBudgetMs?: number;
+  /** The client for a connection string; a fresh one per try (the real client caches a failed capabilities read). */
+  makeClient?: (connectionString: string) => KurrentClientWithFeatures;
+}
+
+/** Detected at `open`: the server's version, and that it has the multi-stream append (else it is refused). */
 export interface ServerInfo {
   version: string;
   multiStreamAppend: boolean;
 }
 
-const UNKNOWN_SERVER: ServerInfo = { version: 'unknown', multiStreamAppend: false };
+export const multiStreamAppendUnsupported = (version: string) =>
+  `KurrentDB server ${version} has no multi-stream append (the v2 streams API's AppendSession): Tally needs KurrentDB 25.1 or later`;
 
-export const multiStreamAppendUnsupported = (version: string) => `KurrentDB server ${version} does not support multi-stream append; upgrade to 25.1+`;
+/** The client itself: its capabilities getter is protected in its types, and read all the same (see detectServer). */
+function realClient(connectionString: string): KurrentClientWithFeatures {
+  const client: KurrentClient = kdb.KurrentDBClient.connectionString(connectionString);
+  return client as KurrentClientWithFeatures;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Full jitter: spreads writers that collided, so that they do not collide again in step. */
+const backoffMs = (attempt: number, maxMs = BACKOFF_MAX_MS) => Math.floor(Math.random() * Math.min(maxMs, BACKOFF_BASE_MS * 2 ** attempt));
 
 /** Commit then prepare position, zero-padded so that string order is log order. */
 export function formatPosition(p: kdb.Position): string {
@@ -106,18 +179,36 @@ function toRecorded(e: kdb.RecordedEvent): RecordedEvent {
   };
 }
 
-/** Connection-level failures become StoreUnavailableError, as in the Postgres adapter. */
-function storeError(error: unknown): unknown {
+/**
+ * Failures that say the server could not be reached or did not finish (no verdict on the request):
+ * connection loss, deadlines, a server shutting down (CancelledError), the native reader's transport
+ * failures (it reports them as UnknownError), and a leader that moved. As in the Postgres adapter,
+ * these become StoreUnavailableError (503).
+ */
+function isTransportFailure(error: unknown): boolean {
   if (
     error instanceof kdb.UnavailableError ||
     error instanceof kdb.DeadlineExceededError ||
     error instanceof kdb.TimeoutError ||
-    error instanceof kdb.NotLeaderError
+    error instanceof kdb.CancelledError ||
+    error instanceof kdb.UnknownError ||
+    error instanceof kdb.NotLeaderError ||
+    error instanceof ReplyLost
   )
-    return new StoreUnavailableError(error);
+    return true;
   const code = (error as { code?: unknown })?.code;
-  if (code === 14 || code === 4) return new StoreUnavailableError(error); // raw gRPC UNAVAILABLE / DEADLINE_EXCEEDED
-  return error;
+  return code === 14 || code === 4 || code === 1 || code === 13; // raw gRPC UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED, INTERNAL
+}
+
+function storeError(error: unknown): unknown {
+  return isTransportFailure(error) ? new StoreUnavailableError(error) : error;
+}
+
+/** A write's reply did not come within APPEND_REPLY_TIMEOUT_MS: whether it was written is unknown. */
+class ReplyLost extends Error {
+  constructor(ms: number) {
+    super(`No reply to an append within ${ms} ms`);
+  }
 }
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -143,23 +234,54 @@ type Plan = { kind: 'write'; stream: string; base: number; events: PendingEvent[
 export class KurrentDbEventStore implements EventStore {
   readonly kind = 'kurrentdb' as const;
   private readonly appended = new EventEmitter();
+  /**
+   * Appends of this process to one stream go one after another: two identical appends (a retry
+   * racing its original) would otherwise reach the server together, and it drops the second
+   * unanswered until its write timeout (IdempotentNotReady: the first is written, not yet indexed); and
+   * 'any' appends to a busy stream would each plan on the same tail, all but one to conflict.
+   */
+  private readonly lanes = new StreamLanes(MAX_QUEUED_APPENDS_PER_STREAM);
 
-  /** Use `connect`, which checks the server is reachable and what it supports. */
+  /** Use `connect` (or `open`), which check the server is reachable and what it supports. */
   constructor(
-    readonly client: kdb.KurrentDBClient,
+    readonly client: KurrentClient,
     readonly server: ServerInfo,
+    private readonly limits: AppendLimits = APPEND_LIMITS,
   ) {
     this.appended.setMaxListeners(0);
   }
 
-  static async connect(connectionString: string, log: (message: string) => void = console.warn): Promise<KurrentDbEventStore> {
+  /**
+   * Connects, trying a server out of reach again with backoff for up to CONNECT_BUDGET_MS (a
+   * service started beside its server waits for it), and refuses at once a server it cannot use.
+   */
+  static async connect(connectionString: string, options: ConnectOptions = {}): Promise<KurrentDbEventStore> {
+    const log = options.log ?? console.warn;
     // esdb:// is the pre-rename scheme; the client only warns about it, the native reader may not take it.
-    const client = kdb.KurrentDBClient.connectionString(connectionString.replace(/^esdb(\+discover)?:\/\//i, 'kurrentdb$1://'));
+    const url = connectionString.replace(/^esdb(\+discover)?:\/\//i, 'kurrentdb$1://');
+    const makeClient = options.makeClient ?? realClient;
+    const deadline = Date.now() + (options.connectBudgetMs ?? CONNECT_BUDGET_MS);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await KurrentDbEventStore.open(makeClient(url));
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError)) throw error;
+        const waitMs = Math.min(CONNECT_BACKOFF_MAX_MS, 250 * 2 ** attempt);
+        if (Date.now() + waitMs > deadline) throw error;
+        log(`KurrentDB out of reach (try ${attempt}: ${String((error.cause as Error | undefined)?.message ?? error.cause)}); trying again in ${waitMs} ms`);
+        await sleep(waitMs);
+      }
+    }
+  }
+
+  /** A store on `client` once the server answers and has what the adapter needs; the client is disposed otherwise. */
+  static async open(client: KurrentClientWithFeatures, limits: AppendLimits = APPEND_LIMITS): Promise<KurrentDbEventStore> {
     try {
-      await new KurrentDbEventStore(client, UNKNOWN_SERVER).ping();
-      const store = new KurrentDbEventStore(client, await detectServer(client));
-      if (!store.server.multiStreamAppend) log(`${multiStreamAppendUnsupported(store.server.version)} (atomic appends to several streams will fail)`);
-      return store;
+      const probe = new KurrentDbEventStore(client, { version: 'unknown', multiStreamAppend: false });
+      await probe.ping();
+      const server = await detectServer(client);
+      if (!server.multiStreamAppend) throw new Error(multiStreamAppendUnsupported(server.version));
+      return new KurrentDbEventStore(client, server, limits);
     } catch (error) {
       await client.dispose();
       throw storeError(error);
@@ -173,37 +295,92 @@ export class KurrentDbEventStore implements EventStore {
 
   async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
     if (appends.length === 0) return [];
-    const names = new Set<string>();
+    const names = new Map<string, string>();
     for (const a of appends) {
       if (a.events.length === 0) throw new Error(`Append to ${a.stream} has no events`);
-      if (names.has(a.stream)) throw new Error(`Stream ${a.stream} appears twice in one append`);
-      names.add(a.stream);
+      // The multi-stream append takes one stream once, comparing names without case.
+      const folded = a.stream.toLowerCase();
+      const seen = names.get(folded);
+      if (seen !== undefined)
+        throw new Error(
+          seen === a.stream
+            ? `Stream ${a.stream} appears twice in one append`
+            : `Streams ${seen} and ${a.stream} differ only in case: KurrentDB refuses them in one append`,
+        );
+      names.set(folded, a.stream);
+      for (const e of a.events)
+        if (!EVENT_TYPE_PATTERN.test(e.type))
+          throw new Error(`Event type ${JSON.stringify(e.type)} is not one KurrentDB's multi-stream append takes (${EVENT_TYPE_PATTERN.source})`);
     }
     assertStorable(appends);
     if (appends.length > 1 && !this.server.multiStreamAppend) throw new Error(multiStreamAppendUnsupported(this.server.version));
+    return this.lanes.run(
+      appends.map((a) => a.stream),
+      () => this.appendInLanes(appends),
+    );
+  }
+
+  /**
+   * Plan, write, verify; on a conflict or an unknown outcome, back off and plan again. Planning
+   * reads the streams, so it tells an earlier write of this very append that did land (a timed-out
+   * write, a retry racing its original) from someone else's, and answers either way; a write that
+   * did not land is sent again with the same ids, which the server takes once.
+   */
+  private async appendInLanes(appends: StreamAppend[]): Promise<AppendResult[]> {
+    const deadline = Date.now() + this.limits.appendBudgetMs;
     let conflict: kdb.WrongExpectedVersionError | RefusedAppend | undefined;
+    /** Set when the last try ended without a verdict (no conflict): what it ended on. */
+    let unknownOutcome: unknown;
     for (let attempt = 0; attempt < MAX_APPEND_ATTEMPTS; attempt++) {
-      const plans = await Promise.all(appends.map((a) => this.plan(a)));
+      if (attempt > 0) {
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) break;
+        await sleep(backoffMs(attempt, Math.min(BACKOFF_MAX_MS, remaining)));
+      }
+      let plans: Plan[];
+      try {
+        plans = await Promise.all(appends.map((a) => this.plan(a)));
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError)) throw error;
+        unknownOutcome = error.cause ?? error;
+        continue;
+      }
       const writes = plans.filter((p) => p.kind === 'write');
       if (writes.length === 0) return plans.flatMap((p) => (p.kind === 'stored' ? [p.result] : []));
       const stored = plans.find((p) => p.kind === 'stored');
       if (stored) throw new EventIdConflictError(stored.firstId);
       try {
-        await this.write(writes);
+        await this.writeWithin(writes, this.limits.appendReplyTimeoutMs);
       } catch (error) {
-        // Someone moved a stream since we read it: plan again, which tells our own earlier write
-        // (an identical retry that won the race) from someone else's and re-reads an 'any' tail.
+        // Someone moved a stream since we read it: plan again, which re-reads an 'any' tail.
         if (error instanceof kdb.WrongExpectedVersionError || error instanceof RefusedAppend) {
           conflict = error;
+          unknownOutcome = undefined;
           continue;
         }
-        throw storeError(error);
+        // A timeout, an internal error or no reply: the write may or may not be stored.
+        if (isTransportFailure(error)) {
+          unknownOutcome = error;
+          continue;
+        }
+        throw error;
       }
-      const results = await Promise.all(writes.map((w) => this.verifyAppended(w)));
+      let results: AppendResult[];
+      try {
+        results = await Promise.all(writes.map((w) => this.verifyAppended(w)));
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError)) throw error;
+        unknownOutcome = error.cause ?? error;
+        continue;
+      }
       this.appended.emit('append');
       return results;
     }
+    if (unknownOutcome !== undefined || conflict === undefined) throw new StoreUnavailableError(unknownOutcome);
     const failed = appends.find((a) => a.stream === conflict?.streamName) ?? (appends[0] as StreamAppend);
+    const expected = normalizeExpected(failed.expectedRevision);
+    // An 'any' append is never refused for its revision: it lost to others too often, try again shortly.
+    if (expected === 'any' || expected === 'stream_exists') throw new OverloadedError(`appends to ${failed.stream} kept conflicting`);
     throw await this.wrongRevision(failed.stream, failed.expectedRevision);
   }
 
@@ -260,6 +437,25 @@ export class KurrentDbEventStore implements EventStore {
     return { kind: 'stored', stream: a.stream, firstId: firstStored.id, result: { nextRevision: last.revision, position: last.position } };
   }
 
+  /**
+   * The write, or ReplyLost after `timeoutMs`. The server decides every write within its own write
+   * timeout, so by then the write has landed or never will, and the next plan reads which.
+   */
+  private async writeWithin(writes: Array<Extract<Plan, { kind: 'write' }>>, timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const sent = this.write(writes);
+    const lost = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ReplyLost(timeoutMs)), timeoutMs);
+    });
+    try {
+      await Promise.race([sent, lost]);
+    } finally {
+      clearTimeout(timer);
+      // A reply that comes after ReplyLost is not waited for: the next plan has read what it did.
+      sent.catch(() => undefined);
+    }
+  }
+
   private async write(writes: Array<Extract<Plan, { kind: 'write' }>>): Promise<void> {
     const state = (w: { base: number }): kdb.AppendStreamState => (w.base < 0 ? kdb.NO_STREAM : BigInt(w.base));
     const toEventData = (e: PendingEvent, stringValuesOnly: boolean): kdb.EventData =>
@@ -269,7 +465,8 @@ export class KurrentDbEventStore implements EventStore {
       const result = await this.client.appendToStream(
         only.stream,
         only.events.map((e) => toEventData(e, false)),
-        { streamState: state(only) },
+        // The server gives up on the write at this deadline (the batch's own, sent with it).
+        { streamState: state(only), deadline: this.limits.appendReplyTimeoutMs },
       );
       // A client made with throwOnAppendFailure=false answers a wrong revision this way instead of throwing.
       if (!result.success) throw new RefusedAppend(only.stream);
@@ -311,7 +508,9 @@ export class KurrentDbEventStore implements EventStore {
     const events: RecordedEvent[] = [];
     if (maxCount <= 0) return events;
     try {
-      for await (const resolved of this.client.readStream(stream, { fromRevision, direction, maxCount })) {
+      // From the leader: a follower may not have a write yet that the leader acknowledged, and the
+      // plans and checks of an append (and the decisions made on a stream) must see it.
+      for await (const resolved of this.client.readStream(stream, { fromRevision, direction, maxCount, requiresLeader: true })) {
         if (resolved.event) events.push(toRecorded(resolved.event));
       }
     } catch (error) {
@@ -407,13 +606,14 @@ export class KurrentDbEventStore implements EventStore {
 }
 
 /**
- * Whether the server has the multi-stream append. The client answers this from the server's
- * advertised methods, but only behind a protected getter (its public multiStreamAppend throws
- * UnsupportedError on first use); reading it here avoids probing the server with a write.
+ * Whether the server has the multi-stream append. Client 1.3.1 answers this from the server's
+ * advertised methods, but only behind a getter that is not public API (its public multiStreamAppend
+ * throws UnsupportedError on first use); reading it here avoids probing the server with a write.
+ * A client without the getter cannot tell: it is refused rather than trusted.
  */
-async function detectServer(client: kdb.KurrentDBClient): Promise<ServerInfo> {
-  type Features = { serverVersion: string; supports(method: { path: string }): boolean };
-  const features = await (client as unknown as { capabilities?: Promise<Features> }).capabilities;
-  if (typeof features?.supports !== 'function') return UNKNOWN_SERVER; // a client without the getter: assume the worst, and say so
+async function detectServer(client: KurrentClientWithFeatures): Promise<ServerInfo> {
+  const features = await client.capabilities;
+  if (typeof features?.supports !== 'function' || typeof features.serverVersion !== 'string')
+    throw new Error('The KurrentDB client does not say what the server supports (the adapter is written for client 1.3.1)');
   return { version: features.serverVersion, multiStreamAppend: features.supports({ path: APPEND_SESSION_PATH }) };
 }

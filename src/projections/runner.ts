@@ -46,7 +46,29 @@ CREATE TABLE IF NOT EXISTS projection_checkpoints (
   updated_at   timestamptz NOT NULL DEFAULT now()
 );
 ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS version integer NOT NULL DEFAULT 1;
-ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS failure jsonb;`;
+ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS failure jsonb;
+CREATE TABLE IF NOT EXISTS projection_checkpoints_log (
+  only_row  boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+  log_kind  text NOT NULL
+);`;
+
+/**
+ * The kind of log the checkpoints are positions in. Postgres and PGlite write positions alike (and
+ * keep their log beside their read models), KurrentDB another log with positions of the same shape:
+ * read models built from one and then run on the other would compare positions of different logs
+ * and, past the other's head, wait forever without a word.
+ */
+export const checkpointsLogKind = (store: Pick<EventStore, 'kind'>): string => (store.kind === 'kurrentdb' ? 'kurrentdb' : 'postgres');
+
+export class CheckpointsOfAnotherLogError extends Error {
+  constructor(recorded: string, current: string) {
+    super(
+      `The read models' checkpoints are positions in a ${recorded} event log, and this node's log is ${current}: ` +
+        `point the node at the log they were built from, or drop projection_checkpoints_log and projection_checkpoints so that every read model is rebuilt from this log`,
+    );
+    this.name = 'CheckpointsOfAnotherLogError';
+  }
+}
 
 /**
  * A projection stopped on an event it cannot apply. Only it stops: the others go on, and it retries
@@ -235,6 +257,11 @@ export class ProjectionEngine implements Projections {
   /** Creates the checkpoint table and every projection's live tables (if absent). */
   async prepare(): Promise<void> {
     await this.sql.exec(CHECKPOINTS_SCHEMA);
+    // Checkpoints kept before the log's kind was recorded are taken to be this log's, as they were.
+    const kind = checkpointsLogKind(this.store);
+    await this.sql.query(`INSERT INTO projection_checkpoints_log (log_kind) VALUES ($1) ON CONFLICT (only_row) DO NOTHING`, [kind]);
+    const [recorded] = await this.sql.query<{ log_kind: string }>(`SELECT log_kind FROM projection_checkpoints_log`);
+    if (recorded && recorded.log_kind !== kind) throw new CheckpointsOfAnotherLogError(recorded.log_kind, kind);
     for (const p of this.projections) {
       const exists = await this.sql.query<{ n: string }>(`SELECT count(*)::text AS n FROM projection_checkpoints WHERE name = $1`, [p.name]);
       if (exists[0]?.n === '0') {

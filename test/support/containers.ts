@@ -10,7 +10,7 @@ import type { StartedTestContainer } from 'testcontainers';
  * them to testcontainers' reaper (Ryuk), which removes a session's containers once its process is gone.
  */
 export const POSTGRES_IMAGE = 'postgres:16';
-export const KURRENTDB_IMAGE = 'docker.kurrent.io/kurrent-latest/kurrentdb:25.1';
+export const KURRENTDB_IMAGE = 'docker.kurrent.io/kurrent-latest/kurrentdb:25.1.4';
 const KURRENTDB_PORT = 2113;
 
 export type DockerAnswer = { reachable: true } | { reachable: false; reason: string };
