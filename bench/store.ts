@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism, tmpdir } from 'node:os';
-import { CommandHandler } from '../src/app/command-handler';
-import { StateCache } from '../src/app/commands';
-import { type UserCommand, userDecider, userStream } from '../src/domain/users/user';
+import { CommandHandler } from '../src/platform/commands/command-handler';
+import { StateCache } from '../src/platform/commands/commands';
+import { type UserCommand, userDecider, userStream } from '../src/domain/identity/user';
 import type { EventStore, NewEvent } from '../src/eventstore/port';
 import { PostgresEventStore } from '../src/eventstore/postgres';
 import { PgSql } from '../src/eventstore/sql';

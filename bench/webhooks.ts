@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import pino from 'pino';
 import supertest from 'supertest';
-import type { Tally } from '../src/app/tally';
+import type { Tally } from '../src/compose/tally';
 import { type RunningServer, startServer } from '../src/server';
 import { createPartner, type PartnerCredentials } from '../test/support/app';
 import { type Customer, customer, fund } from '../test/support/ledger';

@@ -3,8 +3,8 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import pino, { type Logger } from 'pino';
-import { openTally } from './app/open';
-import type { Tally } from './app/tally';
+import { openTally } from './compose/open';
+import type { Tally } from './compose/tally';
 import type { Config } from './config';
 import { createApp, expressServerOptions } from './http/app';
 

@@ -1,7 +1,7 @@
-import type { Tally } from '../app/tally';
-import { accountDecider } from '../domain/accounts/account';
+import type { Tally } from '../compose/tally';
+import { accountDecider } from '../domain/ledger/account';
 import { cardDecider } from '../domain/cards/card';
-import type { Decider, DomainEvent } from '../domain/decider';
+import type { Decider, DomainEvent } from '../platform/decider';
 import { canonicalJson, verifyChain } from '../eventstore/hash';
 import type { Json, JsonObject } from '../eventstore/port';
 import { cardHoldsCheck } from './audit-cards';

@@ -1,8 +1,8 @@
-import { type AccountEvent, type AccountState, accountDecider } from '../domain/accounts/account';
+import { type AccountEvent, type AccountState, accountDecider } from '../domain/ledger/account';
 import { type CardEvent, type CardState, cardDecider } from '../domain/cards/card';
 import { fixed, money, ZERO } from '../domain/ledger/money';
 import type { TransactionEvent, TransactionKind, TransactionStatus } from '../domain/ledger/transaction';
-import type { Tally } from '../app/tally';
+import type { Tally } from '../compose/tally';
 import type { AuditCheck, AuditFinding } from './audit-checks';
 import { logPages } from './events';
 

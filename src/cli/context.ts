@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
-import { embeddedStoreDir } from '../app/backend';
-import type { CommandContext } from '../app/commands';
-import { openTally } from '../app/open';
-import type { Tally } from '../app/tally';
+import { embeddedStoreDir } from '../platform/backend';
+import type { CommandContext } from '../platform/commands/commands';
+import { openTally } from '../compose/open';
+import type { Tally } from '../compose/tally';
 import type { Config } from '../config';
 import { embeddedStoreHolder, lockFile } from '../server';
 

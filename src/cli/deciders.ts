@@ -1,7 +1,7 @@
 import { cardDecider } from '../domain/cards/card';
-import type { Decider, DomainEvent } from '../domain/decider';
-import { partnerDecider } from '../domain/partners/partner';
-import { userDecider } from '../domain/users/user';
+import type { Decider, DomainEvent } from '../platform/decider';
+import { partnerDecider } from '../domain/identity/partner';
+import { userDecider } from '../domain/identity/user';
 
 /** How `events read` turns a stream's events into its aggregate state. */
 export interface StreamFolder {

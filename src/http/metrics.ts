@@ -1,6 +1,6 @@
 import client from 'prom-client';
-import type { Tally } from '../app/tally';
-import type { ProjectionStatus } from '../projections/runner';
+import type { Tally } from '../compose/tally';
+import type { ProjectionStatus } from '../platform/consumers/runner';
 
 export interface HttpMetrics {
   registry: client.Registry;

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { MESSAGES } from './errors';
+import { MESSAGES } from '../platform/http/errors';
 import { OPERATIONS, type OperationExamples, PARAMETER_EXAMPLES, PLACEHOLDERS, SCHEMA_EXAMPLES } from './openapi-examples';
-import type { RouteSpec } from './route';
+import type { RouteSpec } from '../platform/http/route';
 import { ErrorBody } from './schemas';
 
 const SECURITY: Record<string, Array<Record<string, string[]>>> = {

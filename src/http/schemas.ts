@@ -1,6 +1,6 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { USER_STATUSES } from '../domain/users/user';
-import { HttpError } from './errors';
+import { USER_STATUSES } from '../domain/identity/user';
+import { HttpError } from '../platform/http/errors';
 
 /** Shared schema pieces: the same field is spelled and checked the same way everywhere. */
 export const Uuid = Type.String({ format: 'uuid' });

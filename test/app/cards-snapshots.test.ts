@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { type CommandContext, load } from '../../src/app/commands';
+import { type CommandContext, load } from '../../src/platform/commands/commands';
 import { snapshotCheck } from '../../src/cli/audit-checks';
 import { cardDecider, cardStream } from '../../src/domain/cards/card';
 import type { JsonObject } from '../../src/eventstore/port';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { CommandContext } from '../../src/app/commands';
+import type { CommandContext } from '../../src/platform/commands/commands';
 import { cardStream } from '../../src/domain/cards/card';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { customer, fund } from '../support/ledger';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { CommandContext } from '../../src/app/commands';
-import { DomainError } from '../../src/domain/decider';
+import type { CommandContext } from '../../src/platform/commands/commands';
+import { DomainError } from '../../src/platform/decider';
 import { isLuhnValid } from '../../src/providers/cards/port';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { kycStartedUser } from '../support/identity';

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { type Append, at, CommandHandler, MAX_ATTEMPTS } from '../../src/app/command-handler';
-import { type CommandContext, StateCache, toNewEvents } from '../../src/app/commands';
+import { type Append, at, CommandHandler, MAX_ATTEMPTS } from '../../src/platform/commands/command-handler';
+import { type CommandContext, StateCache, toNewEvents } from '../../src/platform/commands/commands';
 import { IdempotencyKeys } from '../../src/app/ledger/idempotency';
-import { type Decider, DomainError } from '../../src/domain/decider';
+import { type Decider, DomainError } from '../../src/platform/decider';
 import { type EventStore, OverloadedError, WrongExpectedRevisionError } from '../../src/eventstore/port';
 import { PostgresEventStore } from '../../src/eventstore/postgres';
 import { embeddedStore } from '../support/embedded-store';

@@ -3,8 +3,8 @@ import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
-import { openDataDir } from '../../src/app/data-dir';
-import { openTally } from '../../src/app/open';
+import { openDataDir } from '../../src/platform/data-dir';
+import { openTally } from '../../src/compose/open';
 import { type Config, loadConfig } from '../../src/config';
 import { sharedCluster } from '../support/postgres';
 import { tempDir } from '../support/temp';
@@ -35,7 +35,7 @@ function nobodyCanRead(file: string): boolean | null {
  */
 function openAsNobody(dir: string): { status: number | null; stderr: string } | null {
   if (process.getuid?.() !== 0) return null;
-  const module = resolve(__dirname, '../../src/app/data-dir.ts');
+  const module = resolve(__dirname, '../../src/platform/data-dir.ts');
   const script = `require(${JSON.stringify(module)}).openDataDir(process.argv[1])`;
   const asNobody = ['--reuid=65534', '--regid=65534', '--clear-groups'];
   const run = spawnSync('setpriv', [...asNobody, process.execPath, '-r', 'tsx/cjs', '-e', script, dir], { cwd: resolve(__dirname, '../..'), encoding: 'utf8' });

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';
-import { isOutage, Outage } from '../../src/app/outage';
+import { isOutage, Outage } from '../../src/platform/outage';
 import { StoreUnavailableError, WrongExpectedRevisionError } from '../../src/eventstore/port';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { SecretChecks, type StoredKey, TooManySecretChecks } from '../../src/app/secret-checks';
+import { SecretChecks, type StoredKey, TooManySecretChecks } from '../../src/app/identity/secret-checks';
 
 /** A stand-in for scrypt that counts its runs and answers when told. */
 function fakeScrypt() {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { load, StateCache, toNewEvents } from '../../src/app/commands';
-import { accountCreditStream, accountDecider, type AccountState } from '../../src/domain/accounts/account';
+import { load, StateCache, toNewEvents } from '../../src/platform/commands/commands';
+import { accountCreditStream, accountDecider, type AccountState } from '../../src/domain/ledger/account';
 import type { EventStore } from '../../src/eventstore/port';
 import { embeddedStore } from '../support/embedded-store';
 

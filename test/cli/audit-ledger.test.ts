@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { load } from '../../src/app/commands';
+import { load } from '../../src/platform/commands/commands';
 import { auditVerify } from '../../src/cli/audit';
-import { accountDecider, accountStream } from '../../src/domain/accounts/account';
+import { accountDecider, accountStream } from '../../src/domain/ledger/account';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer, fund, PAYOUT_DESTINATION } from '../support/ledger';
 import { capture, cliConfig, rawSql } from './support';

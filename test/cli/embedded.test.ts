@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
-import { openTally } from '../../src/app/open';
+import { openTally } from '../../src/compose/open';
 import { CliError, EXIT } from '../../src/cli/context';
 import { readEvents } from '../../src/cli/events';
 import { createPartner } from '../../src/cli/partners';

@@ -1,5 +1,5 @@
 import { money } from '../../src/domain/ledger/money';
-import { type AccountEvent, accountDecider } from '../../src/domain/accounts/account';
+import { type AccountEvent, accountDecider } from '../../src/domain/ledger/account';
 import { deciderSpec } from './spec';
 
 const limits = { maxTransactionAmount: money('100'), dailyTransactionLimit: money('100') };

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { type AccountEvent, type AccountState, accountDecider, assertAccount, available } from '../../src/domain/accounts/account';
+import { type AccountEvent, type AccountState, accountDecider, assertAccount, available } from '../../src/domain/ledger/account';
 import {
   type AuthorizationRequest,
   decideAuthorization,
@@ -9,7 +9,7 @@ import {
   type SettlementDecided,
 } from '../../src/domain/cards/authorization';
 import { type CardEvent, type CardState, cardDecider } from '../../src/domain/cards/card';
-import { DomainError } from '../../src/domain/decider';
+import { DomainError } from '../../src/platform/decider';
 import { fixed, money } from '../../src/domain/ledger/money';
 import { type TransactionState, transactionDecider } from '../../src/domain/ledger/transaction';
 import { AT, canceled, issued, locked } from './cards-support';

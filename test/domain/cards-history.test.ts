@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { type AccountState, accountDecider } from '../../src/domain/accounts/account';
+import { type AccountState, accountDecider } from '../../src/domain/ledger/account';
 import { type AuthorizationRequest, decideAuthorization } from '../../src/domain/cards/authorization';
 import { type CardEvent, type CardState, cardDecider } from '../../src/domain/cards/card';
 import { type LimitFrequency, type Spend, spentInWindow } from '../../src/domain/cards/limit';

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { type KycEvent, kycDecider, decideStart } from '../../src/domain/kyc/kyc';
-import { type LoginEvent, loginDecider } from '../../src/domain/login/login';
-import { ageOn, type ProfileEvent, profileDecider } from '../../src/domain/profiles/profile';
-import { type SessionEvent, sessionDecider } from '../../src/domain/sessions/session';
-import { type UserEvent, type UserStatus, userDecider } from '../../src/domain/users/user';
+import { type KycEvent, kycDecider, decideStart } from '../../src/domain/identity/kyc';
+import { type LoginEvent, loginDecider } from '../../src/domain/identity/login';
+import { ageOn, type ProfileEvent, profileDecider } from '../../src/domain/identity/profile';
+import { type SessionEvent, sessionDecider } from '../../src/domain/identity/session';
+import { type UserEvent, type UserStatus, userDecider } from '../../src/domain/identity/user';
 import { deciderSpec } from './spec';
 
 const userId = '11111111-1111-4111-8111-111111111111';

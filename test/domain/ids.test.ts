@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { toNewEvents } from '../../src/app/commands';
-import { eventIdFor, uuidV5, uuidV7 } from '../../src/domain/ids';
+import { toNewEvents } from '../../src/platform/commands/commands';
+import { eventIdFor, uuidV5, uuidV7 } from '../../src/platform/ids';
 
 /** Event ids must never drift: a command retried across a release must append the same ids. */
 describe('name-based ids (golden values)', () => {

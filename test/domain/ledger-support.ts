@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { type AccountEvent, type AccountState, accountDecider, withCredits } from '../../src/domain/accounts/account';
-import { DomainError } from '../../src/domain/decider';
-import type { KycEvent, KycState } from '../../src/domain/kyc/kyc';
-import { kycDecider } from '../../src/domain/kyc/kyc';
+import { type AccountEvent, type AccountState, accountDecider, withCredits } from '../../src/domain/ledger/account';
+import { DomainError } from '../../src/platform/decider';
+import type { KycEvent, KycState } from '../../src/domain/identity/kyc';
+import { kycDecider } from '../../src/domain/identity/kyc';
 import { money } from '../../src/domain/ledger/money';
 import { type TransactionEvent, type TransactionState, transactionDecider } from '../../src/domain/ledger/transaction';
 

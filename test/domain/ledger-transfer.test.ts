@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { accountDecider, assertAccount, available } from '../../src/domain/accounts/account';
-import { DomainError } from '../../src/domain/decider';
-import { limitsAt, NO_LIMITS_GRANTED } from '../../src/domain/kyc/limits';
-import type { KycEvent } from '../../src/domain/kyc/kyc';
+import { accountDecider, assertAccount, available } from '../../src/domain/ledger/account';
+import { DomainError } from '../../src/platform/decider';
+import { limitsAt, NO_LIMITS_GRANTED } from '../../src/domain/ledger/limits';
+import type { KycEvent } from '../../src/domain/identity/kyc';
 import { fixed } from '../../src/domain/ledger/money';
 import { decideTransfer, decideTransfers, type TransferRequest } from '../../src/domain/ledger/transfer';
 import { AT, account, credited, kindAndMessage, kyc, limits, opened, refusal, ROOMY, withCredits } from './ledger-support';

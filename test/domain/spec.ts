@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { type Decider, type DomainEvent, DomainError } from '../../src/domain/decider';
+import { type Decider, type DomainEvent, DomainError } from '../../src/platform/decider';
 
 /** Given/when/then over a decider (as Emmett's DeciderSpecification): reads as the rule it checks. */
 export function deciderSpec<S, C, E extends DomainEvent>(decider: Decider<S, C, E>) {

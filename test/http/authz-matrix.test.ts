@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import jwt from 'jsonwebtoken';
 import { allRoutes } from '../../src/http/app';
-import type { RouteSpec } from '../../src/http/route';
+import type { RouteSpec } from '../../src/platform/http/route';
 import { signPayload } from '../../src/providers/identity/signature';
 import { ADMIN_TOKEN } from '../support/app';
 import {

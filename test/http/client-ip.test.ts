@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
-import { clientIpResolver } from '../../src/http/client-ip';
+import { clientIpResolver } from '../../src/platform/http/client-ip';
 import { startTestApp } from '../support/app';
 
 const request = (peer: string, forwardedFor?: string) =>

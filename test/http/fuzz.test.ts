@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { KYC_STATUSES } from '../../src/domain/kyc/statuses';
+import { KYC_STATUSES } from '../../src/domain/identity/kyc-statuses';
 import { allRoutes } from '../../src/http/app';
-import type { RouteSpec } from '../../src/http/route';
+import type { RouteSpec } from '../../src/platform/http/route';
 import { signPayload } from '../../src/providers/identity/signature';
 import { ADMIN_TOKEN } from '../support/app';
 import { customer } from '../support/ledger';

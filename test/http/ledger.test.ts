@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
-import { type PayoutProvider, PayoutRefused } from '../../src/providers/payouts/port';
+import { type PayoutProvider, PayoutRefused } from '../../src/providers/ledger/payouts/port';
 
 describe('ledger over HTTP', () => {
   let app: Awaited<ReturnType<typeof startTestApp>>;

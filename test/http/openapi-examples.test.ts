@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { allRoutes } from '../../src/http/app';
 import { buildOpenApi } from '../../src/http/openapi';
-import { notificationWebhooks } from '../../src/http/routes/partner-webhooks';
+import { notificationWebhooks } from '../../src/http/notifications/webhooks';
 import { openApiAjv, strict } from '../support/openapi';
 
 type Schema = Record<string, unknown>;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { allRoutes } from '../../src/http/app';
 import { buildOpenApi } from '../../src/http/openapi';
-import { notificationWebhooks } from '../../src/http/routes/partner-webhooks';
+import { notificationWebhooks } from '../../src/http/notifications/webhooks';
 import { tempDir } from '../support/temp';
 
 interface LintProblem {

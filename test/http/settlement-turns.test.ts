@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { accountStream } from '../../src/domain/accounts/account';
+import { accountStream } from '../../src/domain/ledger/account';
 import { type Customer, customer, fund, PAYOUT_DESTINATION } from '../support/ledger';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type supertest from 'supertest';
-import { uuidV5 } from '../../src/domain/ids';
+import { uuidV5 } from '../../src/platform/ids';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 import { COP_PER_USDC, copToUsdcDebit, type Dec, dec, decimalArb, fixed8, jsonAmount, roundDown8, ZERO } from './support/money';

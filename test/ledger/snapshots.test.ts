@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { load, StateCache } from '../../src/app/commands';
-import { type AccountEvent, accountDecider, accountStream, available } from '../../src/domain/accounts/account';
+import { load, StateCache } from '../../src/platform/commands/commands';
+import { type AccountEvent, accountDecider, accountStream, available } from '../../src/domain/ledger/account';
 import type { JsonObject } from '../../src/eventstore/port';
 import { createPartner, startTestApp } from '../support/app';
 import { balanceOf, customer, fund } from '../support/ledger';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { BuildMemory } from '../../src/projections/projection';
+import { BuildMemory } from '../../src/platform/consumers/projection';
 
 describe('BuildMemory (what a rebuild remembers of the rows it wrote)', () => {
   it('remembers rows up to its limit, then forgets them all and says it is no longer complete', () => {

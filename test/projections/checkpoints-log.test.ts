@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { EventStore } from '../../src/eventstore/port';
 import { PgliteSql } from '../../src/eventstore/sql';
-import { CheckpointsOfAnotherLogError, ProjectionEngine } from '../../src/projections/runner';
+import { CheckpointsOfAnotherLogError, ProjectionEngine } from '../../src/platform/consumers/runner';
 
 /** prepare() reads nothing of the log but its kind. */
 const storeOfKind = (kind: EventStore['kind']) => ({ kind }) as EventStore;

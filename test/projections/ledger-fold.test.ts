@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { comparePositions } from '../../src/eventstore/port';
 import { ledgerProjection } from '../../src/projections/ledger';
-import { suffixedTables, type Tables } from '../../src/projections/projection';
-import { splitStatements } from '../../src/projections/runner';
+import { suffixedTables, type Tables } from '../../src/platform/consumers/projection';
+import { splitStatements } from '../../src/platform/consumers/runner';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { expect } from 'chai';
-import { ACCOUNT_ASSET, ACCOUNT_TYPE, accountStream } from '../../src/domain/accounts/account';
+import { ACCOUNT_ASSET, ACCOUNT_TYPE, accountStream } from '../../src/domain/ledger/account';
 import type { StreamAppend } from '../../src/eventstore/port';
 import { startTestApp } from '../support/app';
 import { tempDir } from '../support/temp';

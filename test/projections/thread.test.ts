@@ -1,8 +1,8 @@
 import type { Worker } from 'node:worker_threads';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config';
-import { ProjectionEngine } from '../../src/projections/runner';
-import { ProjectionThread } from '../../src/projections/thread';
+import { ProjectionEngine } from '../../src/platform/consumers/runner';
+import { ProjectionThread } from '../../src/platform/consumers/thread';
 import { startTestApp } from '../support/app';
 import { balanceOf, startWithCustomers } from '../support/ledger';
 

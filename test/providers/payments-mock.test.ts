@@ -10,9 +10,9 @@ import {
   type MockPaymentOptions,
   MockPaymentProvider,
   paymentLinkFor,
-} from '../../src/providers/payments/mock';
-import { renderPaymentPage, renderPaymentResult } from '../../src/providers/payments/mock-page';
-import type { PaymentRequest, PaymentWebhookEvent } from '../../src/providers/payments/port';
+} from '../../src/providers/ledger/payments/mock';
+import { renderPaymentPage, renderPaymentResult } from '../../src/providers/ledger/payments/mock-page';
+import type { PaymentRequest, PaymentWebhookEvent } from '../../src/providers/ledger/payments/port';
 import { closedPort, type Receiver, rejection, startReceiver } from './payments-receiver';
 
 const SECRET = 'wbhsec_mock_payments_test';

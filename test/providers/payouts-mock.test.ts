@@ -9,8 +9,8 @@ import {
   MockPayoutNotFoundError,
   type MockPayoutOptions,
   MockPayoutProvider,
-} from '../../src/providers/payouts/mock';
-import type { PayoutRequest, PayoutWebhookEvent } from '../../src/providers/payouts/port';
+} from '../../src/providers/ledger/payouts/mock';
+import type { PayoutRequest, PayoutWebhookEvent } from '../../src/providers/ledger/payouts/port';
 import { closedPort, type Receiver, rejection, startReceiver } from './payments-receiver';
 
 const SECRET = 'wbhsec_mock_payouts_test';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import type { RateSource } from '../../src/providers/rates/port';
-import { QUOTE_LIFETIME_SECONDS, QuoteInputError, quote, quoteAtRate } from '../../src/providers/rates/quote';
-import { DEFAULT_RATES, parseRateTable, TableRateSource } from '../../src/providers/rates/table';
+import type { RateSource } from '../../src/providers/ledger/rates/port';
+import { QUOTE_LIFETIME_SECONDS, QuoteInputError, quote, quoteAtRate } from '../../src/providers/ledger/rates/quote';
+import { DEFAULT_RATES, parseRateTable, TableRateSource } from '../../src/providers/ledger/rates/table';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

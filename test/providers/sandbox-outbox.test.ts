@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { PgliteSql } from '../../src/eventstore/sql';
-import { SandboxOutbox } from '../../src/providers/email/sandbox';
+import { SandboxOutbox } from '../../src/providers/identity/email/sandbox';
 
 describe('sandbox email outbox', () => {
   let sql: PgliteSql;

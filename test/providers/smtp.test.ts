@@ -3,7 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
 import { expect } from 'chai';
-import { SmtpEmailSender, SmtpError, type SmtpOptions } from '../../src/providers/email/smtp';
+import { SmtpEmailSender, SmtpError, type SmtpOptions } from '../../src/providers/identity/email/smtp';
 
 // A self-signed certificate for 127.0.0.1/localhost, valid 2000-2100, used by these tests only.
 const CERT = readFileSync(path.join(__dirname, 'fixtures', 'smtp-test-cert.pem'));

@@ -6,7 +6,7 @@ import pino from 'pino';
 import type supertest from 'supertest';
 import type { Config } from '../../src/config';
 import { allRoutes } from '../../src/http/app';
-import type { RouteSpec } from '../../src/http/route';
+import type { RouteSpec } from '../../src/platform/http/route';
 import type { RunningServer } from '../../src/server';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from './app';
 import { activeUser, login } from './identity';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { embeddedIpv4, ipv6Groups, isBlockedAddress } from '../../src/notifications/address-guard';
+import { embeddedIpv4, ipv6Groups, isBlockedAddress } from '../../src/providers/notifications/address-guard';
 
 /**
  * The SSRF guard's table, written out here rather than read from the guard: a range narrowed or

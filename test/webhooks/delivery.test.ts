@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { postNotification } from '../../src/notifications/sender';
+import { postNotification } from '../../src/providers/notifications/sender';
 import { createPartner, startTestApp } from '../support/app';
 import { customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 import { documentedBodies, subscribedPartner, type Received, Receiver, verifiesStandardWebhook, verifiesXWebhookSignature } from './support';

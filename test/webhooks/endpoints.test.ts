@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Resolver } from '../../src/notifications/address-guard';
+import type { Resolver } from '../../src/providers/notifications/address-guard';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { registerUser } from '../support/identity';
 

@@ -10,16 +10,16 @@ import {
   issuerApplicationDecider,
   issuerApplicationStream,
 } from '../../domain/cards/application';
-import { DomainError } from '../../domain/decider';
-import { kycDecider, kycStream, latest } from '../../domain/kyc/kyc';
-import { isApprovedAt } from '../../domain/kyc/limits';
-import { profileDecider, profileStream } from '../../domain/profiles/profile';
+import { DomainError } from '../../platform/decider';
+import { kycDecider, kycStream, latest } from '../../domain/identity/kyc';
+import { isApprovedAt } from '../../domain/ledger/limits';
+import { profileDecider, profileStream } from '../../domain/identity/profile';
 import type { CardIssuer, CardIssuerWebhookEvent, IssuerApplication } from '../../providers/cards/port';
-import { at, type Reads } from '../command-handler';
-import { type CommandContext, load } from '../commands';
+import { at, type Reads } from '../../platform/commands/command-handler';
+import { type CommandContext, load } from '../../platform/commands/commands';
 import { accountOfUser } from '../ledger/facts';
 import { LedgerProviderFailure } from '../ledger/provider-failure';
-import type { Tally } from '../tally';
+import type { Tally } from '../../compose/tally';
 
 type User = { userId: string; partnerId: string };
 

@@ -16,13 +16,13 @@ import {
 } from '../../domain/cards/card';
 import type { CardRequestKind } from '../../domain/cards/keyed';
 import { type CardLimit, DEFAULT_CARD_LIMIT, parseLimit } from '../../domain/cards/limit';
-import { DomainError } from '../../domain/decider';
-import { uuidV5 } from '../../domain/ids';
+import { DomainError } from '../../platform/decider';
+import { uuidV5 } from '../../platform/ids';
 import type { CardIssuer, CardSecrets } from '../../providers/cards/port';
-import { type Append, at, type Reads } from '../command-handler';
-import { type CommandContext, load } from '../commands';
+import { type Append, at, type Reads } from '../../platform/commands/command-handler';
+import { type CommandContext, load } from '../../platform/commands/commands';
 import type { IdempotencyKeys } from '../ledger/idempotency';
-import type { Tally } from '../tally';
+import type { Tally } from '../../compose/tally';
 import type { CardApplications } from './applications';
 import { answeredBefore, type CardKey, cardKey, exclusive, keepAnswer } from './keyed';
 

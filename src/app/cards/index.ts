@@ -1,4 +1,4 @@
-import type { Tally } from '../tally';
+import type { Tally } from '../../compose/tally';
 import { CardApplications } from './applications';
 import { CardCommands } from './cards';
 import { CardSpending } from './spending';

@@ -1,8 +1,8 @@
 import { type CardRequestKind, cardRequestDecider, cardRequestStream, answeredUnderKey, REUSED_KEY } from '../../domain/cards/keyed';
-import { DomainError } from '../../domain/decider';
-import type { Append, Reads } from '../command-handler';
-import { at } from '../command-handler';
-import type { CommandContext } from '../commands';
+import { DomainError } from '../../platform/decider';
+import type { Append, Reads } from '../../platform/commands/command-handler';
+import { at } from '../../platform/commands/command-handler';
+import type { CommandContext } from '../../platform/commands/commands';
 import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, requestHashOf } from '../ledger/idempotency';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };

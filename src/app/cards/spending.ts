@@ -1,4 +1,4 @@
-import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/accounts/account';
+import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/ledger/account';
 import {
   type AuthorizationDecided,
   type AuthorizationRequest,
@@ -10,15 +10,15 @@ import {
 } from '../../domain/cards/authorization';
 import { type CardState, cardDecider, cardStream, requireCard } from '../../domain/cards/card';
 import type { CardSpendData } from '../../domain/cards/spend';
-import { DomainError, invariant } from '../../domain/decider';
-import { uuidV5, uuidV7 } from '../../domain/ids';
+import { DomainError, invariant } from '../../platform/decider';
+import { uuidV5, uuidV7 } from '../../platform/ids';
 import { type TransactionState, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { type CardHolder, CardQueries, type CardTransactionView, cardTransactionView } from '../../projections/cards';
-import { type Append, at, type Batches, type Decision, type Reads } from '../command-handler';
-import { type CommandContext, load } from '../commands';
+import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
+import { type CommandContext, load } from '../../platform/commands/commands';
 import type { LedgerService } from '../ledger';
 import { inTurnOfDebitedAccount } from '../ledger/facts';
-import { type Tally, writeScope } from '../tally';
+import { type Tally, writeScope } from '../../compose/tally';
 import { OverloadedError } from '../../eventstore/port';
 
 /** An authorization as the card network sends it (the sandbox route's body, checked). */

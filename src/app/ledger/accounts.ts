@@ -1,7 +1,7 @@
-import { type AccountState, accountCreditStream, accountDecider, accountStream, requireOwnAccount, withCredits } from '../../domain/accounts/account';
+import { type AccountState, accountCreditStream, accountDecider, accountStream, requireOwnAccount, withCredits } from '../../domain/ledger/account';
 import { fixed } from '../../domain/ledger/money';
-import { type Loaded, load } from '../commands';
-import type { Tally } from '../tally';
+import { type Loaded, load } from '../../platform/commands/commands';
+import type { Tally } from '../../compose/tally';
 
 /** The write side's view of an account: who may act on it, and its balance at a past instant. */
 export class LedgerAccounts {

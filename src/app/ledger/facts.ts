@@ -1,15 +1,15 @@
-import { accountStream, userAccountDecider, userAccountStream } from '../../domain/accounts/account';
-import { DomainError } from '../../domain/decider';
-import { kycDecider, kycStream } from '../../domain/kyc/kyc';
-import { type Limits, limitsAt } from '../../domain/kyc/limits';
+import { accountStream, userAccountDecider, userAccountStream } from '../../domain/ledger/account';
+import { DomainError } from '../../platform/decider';
+import { kycDecider, kycStream } from '../../domain/identity/kyc';
+import { type Limits, limitsAt } from '../../domain/ledger/limits';
 import { money } from '../../domain/ledger/money';
 import { type TransactionCreatedData, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import type { EventStore } from '../../eventstore/port';
 import type { Sql } from '../../eventstore/sql';
-import type { CommandHandler, Reads } from '../command-handler';
-import { load, type StateCache } from '../commands';
+import type { CommandHandler, Reads } from '../../platform/commands/command-handler';
+import { load, type StateCache } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
 
 /** The limits of an approved user, as configured (decisions.md). */

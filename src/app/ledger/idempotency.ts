@@ -1,11 +1,11 @@
 import { cardRequestDecider, cardRequestStream } from '../../domain/cards/keyed';
-import { DomainError } from '../../domain/decider';
-import { uuidV5 } from '../../domain/ids';
+import { DomainError } from '../../platform/decider';
+import { uuidV5 } from '../../platform/ids';
 import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
-import { userDecider, userStream } from '../../domain/users/user';
+import { userDecider, userStream } from '../../domain/identity/user';
 import { canonicalJson, sha256Hex } from '../../eventstore/hash';
 import { OverloadedError } from '../../eventstore/port';
-import type { Reads } from '../command-handler';
+import type { Reads } from '../../platform/commands/command-handler';
 
 /** The refusal of a request under a key that another request (of any kind) was made under. */
 export { REUSED_KEY } from '../../domain/cards/keyed';

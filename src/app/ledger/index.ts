@@ -1,5 +1,5 @@
 import { LedgerQueries } from '../../projections/ledger';
-import type { Tally } from '../tally';
+import type { Tally } from '../../compose/tally';
 import { LedgerAccounts } from './accounts';
 import { Deposits } from './deposits';
 import { approvedLimits, TransactionIds } from './facts';

@@ -1,15 +1,15 @@
-import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/accounts/account';
-import { DomainError } from '../../domain/decider';
-import { type KycState, kycDecider, kycStream } from '../../domain/kyc/kyc';
-import { type Limits, limitsAt } from '../../domain/kyc/limits';
+import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/ledger/account';
+import { DomainError } from '../../platform/decider';
+import { type KycState, kycDecider, kycStream } from '../../domain/identity/kyc';
+import { type Limits, limitsAt } from '../../domain/ledger/limits';
 import { fixed, money } from '../../domain/ledger/money';
 import { createdBy, storedUnderKey, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { decideTransfers, type TransferFacts, type TransferRequest } from '../../domain/ledger/transfer';
-import { uuidV7 } from '../../domain/ids';
-import { type Append, at, type Batches, type Decision, type Reads } from '../command-handler';
-import { type CommandContext, type Loaded, load } from '../commands';
+import { uuidV7 } from '../../platform/ids';
+import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
+import { type CommandContext, type Loaded, load } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
-import { type Tally, writeScope } from '../tally';
+import { type Tally, writeScope } from '../../compose/tally';
 import { accountOfUser, type TransactionIds, viewOf } from './facts';
 import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
 

@@ -1,4 +1,4 @@
-import { DomainError, type Decider } from '../decider';
+import { DomainError, type Decider } from '../../platform/decider';
 
 /** Card types (interface 2.8). */
 export const CARD_TYPES = ['virtual', 'physical'] as const;

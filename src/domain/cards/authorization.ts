@@ -1,5 +1,5 @@
-import { type AccountEvent, type AccountState, accountDecider, assertAccount, available } from '../accounts/account';
-import { DomainError, invariant } from '../decider';
+import { type AccountEvent, type AccountState, accountDecider, assertAccount, available } from '../ledger/account';
+import { DomainError, invariant } from '../../platform/decider';
 import { fixed, money } from '../ledger/money';
 import { type TransactionCreatedData, type TransactionEvent, type TransactionState, transactionDecider } from '../ledger/transaction';
 import { type Card, type CardEvent, type CardState, cardDecider, requireCard } from './card';

@@ -1,5 +1,5 @@
 import type { JsonObject } from '../../eventstore/port';
-import { DomainError, type Decider, invariant, type SnapshotCodec } from '../decider';
+import { DomainError, type Decider, invariant, type SnapshotCodec } from '../../platform/decider';
 import { parseAmount } from '../ledger/money';
 import { CARD_TYPES, type CardType } from './application';
 import { type CardLimit, DEFAULT_CARD_LIMIT, isLimitFrequency } from './limit';

@@ -1,4 +1,4 @@
-import { DomainError, type Decider } from '../decider';
+import { DomainError, type Decider } from '../../platform/decider';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 

@@ -1,4 +1,4 @@
-import { DomainError } from '../decider';
+import { DomainError } from '../../platform/decider';
 import { type Amount, checkAmount, fixed, MONEY_DECIMALS, money, parseAmount, ZERO } from '../ledger/money';
 
 /** The spending limit's frequencies (interface section 8), in Rain's spelling. */

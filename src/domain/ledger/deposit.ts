@@ -1,5 +1,5 @@
-import { type AccountEvent, type AccountState, accountDecider, assertAccount, requireOwnAccount } from '../accounts/account';
-import { DomainError } from '../decider';
+import { type AccountEvent, type AccountState, accountDecider, assertAccount, requireOwnAccount } from './account';
+import { DomainError } from '../../platform/decider';
 import { fixed, money } from './money';
 import { type TransactionEvent, type TransactionState, transactionDecider } from './transaction';
 

@@ -1,6 +1,6 @@
-import { type AccountEvent, type AccountState, accountDecider, assertAccount } from '../accounts/account';
-import { DomainError } from '../decider';
-import type { Limits } from '../kyc/limits';
+import { type AccountEvent, type AccountState, accountDecider, assertAccount } from './account';
+import { DomainError } from '../../platform/decider';
+import type { Limits } from './limits';
 import { divideRoundUp8, fixed, money } from './money';
 import { type TransactionEvent, type TransactionState, type TransactionStatus, transactionDecider } from './transaction';
 

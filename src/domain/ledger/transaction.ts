@@ -1,4 +1,4 @@
-import { DomainError, type Decider, invariant } from '../decider';
+import { DomainError, type Decider, invariant } from '../../platform/decider';
 
 /** Ledger transactions: what partners see in lists, with the statuses of the interface (3.3). */
 export const TRANSACTION_STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const;

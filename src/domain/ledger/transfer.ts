@@ -1,6 +1,6 @@
-import { type AccountEvent, type AccountState, accountDecider } from '../accounts/account';
-import { DomainError, invariant } from '../decider';
-import type { Limits } from '../kyc/limits';
+import { type AccountEvent, type AccountState, accountDecider } from './account';
+import { DomainError, invariant } from '../../platform/decider';
+import type { Limits } from './limits';
 import { fixed, money } from './money';
 import { type TransactionEvent, transactionDecider } from './transaction';
 

@@ -1,8 +1,8 @@
 import type { CardSpendData, CardSpendEvent } from '../../domain/cards/spend';
 import { CARD_SPEND_EVENT_TYPES } from '../../domain/cards/spend';
 import { fixed, money } from '../../domain/ledger/money';
-import type { Projection } from '../projection';
-import { rowProjection } from '../rows';
+import type { Projection } from '../../platform/consumers/projection';
+import { rowProjection } from '../../platform/consumers/rows';
 
 const created = (d: CardSpendData, position: string, status: 'pending' | 'declined', declinedReason: string | null) => ({
   id: d.transactionId,

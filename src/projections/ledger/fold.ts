@@ -1,9 +1,9 @@
-import type { AccountEvent } from '../../domain/accounts/account';
+import type { AccountEvent } from '../../domain/ledger/account';
 import BigNumber from 'bignumber.js';
 import { type Amount, fixed, money, ZERO } from '../../domain/ledger/money';
 import type { TransactionEvent } from '../../domain/ledger/transaction';
-import type { Projection } from '../projection';
-import { type Row, rowProjection } from '../rows';
+import type { Projection } from '../../platform/consumers/projection';
+import { type Row, rowProjection } from '../../platform/consumers/rows';
 
 /**
  * A running balance as the fold keeps it: an Amount from its first change in a batch on (written

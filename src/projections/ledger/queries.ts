@@ -1,4 +1,4 @@
-import { DomainError } from '../../domain/decider';
+import { DomainError } from '../../platform/decider';
 import { fixed, money } from '../../domain/ledger/money';
 import type { Sql } from '../../eventstore/sql';
 

@@ -5,7 +5,7 @@ import { deliveryFor, type SandboxWebhookOptions, throughStore, type WebhookDeli
 import { isoOrNull, objectAt, parseJson, stringAt } from '../identity/json';
 import { ProviderError } from '../identity/port';
 import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../identity/signature';
-import { randomId } from '../payments/mock-common';
+import { randomId } from '../ledger/payments/mock-common';
 import type { CardIssuer, CardIssuerWebhookEvent, CardSecrets, IssuedCard, IssuerApplication, IssuerApplicationRequest } from './port';
 import { luhnCheckDigit } from './port';
 import type { CardVault } from './vault';

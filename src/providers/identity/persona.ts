@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { KycStatus } from '../../domain/kyc/statuses';
+import type { KycStatus } from '../../domain/identity/kyc-statuses';
 import { arrayAt, isObject, isoOrNull, type JsonObject, objectAt, parseJson, stringAt } from './json';
 import {
   type CreatedInquiry,

@@ -1,4 +1,4 @@
-import type { KycStatus } from '../../domain/kyc/statuses';
+import type { KycStatus } from '../../domain/identity/kyc-statuses';
 
 /**
  * The identity provider port: who verifies a person's identity. Adapters: `sandbox` (in-process,

@@ -1,4 +1,4 @@
-import type { KycStatus } from '../../domain/kyc/statuses';
+import type { KycStatus } from '../../domain/identity/kyc-statuses';
 import type { InquiryPrefill, InquirySnapshot } from './port';
 
 /**

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { KYC_STATUSES, type KycStatus } from '../../domain/kyc/statuses';
+import { KYC_STATUSES, type KycStatus } from '../../domain/identity/kyc-statuses';
 import type { SqlQueryable } from '../../eventstore/sql';
 import { deliveryFor, type SandboxWebhookOptions, throughStore, type WebhookDelivery } from '../delivery';
 import { isObject, isoOrNull, objectAt, parseJson, stringArray, stringAt } from './json';

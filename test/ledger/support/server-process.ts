@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { generateKeys } from '../../../src/app/keys';
+import { generateKeys } from '../../../src/platform/keys';
 import { ADMIN_TOKEN } from '../../support/app';
 
 const REPO = join(__dirname, '..', '..', '..');

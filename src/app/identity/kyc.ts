@@ -1,0 +1,255 @@
+import { randomUUID } from 'node:crypto';
+import { DomainError } from '../../platform/decider';
+import { decideStart, type KycDocumentData, kycDecider, kycStream } from '../../domain/identity/kyc';
+import type { KycStatus } from '../../domain/identity/kyc-statuses';
+import { userDecider, userStream } from '../../domain/identity/user';
+import type { IdentityProvider, IdentityWebhookEvent, InquiryPrefill, InquirySnapshot } from '../../providers/identity/port';
+import { at } from '../../platform/commands/command-handler';
+import { type CommandContext, load } from '../../platform/commands/commands';
+import type { Tally } from '../../compose/tally';
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+const ts = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', ${ISO}) AS ${column}`;
+
+interface VerificationRow {
+  verification_id: string;
+  inquiry_id: string;
+  provider: string;
+  verification_url: string;
+  verification_level: string;
+  status: KycStatus;
+  risk_level: string | null;
+  risk_score: string | null;
+  rejection_reasons: string[] | null;
+  document: KycDocumentData | null;
+  created_at: string;
+  submitted_at: string | null;
+  reviewed_at: string | null;
+  approved_at: string | null;
+  expires_at: string | null;
+}
+
+const COLUMNS = `verification_id::text, inquiry_id, provider, verification_url, verification_level, status, risk_level, risk_score::text,
+  rejection_reasons, document, ${['created_at', 'submitted_at', 'reviewed_at', 'approved_at', 'expires_at'].map(ts).join(', ')}`;
+
+export class ProviderFailure extends Error {}
+
+export class KycService {
+  constructor(private readonly tally: Tally) {}
+
+  private provider(name?: string): IdentityProvider {
+    const provider = this.tally.providers.identity.get(name ?? this.tally.config.identityProvider);
+    if (!provider) throw new Error(`Identity provider ${name ?? this.tally.config.identityProvider} is not configured`);
+    return provider;
+  }
+
+  /** Start KYC: the existing in-progress verification, or a new inquiry at the provider. */
+  async start(userId: string, prefill: InquiryPrefill, ctx: CommandContext): Promise<{ verificationUrl: string; inquiryId: string; isExisting: boolean }> {
+    await this.tally.profiles.require(userId);
+    const done = await this.tally.commands.run(
+      ctx,
+      async (reads) => {
+        const kyc = await reads.stream(kycStream(userId), kycDecider);
+        // A concurrent start that won is found here on the next attempt, and answered with.
+        const decision = decideStart(kyc.state);
+        if (decision.kind === 'existing') {
+          const { verificationUrl, inquiryId } = decision.verification;
+          return { appends: [], result: { verificationUrl, inquiryId, isExisting: true } };
+        }
+        const provider = this.provider();
+        const created = await this.createInquiry(provider, userId, prefill);
+        const kycEvents = kycDecider.decide(
+          {
+            type: 'RecordVerificationStarted',
+            userId,
+            verificationId: randomUUID(),
+            inquiryId: created.inquiryId,
+            provider: provider.name,
+            verificationUrl: created.verificationUrl,
+            at: new Date().toISOString(),
+          },
+          kyc.state,
+        );
+        const user = await reads.stream(userStream(userId), userDecider);
+        return {
+          appends: [
+            { stream: kycStream(userId), events: kycEvents, expected: at(kyc), cached: kycDecider },
+            { stream: userStream(userId), events: userDecider.decide({ type: 'RequireKyc' }, user.state), expected: at(user) },
+          ],
+          result: { verificationUrl: created.verificationUrl, inquiryId: created.inquiryId, isExisting: false },
+        };
+      },
+      { cache: false },
+    );
+    await this.tally.readYourWrites(done.position, ['kyc', 'users']);
+    return done.result;
+  }
+
+  private async createInquiry(provider: IdentityProvider, userId: string, prefill: InquiryPrefill) {
+    try {
+      return await provider.createInquiry({ referenceId: userId, prefill });
+    } catch (error) {
+      this.tally.log.warn({ err: error, provider: provider.name }, 'identity provider could not create an inquiry');
+      throw new ProviderFailure('Failed to create identity inquiry');
+    }
+  }
+
+  /** A provider's verified callback (or a re-read): moves the verification and, on approval, the user. */
+  async applyProviderUpdate(update: { snapshot: Omit<InquirySnapshot, 'updatedAt'>; source: string; eventId: string; at: string }): Promise<void> {
+    const userId = await this.userOfInquiry(update.snapshot.inquiryId, update.snapshot.referenceId);
+    if (!userId) throw new DomainError('not_found', `Unknown inquiry ${update.snapshot.inquiryId}`);
+    const ctx: CommandContext = {
+      commandId: `identity:${update.source}:${update.eventId}`,
+      metadata: { actor: { kind: 'provider', id: update.source }, correlationId: update.eventId },
+    };
+    const s = update.snapshot;
+    const command = {
+      type: 'ApplyProviderStatus' as const,
+      inquiryId: s.inquiryId,
+      status: s.status,
+      riskLevel: s.riskLevel,
+      riskScore: s.riskScore,
+      reasons: s.reasons,
+      document: s.document as KycDocumentData | null,
+      source: update.source,
+      at: update.at,
+    };
+    const done = await this.tally.commands.run(
+      ctx,
+      async (reads) => {
+        const kyc = await reads.stream(kycStream(userId), kycDecider);
+        const kycEvents = kycDecider.decide(command, kyc.state);
+        const approved = kycEvents.some((e) => e.type === 'KycStatusChanged' && e.data.to === 'approved');
+        const user = await reads.stream(userStream(userId), userDecider);
+        const userEvents = approved ? userDecider.decide({ type: 'ActivateAfterKyc' }, user.state) : [];
+        return {
+          appends: kycEvents.length
+            ? [
+                { stream: kycStream(userId), events: kycEvents, expected: at(kyc), cached: kycDecider },
+                { stream: userStream(userId), events: userEvents, expected: at(user) },
+              ]
+            : [],
+          result: undefined,
+        };
+      },
+      { cache: false },
+    );
+    await this.tally.readYourWrites(done.position, ['kyc', 'users']);
+  }
+
+  async applyWebhook(providerName: string, event: IdentityWebhookEvent): Promise<void> {
+    const snapshot = event.snapshot ?? {
+      inquiryId: event.inquiryId,
+      referenceId: '',
+      status: event.status,
+      riskLevel: null,
+      riskScore: null,
+      reasons: null,
+      document: null,
+    };
+    await this.applyProviderUpdate({ snapshot: { ...snapshot, status: event.status }, source: providerName, eventId: event.eventId, at: event.occurredAt });
+  }
+
+  /** POST auth/kyc/verify: re-read the latest inquiry from its provider and apply any change. */
+  async resync(userId: string): Promise<void> {
+    const latest = await this.latest(userId);
+    if (!latest) throw new DomainError('not_found', `KycVerification not found: ${userId}`);
+    let snapshot: InquirySnapshot;
+    try {
+      snapshot = await this.provider(latest.provider).getInquiry(latest.inquiry_id);
+    } catch (error) {
+      this.tally.log.warn({ err: error }, 'identity provider could not be read');
+      throw new ProviderFailure('Identity provider unavailable');
+    }
+    await this.applyProviderUpdate({
+      snapshot,
+      source: latest.provider,
+      eventId: `resync:${latest.inquiry_id}:${snapshot.status}:${snapshot.updatedAt}`,
+      at: new Date().toISOString(),
+    });
+  }
+
+  private async userOfInquiry(inquiryId: string, referenceId: string): Promise<string | null> {
+    const [row] = await this.tally.sql.query<{ user_id: string }>('SELECT user_id::text FROM rm_kyc_verifications WHERE inquiry_id = $1', [inquiryId]);
+    if (row) return row.user_id;
+    // The callback may outrun our projection: the provider's reference id is our user id.
+    if (/^[0-9a-f-]{36}$/i.test(referenceId)) {
+      const kyc = await load(this.tally.store, kycStream(referenceId), kycDecider);
+      if (kyc.state.verifications.some((v) => v.inquiryId === inquiryId)) return referenceId;
+    }
+    return null;
+  }
+
+  async history(userId: string): Promise<VerificationRow[]> {
+    return this.tally.sql.query<VerificationRow>(
+      `SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 100`,
+      [userId],
+    );
+  }
+
+  async latest(userId: string): Promise<VerificationRow | null> {
+    const [row] = await this.tally.sql.query<VerificationRow>(
+      `SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 1`,
+      [userId],
+    );
+    return row ?? null;
+  }
+
+  /** The status view of section 2.3. */
+  async statusView(userId: string, userStatus: string) {
+    const latest = await this.latest(userId);
+    const now = new Date().toISOString();
+    const isApproved = latest?.status === 'approved' && (!latest.expires_at || latest.expires_at > now);
+    const isExpired = latest?.status === 'expired' || (latest?.status === 'approved' && !!latest.expires_at && latest.expires_at <= now);
+    const canStartNewKyc = !latest || latest.status === 'expired';
+    const resumable = !!latest && ['created', 'pending', 'in_progress'].includes(latest.status);
+    const operable = !['suspended', 'banned'].includes(userStatus);
+    const limits = this.tally.config.kycLimits;
+    return {
+      userId,
+      userStatus,
+      userType: 'individual',
+      kyc: {
+        hasKyc: !!latest,
+        hasActiveKyc: !!latest && !['declined', 'rejected', 'failed', 'expired'].includes(latest.status) && !isExpired,
+        isApproved,
+        isExpired,
+        status: latest?.status ?? null,
+        inquiryId: latest?.inquiry_id ?? null,
+        verificationLevel: latest?.verification_level ?? 'basic',
+        riskLevel: latest?.risk_level ?? null,
+        riskScore: latest?.risk_score === null || latest?.risk_score === undefined ? null : Number(latest.risk_score),
+        submittedAt: latest?.submitted_at ?? null,
+        approvedAt: latest?.approved_at ?? null,
+        expiresAt: latest?.expires_at ?? null,
+        nextReviewDate: isApproved ? (latest?.expires_at ?? null) : null,
+        canStartNewKyc,
+      },
+      permissions: {
+        canStartKyc: operable && (canStartNewKyc || resumable),
+        canCreateAccounts: isApproved && userStatus === 'active',
+        requiresKyc: !isApproved,
+        maxTransactionAmount: isApproved ? limits.maxTransactionAmount : 0,
+        dailyTransactionLimit: isApproved ? limits.dailyTransactionLimit : 0,
+      },
+    };
+  }
+
+  historyItem(row: VerificationRow) {
+    return {
+      id: row.verification_id,
+      status: row.status,
+      verificationLevel: row.verification_level,
+      riskLevel: row.risk_level,
+      riskScore: row.risk_score === null ? null : Number(row.risk_score),
+      provider: row.provider,
+      providerVerificationId: row.inquiry_id,
+      submittedAt: row.submitted_at,
+      reviewedAt: row.reviewed_at,
+      approvedAt: row.approved_at,
+      rejectionReasons: ['declined', 'rejected', 'failed'].includes(row.status) ? (row.rejection_reasons ?? []) : null,
+      complianceNotes: null,
+      createdAt: row.created_at,
+    };
+  }
+}

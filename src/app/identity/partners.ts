@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { type PartnerCommand, partnerDecider, partnerStream } from '../../domain/identity/partner';
+import { DomainError } from '../../platform/decider';
+import { type CommandContext, load } from '../../platform/commands/commands';
+import { ReadModelMemo } from '../../platform/consumers/read-model-memo';
+import { SecretChecks } from './secret-checks';
+import { hashSecret, newApiKeyPair } from './secrets';
+import type { Tally } from '../../compose/tally';
+
+export interface PartnerRecord {
+  id: string;
+  name: string;
+  sandbox: boolean;
+  createdAt: string;
+}
+
+export class PartnerService {
+  /** Remembered right and wrong pairs, and each key's budget of scrypt checks. */
+  readonly secretChecks = new SecretChecks();
+  /** Unrevoked keys as read from rm_partner_keys, remembered while this node runs the partners projection. */
+  readonly keys: ReadModelMemo<{ partner_id: string; secret_hash: string }>;
+
+  constructor(private readonly tally: Tally) {
+    this.keys = new ReadModelMemo(tally.engine, ['partners'], {
+      ttlMs: 60_000,
+      maxEntries: 10_000,
+      staleAfter: (e) => (e.type === 'PartnerApiKeyRevoked' ? [(e.data as { apiKey: string }).apiKey] : []),
+    });
+  }
+
+  async create(name: string, options: { sandbox: boolean; ctx: CommandContext }): Promise<{ id: string; name: string; apiKey: string; apiSecret: string }> {
+    const partnerId = randomUUID();
+    const { apiKey, apiSecret } = newApiKeyPair(options.sandbox);
+    const secretHash = await hashSecret(apiSecret);
+    const command: PartnerCommand = { type: 'CreatePartner', partnerId, name, sandbox: options.sandbox, apiKey, secretHash };
+    const result = await this.tally.commands.decide(options.ctx, partnerStream(partnerId), partnerDecider, command);
+    await this.tally.readYourWrites(result.position, ['partners']);
+    return { id: partnerId, name: name.trim(), apiKey, apiSecret };
+  }
+
+  async createKey(partnerId: string, ctx: CommandContext): Promise<{ id: string; apiKey: string; apiSecret: string }> {
+    const partner = await this.get(partnerId);
+    if (!partner) throw new DomainError('not_found', 'Partner not found');
+    const { apiKey, apiSecret } = newApiKeyPair(partner.sandbox);
+    const secretHash = await hashSecret(apiSecret);
+    const result = await this.tally.commands.decide(ctx, partnerStream(partnerId), partnerDecider, { type: 'CreateApiKey', apiKey, secretHash });
+    await this.tally.readYourWrites(result.position, ['partners']);
+    return { id: partnerId, apiKey, apiSecret };
+  }
+
+  async revokeKey(partnerId: string, apiKey: string, ctx: CommandContext): Promise<void> {
+    const result = await this.tally.commands.decide(ctx, partnerStream(partnerId), partnerDecider, { type: 'RevokeApiKey', apiKey });
+    this.secretChecks.forgetPartner(partnerId);
+    await this.tally.readYourWrites(result.position, ['partners']);
+  }
+
+  async get(partnerId: string): Promise<PartnerRecord | null> {
+    const [row] = await this.tally.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string }>(
+      `SELECT partner_id::text, name, sandbox, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at FROM rm_partners WHERE partner_id = $1`,
+      [partnerId],
+    );
+    return row ? { id: row.partner_id, name: row.name, sandbox: row.sandbox, createdAt: row.created_at } : null;
+  }
+
+  /** Every partner, oldest first, with how many of its keys are active (the operator's list). */
+  async list(): Promise<Array<PartnerRecord & { activeKeys: number }>> {
+    const rows = await this.tally.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string; active_keys: string }>(
+      `SELECT p.partner_id::text, p.name, p.sandbox, to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+              (SELECT count(*) FROM rm_partner_keys k WHERE k.partner_id = p.partner_id AND k.revoked_at IS NULL)::text AS active_keys
+         FROM rm_partners p ORDER BY p.created_at, p.partner_id`,
+    );
+    return rows.map((r) => ({ id: r.partner_id, name: r.name, sandbox: r.sandbox, createdAt: r.created_at, activeKeys: Number(r.active_keys) }));
+  }
+
+  async count(): Promise<number> {
+    const [row] = await this.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_partners');
+    return Number(row?.n ?? 0);
+  }
+
+  /**
+   * The partner id of a valid, unrevoked key pair, or null. While the partners projection is stopped
+   * on an event, rm_partner_keys may miss a later revocation: the partner's stream decides then.
+   */
+  async authenticate(apiKey: string, apiSecret: string): Promise<string | null> {
+    if (apiKey.length > 200 || apiSecret.length > 200) return null;
+    const row = await this.storedKey(apiKey);
+    if (!row) return null;
+    const ok = await this.secretChecks.check({ apiKey, partnerId: row.partner_id, secretHash: row.secret_hash }, apiSecret);
+    return ok ? row.partner_id : null;
+  }
+
+  private async storedKey(apiKey: string): Promise<{ partner_id: string; secret_hash: string } | null> {
+    const known = this.keys.get(apiKey);
+    if (known) return known;
+    const generation = this.keys.generation;
+    const [row] = await this.tally.sql.query<{ partner_id: string; secret_hash: string }>(
+      'SELECT partner_id::text, secret_hash FROM rm_partner_keys WHERE api_key = $1 AND revoked_at IS NULL',
+      [apiKey],
+    );
+    if (!row) return null;
+    if (this.tally.engine.isStopped('partners')) {
+      const { state } = await load(this.tally.store, partnerStream(row.partner_id), partnerDecider, { cache: this.tally.stateCache });
+      return state.activeKeys.includes(apiKey) ? row : null;
+    }
+    this.keys.remember(apiKey, row, [apiKey], generation);
+    return row;
+  }
+}

@@ -1,0 +1,75 @@
+import { DomainError } from '../../platform/decider';
+import { missingFields, type ProfileFields, profileDecider, profileStream } from '../../domain/identity/profile';
+import { kycDecider, kycStream } from '../../domain/identity/kyc';
+import { type CommandContext, load } from '../../platform/commands/commands';
+import type { Tally } from '../../compose/tally';
+
+export interface ProfileView extends ProfileFields {
+  userId: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const today = () => new Date().toISOString().slice(0, 10);
+
+/** Personal profiles: partner routes name the user (after the ownership check), bearer routes are the token's user. */
+export class ProfileService {
+  constructor(private readonly tally: Tally) {}
+
+  async create(partnerId: string, userId: string, fields: ProfileFields, ctx: CommandContext): Promise<ProfileView> {
+    const result = await this.tally.commands.decide(ctx, profileStream(userId), profileDecider, {
+      type: 'CreateProfile',
+      userId,
+      partnerId,
+      fields,
+      today: today(),
+    });
+    await this.tally.readYourWrites(result.position, ['profiles']);
+    return this.require(userId);
+  }
+
+  async update(userId: string, changes: ProfileFields, ctx: CommandContext): Promise<ProfileView> {
+    const identityVerified = await this.identityVerified(userId);
+    const result = await this.tally.commands.decide(ctx, profileStream(userId), profileDecider, {
+      type: 'UpdateProfile',
+      userId,
+      changes,
+      today: today(),
+      identityVerified,
+    });
+    await this.tally.readYourWrites(result.position, ['profiles']);
+    return this.require(userId);
+  }
+
+  /**
+   * Whether a KYC verification of the user was approved: an approval is final (a later verification
+   * starts only after an expired one), so the identity it verified stays verified. Read from the KYC
+   * stream, not a read model, so an approval just recorded counts.
+   */
+  private async identityVerified(userId: string): Promise<boolean> {
+    const { state } = await load(this.tally.store, kycStream(userId), kycDecider);
+    return state.verifications.some((v) => v.status === 'approved');
+  }
+
+  async get(userId: string): Promise<ProfileView | null> {
+    const [row] = await this.tally.sql.query<{ fields: ProfileFields; created_at: string; updated_at: string }>(
+      `SELECT fields, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+              to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
+         FROM rm_profiles WHERE user_id = $1`,
+      [userId],
+    );
+    return row ? { userId, ...row.fields, createdAt: row.created_at, updatedAt: row.updated_at } : null;
+  }
+
+  async require(userId: string): Promise<ProfileView> {
+    const profile = await this.get(userId);
+    if (!profile) throw new DomainError('not_found', `PersonalProfile not found: ${userId}`);
+    return profile;
+  }
+
+  async completion(userId: string): Promise<{ isComplete: boolean; missingFields: string[] }> {
+    const profile = await this.require(userId);
+    const missing = missingFields(profile);
+    return { isComplete: missing.length === 0, missingFields: missing };
+  }
+}

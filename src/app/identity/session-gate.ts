@@ -1,0 +1,89 @@
+import { sessionDecider, sessionStream } from '../../domain/identity/session';
+import { userDecider, userStream } from '../../domain/identity/user';
+import type { EventStore, RecordedEvent } from '../../eventstore/port';
+import type { Sql } from '../../eventstore/sql';
+import type { Projections } from '../../platform/consumers/runner';
+import { load, type StateCache } from '../../platform/commands/commands';
+import { ReadModelMemo } from '../../platform/consumers/read-model-memo';
+
+/** Most remembered sessions; past it, all are forgotten (and checked in SQL again). */
+const MAX_ENTRIES = 100_000;
+/** A remembered "active" answer is checked in SQL again after this long, whatever happened. */
+const TTL_MS = 60_000;
+const NAMES = ['sessions', 'users'];
+
+interface Claims {
+  userId: string;
+  partnerId: string;
+  sessionId: string;
+}
+
+/**
+ * Is the session of a valid access token still usable (not revoked, its user active)? The answer
+ * comes from the read models (rm_sessions, rm_users); an "active" answer is remembered (see
+ * ReadModelMemo), so a request with a known session makes no round trip to the database, and a
+ * logout, a suspension or a ban stops the token at once, as with the query on every request.
+ *
+ * While either projection is stopped on an event it cannot apply, its read model misses every later
+ * event (a suspension, a logout): the answer then comes from the session's and the user's streams,
+ * as a refresh reads them, and nothing is remembered.
+ */
+export class SessionGate {
+  private readonly memo: ReadModelMemo<Claims>;
+  readonly stats = { hits: 0, queries: 0, logReads: 0 };
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly engine: Projections,
+    private readonly store: EventStore,
+    private readonly cache: StateCache,
+  ) {
+    this.memo = new ReadModelMemo(engine, NAMES, { ttlMs: TTL_MS, maxEntries: MAX_ENTRIES, staleAfter });
+  }
+
+  async isActive(claims: Claims): Promise<boolean> {
+    if (NAMES.some((n) => this.engine.isStopped(n))) return this.isActiveInLog(claims);
+    const known = this.memo.get(claims.sessionId);
+    if (known && known.userId === claims.userId && known.partnerId === claims.partnerId) {
+      this.stats.hits++;
+      return true;
+    }
+    const generation = this.memo.generation;
+    this.stats.queries++;
+    const [row] = await this.sql.query<{ status: string; revoked: boolean }>(
+      // A session started before its user's last suspension or ban is over, whatever the status now.
+      `SELECT u.status, (s.revoked_at IS NOT NULL OR s.user_generation < u.session_generation) AS revoked
+         FROM rm_sessions s JOIN rm_users u ON u.user_id = s.user_id
+        WHERE s.session_id = $1 AND s.user_id = $2 AND s.partner_id = $3`,
+      [claims.sessionId, claims.userId, claims.partnerId],
+    );
+    const ok = !!row && !row.revoked && row.status === 'active';
+    if (ok) this.memo.remember(claims.sessionId, claims, [`session:${claims.sessionId}`, `user:${claims.userId}`], generation);
+    return ok;
+  }
+
+  /** The same rule as the query above, on the states folded from the log. */
+  private async isActiveInLog(claims: Claims): Promise<boolean> {
+    this.stats.logReads++;
+    const [session, user] = await Promise.all([
+      load(this.store, sessionStream(claims.sessionId), sessionDecider, { cache: this.cache }),
+      load(this.store, userStream(claims.userId), userDecider, { cache: this.cache }),
+    ]);
+    const s = session.state;
+    return (
+      s.sessionId === claims.sessionId &&
+      s.userId === claims.userId &&
+      s.partnerId === claims.partnerId &&
+      !s.revoked &&
+      s.userGeneration >= user.state.sessionGeneration &&
+      user.state.status === 'active'
+    );
+  }
+}
+
+/** A revoked session, or any change of its user's status (a suspension, a ban). */
+function staleAfter(e: RecordedEvent): string[] {
+  if (e.type === 'SessionRevoked') return [`session:${(e.data as { sessionId: string }).sessionId}`];
+  if (e.type === 'UserStatusChanged') return [`user:${(e.data as { userId: string }).userId}`];
+  return [];
+}

@@ -1,0 +1,249 @@
+import { DomainError, type Decider, invariant } from '../../platform/decider';
+import type { Limits } from './limits';
+import { type Amount, fixed, money, parseAmount, ZERO } from './money';
+
+/**
+ * The user's USDC account: opened once, at the first successful login; its balance is decided
+ * here, at a known revision, so no interleaving of commands can overdraw it.
+ * Balance shape (TigerBeetle's): posted credits, posted debits, pending debits (holds).
+ * Available = credits - (posted + pending debits); the interface's `debits` counts both.
+ */
+export const ACCOUNT_ASSET = 'USDC';
+export const ACCOUNT_TYPE = 'LIABILITY';
+
+export type CreditReason = 'deposit' | 'transfer' | 'payout_reversal' | 'card_reversal';
+export type DebitReason = 'transfer' | 'payout' | 'card';
+
+export type AccountEvent =
+  | { type: 'AccountOpened'; data: { accountId: number; userId: string; partnerId: string; asset: string; type: string; at: string } }
+  | { type: 'FundsCredited'; data: { accountId: number; transactionId: string; amount: string; reason: CreditReason; at: string } }
+  | { type: 'FundsDebited'; data: { accountId: number; transactionId: string; amount: string; reason: DebitReason; pending: boolean; at: string } }
+  | {
+      type: 'HoldPosted';
+      /**
+       * `returnedDay`: the hold's money came back (a failed payout, returned by a REVERSED credit), and
+       * this is the UTC day of its debit: that day's outgoing total no longer counts it.
+       */
+      data: { accountId: number; transactionId: string; amount: string; at: string; returnedDay?: string };
+    };
+
+/** One per user, appended with "no stream": two concurrent first logins cannot open two accounts. */
+export type AccountReservationEvent = { type: 'UserAccountReserved'; data: { userId: string; accountId: number } };
+
+export type AccountCommand =
+  | { type: 'OpenAccount'; accountId: number; userId: string; partnerId: string; at: string }
+  | { type: 'Credit'; transactionId: string; amount: string; reason: CreditReason; at: string }
+  | { type: 'Debit'; transactionId: string; amount: string; reason: DebitReason; pending: boolean; at: string; limits: Limits | null }
+  /** `returnedDay`: the money comes back (see HoldPosted), debited on that UTC day. */
+  | { type: 'PostHold'; transactionId: string; at: string; returnedDay?: string };
+
+export interface AccountState {
+  opened: boolean;
+  accountId: number | null;
+  userId: string | null;
+  partnerId: string | null;
+  /** Amounts are kept as bignumbers in the folded state (parsed once, never formatted in between). */
+  creditsPosted: Amount;
+  debitsPosted: Amount;
+  debitsPending: Amount;
+  /** Pending debits by transaction, to post exactly what was held. */
+  holds: Record<string, string>;
+  /** Outgoing total of one UTC day, for the daily limit. */
+  day: string;
+  dayOutgoing: Amount;
+}
+
+export const accountStream = (accountId: number) => `account-${accountId}`;
+/**
+ * Money coming in lives in a stream of its own, appended at any revision: a credit can never make
+ * a debit unsafe (a debit decided without it saw less money, not more), so credits never conflict
+ * with the debits decided at the account stream's exact revision.
+ */
+export const accountCreditStream = (accountId: number) => `accountin-${accountId}`;
+export const userAccountStream = (userId: string) => `useraccount-${userId}`;
+
+function snapshotAmount(value: unknown): Amount {
+  const amount = typeof value === 'string' ? parseAmount(value) : null;
+  if (!amount) throw new Error(`Snapshot amount is not a plain decimal: ${JSON.stringify(value)}`);
+  return amount;
+}
+
+export const available = (s: AccountState) => s.creditsPosted.minus(s.debitsPosted).minus(s.debitsPending);
+
+const utcDay = (iso: string) => iso.slice(0, 10);
+
+export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent> = {
+  snapshot: {
+    kind: 'account@1',
+    // Amounts as plain decimal strings, every digit kept.
+    encode: (s) => ({
+      opened: s.opened,
+      accountId: s.accountId,
+      userId: s.userId,
+      partnerId: s.partnerId,
+      creditsPosted: s.creditsPosted.toFixed(),
+      debitsPosted: s.debitsPosted.toFixed(),
+      debitsPending: s.debitsPending.toFixed(),
+      holds: s.holds,
+      day: s.day,
+      dayOutgoing: s.dayOutgoing.toFixed(),
+    }),
+    // Strict: anything but plain decimals is refused, and the load then folds from the start.
+    decode: (j) => ({
+      opened: j.opened === true,
+      accountId: typeof j.accountId === 'number' ? j.accountId : null,
+      userId: typeof j.userId === 'string' ? j.userId : null,
+      partnerId: typeof j.partnerId === 'string' ? j.partnerId : null,
+      creditsPosted: snapshotAmount(j.creditsPosted),
+      debitsPosted: snapshotAmount(j.debitsPosted),
+      debitsPending: snapshotAmount(j.debitsPending),
+      holds: Object.fromEntries(Object.entries((j.holds ?? {}) as Record<string, unknown>).map(([k, v]) => [k, fixed(snapshotAmount(v))])),
+      day: typeof j.day === 'string' ? j.day : '',
+      dayOutgoing: snapshotAmount(j.dayOutgoing),
+    }),
+  },
+
+  initialState: () => ({
+    opened: false,
+    accountId: null,
+    userId: null,
+    partnerId: null,
+    creditsPosted: ZERO,
+    debitsPosted: ZERO,
+    debitsPending: ZERO,
+    holds: {},
+    day: '',
+    dayOutgoing: ZERO,
+  }),
+
+  evolve(state, event) {
+    switch (event.type) {
+      case 'AccountOpened':
+        return { ...state, opened: true, accountId: event.data.accountId, userId: event.data.userId, partnerId: event.data.partnerId };
+      case 'FundsCredited':
+        return { ...state, creditsPosted: state.creditsPosted.plus(money(event.data.amount)) };
+      case 'FundsDebited': {
+        const day = utcDay(event.data.at);
+        const amount = money(event.data.amount);
+        const dayOutgoing = (day === state.day ? state.dayOutgoing : ZERO).plus(amount);
+        if (event.data.pending) {
+          return {
+            ...state,
+            debitsPending: state.debitsPending.plus(amount),
+            holds: { ...state.holds, [event.data.transactionId]: event.data.amount },
+            day,
+            dayOutgoing,
+          };
+        }
+        return { ...state, debitsPosted: state.debitsPosted.plus(amount), day, dayOutgoing };
+      }
+      case 'HoldPosted': {
+        const { [event.data.transactionId]: _posted, ...holds } = state.holds;
+        const amount = money(event.data.amount);
+        // Money that came back is not outgoing: its debit's day (when still the day counted) drops it.
+        const returnedToday = event.data.returnedDay !== undefined && event.data.returnedDay === state.day;
+        return {
+          ...state,
+          debitsPending: state.debitsPending.minus(amount),
+          debitsPosted: state.debitsPosted.plus(amount),
+          holds,
+          ...(returnedToday ? { dayOutgoing: state.dayOutgoing.lt(amount) ? ZERO : state.dayOutgoing.minus(amount) } : {}),
+        };
+      }
+    }
+  },
+
+  decide(command, state) {
+    if (command.type === 'OpenAccount') {
+      if (state.opened) throw new DomainError('conflict', 'Account already opened');
+      return [
+        {
+          type: 'AccountOpened',
+          data: {
+            accountId: command.accountId,
+            userId: command.userId,
+            partnerId: command.partnerId,
+            asset: ACCOUNT_ASSET,
+            type: ACCOUNT_TYPE,
+            at: command.at,
+          },
+        },
+      ];
+    }
+    if (!state.opened || state.accountId === null) throw new DomainError('not_found', 'Account not found');
+    const accountId = state.accountId;
+    switch (command.type) {
+      case 'Credit':
+        invariant(money(command.amount).gt(0), 'a credit is positive');
+        return [
+          {
+            type: 'FundsCredited',
+            data: { accountId, transactionId: command.transactionId, amount: fixed(money(command.amount)), reason: command.reason, at: command.at },
+          },
+        ];
+      case 'Debit': {
+        const amount = money(command.amount);
+        invariant(amount.gt(0), 'a debit is positive');
+        if (command.limits) {
+          const { maxTransactionAmount: max, dailyTransactionLimit: daily } = command.limits;
+          if (amount.gt(max)) throw new DomainError('invalid', `Amount exceeds maximum transaction amount of ${max.toFixed()}`);
+          const today = utcDay(command.at) === state.day ? state.dayOutgoing : ZERO;
+          if (today.plus(amount).gt(daily)) throw new DomainError('invalid', 'Daily transaction limit exceeded');
+        }
+        if (available(state).lt(amount)) throw new DomainError('invalid', `Insufficient balance in account ${accountId}`);
+        const events: AccountEvent[] = [
+          {
+            type: 'FundsDebited',
+            data: { accountId, transactionId: command.transactionId, amount: fixed(amount), reason: command.reason, pending: command.pending, at: command.at },
+          },
+        ];
+        assertAccount(events.reduce(accountDecider.evolve, state));
+        return events;
+      }
+      case 'PostHold': {
+        const held = state.holds[command.transactionId];
+        if (held === undefined) return [];
+        const returned = command.returnedDay === undefined ? {} : { returnedDay: command.returnedDay };
+        return [{ type: 'HoldPosted', data: { accountId, transactionId: command.transactionId, amount: held, at: command.at, ...returned } }];
+      }
+    }
+  },
+};
+
+/**
+ * What holds of every account state after a decision that moves money (TigerBeetle style: a broken
+ * one is a bug, never a 4xx): nothing spent that was not there, and the holds are the pending debits.
+ */
+export function assertAccount(state: AccountState): void {
+  invariant(available(state).gte(0), 'an account is not overdrawn');
+  invariant(state.debitsPending.gte(0) && state.debitsPosted.gte(0) && state.creditsPosted.gte(0), 'an account has no negative total');
+  const holds = Object.values(state.holds);
+  const held = holds.length === 0 ? ZERO : holds.reduce((sum, amount) => sum.plus(money(amount)), ZERO);
+  invariant(held.eq(state.debitsPending), "an account's holds sum to its pending debits");
+}
+
+/**
+ * An account the user may act on: 404 when unknown or another partner's (its existence is not theirs
+ * to learn), 403 when another user's of the same partner.
+ */
+export function requireOwnAccount(account: AccountState, user: { userId: string; partnerId: string }): number {
+  if (!account.opened || account.accountId === null || account.partnerId !== user.partnerId) throw new DomainError('not_found', 'Account not found');
+  if (account.userId !== user.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
+  return account.accountId;
+}
+
+/** The account as it is seen when debits are decided: its stream's state with the credits of its credit stream. */
+export const withCredits = (main: AccountState, credits: AccountState): AccountState => ({
+  ...main,
+  creditsPosted: main.creditsPosted.plus(credits.creditsPosted),
+});
+
+/** Which account is the user's (reserved once, at the first successful login). */
+export const userAccountDecider: Decider<{ accountId: number | null }, { type: 'Reserve'; userId: string; accountId: number }, AccountReservationEvent> = {
+  initialState: () => ({ accountId: null }),
+  evolve: (state, event) => (state.accountId === null ? { accountId: event.data.accountId } : state),
+  decide(command, state) {
+    if (state.accountId !== null) throw new DomainError('conflict', 'The user already has an account');
+    return [{ type: 'UserAccountReserved', data: { userId: command.userId, accountId: command.accountId } }];
+  },
+};

@@ -1,0 +1,137 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { HttpError } from '../platform/http/errors';
+import { route } from '../platform/http/route';
+import { Success, User, UUID_RE } from './schemas';
+
+const PartnerBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) });
+const PartnerParams = Type.Object({ id: Type.String() });
+const KeyParams = Type.Object({ id: Type.String(), apiKey: Type.String() });
+const UserParams = Type.Object({ userId: Type.String() });
+const ReasonBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) });
+const ProjectionParams = Type.Object({ name: Type.String() });
+const KeyPair = Type.Object({ id: Type.String(), apiKey: Type.String(), apiSecret: Type.String() }, { $id: 'KeyPair' });
+
+const requirePartnerId = (id: string) => {
+  if (!UUID_RE.test(id)) throw new HttpError(404, 'Partner not found');
+  return id;
+};
+
+const userAction = (action: 'suspend' | 'ban' | 'reinstate', summary: string) =>
+  route<Static<typeof ReasonBody>, unknown, Static<typeof UserParams>>({
+    method: 'post',
+    path: `/admin/v1/users/{userId}/${action}`,
+    auth: 'admin',
+    tag: 'Operator',
+    summary,
+    params: UserParams,
+    body: ReasonBody,
+    responses: {
+      200: { description: 'The user after the action', schema: Success(Type.Object({ user: User })) },
+      409: { description: 'The action does not apply to the user’s status' },
+    },
+    async handler({ tally, params, body, command }) {
+      if (!UUID_RE.test(params.userId)) throw new HttpError(404, 'User not found');
+      const user = await tally.users.operatorAction(params.userId, action, body.reason ?? `operator_${action}`, command());
+      return { status: 200, body: { success: true, data: { user } } };
+    },
+  });
+
+export const adminRoutes = [
+  route<Static<typeof PartnerBody>>({
+    method: 'post',
+    path: '/admin/v1/partners',
+    auth: 'admin',
+    tag: 'Operator',
+    summary: 'Create a partner with its first key pair; the secret is shown this once.',
+    body: PartnerBody,
+    responses: { 201: { description: 'Created', schema: Type.Composite([KeyPair, Type.Object({ name: Type.String() })], { $id: 'PartnerCreated' }) } },
+    async handler({ tally, body, command }) {
+      const created = await tally.partners.create(body.name, { sandbox: tally.config.sandbox, ctx: command() });
+      return { status: 201, body: created };
+    },
+  }),
+  route<unknown, unknown, Static<typeof PartnerParams>>({
+    method: 'post',
+    path: '/admin/v1/partners/{id}/keys',
+    auth: 'admin',
+    tag: 'Operator',
+    summary: 'Create another key pair for a partner (rotation); the secret is shown this once.',
+    params: PartnerParams,
+    responses: { 201: { description: 'Created', schema: KeyPair }, 409: { description: 'The partner holds the most active keys allowed' } },
+    async handler({ tally, params, command }) {
+      return { status: 201, body: await tally.partners.createKey(requirePartnerId(params.id), command()) };
+    },
+  }),
+  route<unknown, unknown, Static<typeof KeyParams>>({
+    method: 'delete',
+    path: '/admin/v1/partners/{id}/keys/{apiKey}',
+    auth: 'admin',
+    tag: 'Operator',
+    summary: 'Revoke a key pair at once.',
+    params: KeyParams,
+    responses: { 204: { description: 'Revoked' } },
+    async handler({ tally, params, command }) {
+      await tally.partners.revokeKey(requirePartnerId(params.id), params.apiKey, command());
+      return { status: 204 };
+    },
+  }),
+  userAction('suspend', 'Suspend a user (temporary; tokens stop working at once).'),
+  userAction('ban', 'Ban a user (permanent).'),
+  userAction('reinstate', 'Reinstate a suspended user to the status it had.'),
+  route({
+    method: 'get',
+    path: '/admin/v1/projections',
+    auth: 'admin',
+    tag: 'Operator',
+    summary: 'Every projection with its checkpoint, the head of the log, its lag in events, and the event it is stopped on, if any.',
+    responses: {
+      200: {
+        description: 'Projections; `failure` is set while one is stopped on an event it cannot apply (it retries with backoff; fix the cause or rebuild it)',
+        schema: Success(
+          Type.Array(
+            Type.Object(
+              {
+                name: Type.String(),
+                position: Type.String(),
+                headPosition: Type.String({ description: 'The head of the log' }),
+                lag: Type.Integer(),
+                lagAtLeast: Type.Boolean({ description: 'The lag is counted up to a bound: true means at least `lag`' }),
+                owner: Type.Union([Type.String(), Type.Null()], { description: 'The node holding its lease' }),
+                ownedHere: Type.Boolean({ description: 'This node runs it' }),
+                failure: Type.Union([
+                  Type.Null(),
+                  Type.Object({
+                    since: Type.String({ format: 'date-time' }),
+                    position: Type.String(),
+                    event: Type.Object({ position: Type.String(), id: Type.String(), stream: Type.String(), type: Type.String() }),
+                    error: Type.String(),
+                    attempts: Type.Integer(),
+                    nextRetryAt: Type.String({ format: 'date-time' }),
+                  }),
+                ]),
+              },
+              { $id: 'ProjectionStatus' },
+            ),
+          ),
+        ),
+      },
+    },
+    async handler({ tally }) {
+      return { status: 200, body: { success: true, data: await tally.engine.status() } };
+    },
+  }),
+  route<unknown, unknown, Static<typeof ProjectionParams>>({
+    method: 'post',
+    path: '/admin/v1/projections/{name}/rebuild',
+    auth: 'admin',
+    tag: 'Operator',
+    summary: 'Rebuild a projection from the log into new tables, then swap them in atomically.',
+    params: ProjectionParams,
+    responses: { 200: { description: 'Rebuilt', schema: Success(Type.Object({ name: Type.String(), events: Type.Integer(), position: Type.String() })) } },
+    async handler({ tally, params }) {
+      if (!tally.engine.projections.some((p) => p.name === params.name)) throw new HttpError(404, 'Projection not found');
+      const result = await tally.engine.rebuild(params.name);
+      return { status: 200, body: { success: true, data: { name: params.name, ...result } } };
+    },
+  }),
+];

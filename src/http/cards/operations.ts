@@ -1,0 +1,63 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { CARD_STATUSES } from '../../domain/cards/card';
+import { SandboxApplicationConflictError } from '../../providers/cards/sandbox';
+import { HttpError } from '../../platform/http/errors';
+import { route } from '../../platform/http/route';
+import { StringEnum, Success, UUID_RE, Uuid } from '../schemas';
+import { sandboxOf } from '../identity/sandbox';
+
+const ApplicationParams = Type.Object({ applicationId: Type.String({ maxLength: 100 }) });
+const CardParams = Type.Object({ cardId: Type.String({ maxLength: 100 }) });
+const DeclineBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) });
+const Decided = Success(Type.Object({ applicationId: Uuid, eventId: Type.String() }, { $id: 'CardApplicationDecision' }));
+
+/** The sandbox issuer decides an application of one of the partner's users, then sends its signed webhook. */
+const applicationDecision = (action: 'approve' | 'decline') =>
+  route<Static<typeof DeclineBody>, unknown, Static<typeof ApplicationParams>>({
+    method: 'post',
+    path: `/sandbox/v1/cards/applications/{applicationId}/${action}`,
+    auth: 'partner',
+    tag: 'Sandbox',
+    summary: `The sandbox card issuer ${action === 'approve' ? 'approves' : 'declines (with an optional reason)'} an application and sends its signed webhook.`,
+    params: ApplicationParams,
+    body: DeclineBody,
+    responses: {
+      202: { description: 'Decided and delivered', schema: Decided },
+      404: { description: 'No such application of the partner' },
+      409: { description: 'Already decided otherwise' },
+    },
+    async handler({ tally, params, body, partnerId }) {
+      const issuer = sandboxOf(tally).cards;
+      const found = UUID_RE.test(params.applicationId) ? await issuer.findApplication(params.applicationId) : null;
+      if (!found || !(await tally.users.get(partnerId, found.userId))) throw new HttpError(404, 'Card application not found');
+      try {
+        const eventId = await issuer.decideApplication(found.applicationId, action === 'approve' ? 'approved' : 'denied', body.reason);
+        return { status: 202, body: { success: true, data: { applicationId: found.applicationId, eventId } } };
+      } catch (error) {
+        if (error instanceof SandboxApplicationConflictError) throw new HttpError(409, error.message);
+        throw error;
+      }
+    },
+  });
+
+export const cardOperationRoutes = [
+  applicationDecision('approve'),
+  applicationDecision('decline'),
+  route<unknown, unknown, Static<typeof CardParams>>({
+    method: 'post',
+    path: '/admin/v1/cards/{cardId}/cancel',
+    auth: 'admin',
+    tag: 'Operator',
+    summary: 'Cancel a card: final, every later action is 409; the user may then be issued a new card.',
+    params: CardParams,
+    responses: {
+      200: { description: 'Canceled', schema: Type.Object({ id: Uuid, status: StringEnum(CARD_STATUSES) }, { $id: 'CardCanceled' }) },
+      404: { description: 'No such card' },
+      409: { description: 'Already canceled' },
+    },
+    async handler({ tally, params, command }) {
+      if (!UUID_RE.test(params.cardId)) throw new HttpError(404, 'Card not found');
+      return { status: 200, body: await tally.cards.cards.cancel(params.cardId.toLowerCase(), command()) };
+    },
+  }),
+];

@@ -1,0 +1,338 @@
+import { isIP } from 'node:net';
+import { type Static, Type } from '@sinclair/typebox';
+import { CARD_STATUSES } from '../../domain/cards/card';
+import { LIMIT_FREQUENCIES } from '../../domain/cards/limit';
+import { viewOfCard } from '../../app/cards';
+import { applicationOf, cardOf, cardSummaryOf } from '../../app/cards/views';
+import { maskPan } from '../../providers/cards/port';
+import { HttpError } from '../../platform/http/errors';
+import { type RequestContext, route } from '../../platform/http/route';
+import { IsoDateTime, StringEnum, Success, Uuid } from '../schemas';
+import { AmountField, asNumber, IdempotencyHeader, idempotencyKeyOf, REPLAYED, requireAmount } from '../ledger/routes';
+
+const me = (ctx: RequestContext) => ({ userId: ctx.userId, partnerId: ctx.partnerId });
+
+/** Lock, unlock, limit and PUT pin take a key (interface section 8; decisions.md, "Errors"). */
+function requiredKey(headers: Record<string, string | undefined>): string {
+  const key = idempotencyKeyOf(headers);
+  if (key === undefined)
+    throw new HttpError(400, 'x-idempotency-key header is required', { code: 'validation_error', details: [{ field: 'x-idempotency-key', rule: 'required' }] });
+  return key;
+}
+
+const Limit = Type.Object({ amount: Type.Number(), frequency: StringEnum(LIMIT_FREQUENCIES) }, { $id: 'CardLimit' });
+const cardFields = {
+  id: Uuid,
+  type: StringEnum(['virtual', 'physical'] as const),
+  status: StringEnum(CARD_STATUSES),
+  last4: Type.String(),
+  expirationMonth: Type.String({ description: 'Two digits' }),
+  expirationYear: Type.String({ description: 'Two digits' }),
+  limit: Limit,
+};
+const CardSummary = Type.Object(cardFields, { $id: 'CardSummary' });
+export const Card = Type.Object({ ...cardFields, createdAt: IsoDateTime, updatedAt: IsoDateTime }, { $id: 'Card' });
+const CardFull = Type.Object(
+  {
+    ...cardFields,
+    createdAt: IsoDateTime,
+    updatedAt: IsoDateTime,
+    tokenWallets: Type.Array(Type.String()),
+    cardNumber: Type.Optional(Type.String({ description: 'Masked: first six and last four digits' })),
+    cvc: Type.Optional(Type.String()),
+  },
+  { $id: 'CardFullDetails' },
+);
+const CardStatusBody = Success(Type.Object({ id: Uuid, status: StringEnum(CARD_STATUSES) }, { $id: 'CardStatus' }));
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
+export const Application = Type.Object(
+  {
+    id: Uuid,
+    accountId: Type.Integer(),
+    userId: Uuid,
+    issuerApplicationId: Type.String(),
+    identityShareToken: Type.Null({ description: 'Single use and a credential: never kept, always null here' }),
+    walletAddress: Nullable(Type.String()),
+    solanaAddress: Nullable(Type.String()),
+    tronAddress: Nullable(Type.String()),
+    chainId: Nullable(Type.String()),
+    contractAddress: Nullable(Type.String()),
+    sourceKey: Type.String({ description: 'The partner the application came through' }),
+    ipAddress: Nullable(Type.String()),
+    occupation: Type.String(),
+    annualSalary: Type.String(),
+    accountPurpose: Type.String(),
+    expectedMonthlyVolume: Type.String(),
+    isTermsOfServiceAccepted: Type.Boolean(),
+    hasExistingDocuments: Type.Boolean(),
+    cardType: StringEnum(['virtual', 'physical'] as const),
+    isActive: Type.Boolean({ description: 'False once declined' }),
+    applicationStatus: StringEnum(['pending', 'approved', 'declined'] as const),
+    applicationReason: Nullable(Type.String()),
+    createdAt: IsoDateTime,
+    updatedAt: IsoDateTime,
+  },
+  { $id: 'CardApplication' },
+);
+
+const ApplyBody = Type.Object({
+  cardType: StringEnum(['virtual', 'physical'] as const),
+  isTermsOfServiceAccepted: Type.Boolean({ 'x-error': 'isTermsOfServiceAccepted must be a boolean' }),
+  walletAddress: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+});
+const LimitBody = Type.Object({ amount: AmountField('amount'), frequency: StringEnum(LIMIT_FREQUENCIES) });
+const PinBody = Type.Object({ pin: Type.String({ maxLength: 10, 'x-error': 'pin must be exactly 4 digits' }) });
+const ListQuery = Type.Object({ status: Type.Optional(StringEnum(CARD_STATUSES)), q: Type.Optional(Type.String({ maxLength: 100 })) });
+const FullQuery = Type.Object({ includeSecrets: Type.Optional(StringEnum(['true', 'false'] as const)) });
+
+/** Application status and the application itself. */
+const applicationRoutes = [
+  route({
+    method: 'get',
+    path: '/api/v1/cards/application/status',
+    auth: 'bearer',
+    bearerError: 'x-user-id header required',
+    tag: 'Cards',
+    summary: "The token user's card application, card and whether a card may be issued; statusSummary compares our status with the issuer's.",
+    responses: {
+      200: {
+        description: 'Application status',
+        schema: Success(
+          Type.Object({
+            application: Type.Union([Application, Type.Null()]),
+            card: Type.Union([CardSummary, Type.Null()]),
+            hasApplication: Type.Boolean(),
+            canCreateCard: Type.Boolean(),
+            statusSummary: Type.Object({ local: Type.String(), external: Type.String(), synced: Type.Boolean() }),
+          }),
+        ),
+      },
+      401: { description: 'x-user-id header required' },
+    },
+    async handler({ tally, userId }) {
+      const application = await tally.cards.applications.current(userId);
+      const cards = await tally.cards.cards.cardsOf(userId);
+      const card = cards[cards.length - 1];
+      const canCreateCard = application?.applicationStatus === 'approved' && (!card || card.status === 'canceled');
+      const data = {
+        application: application ? applicationOf(application) : null,
+        card: card ? cardSummaryOf(viewOfCard(card)) : null,
+        hasApplication: application !== null,
+        canCreateCard,
+        statusSummary: await tally.cards.applications.statusSummary(application),
+      };
+      return { status: 200, body: { success: true, data } };
+    },
+  }),
+  route<Static<typeof ApplyBody>>({
+    method: 'post',
+    path: '/api/v1/cards/application',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: 'Apply for a card: needs approved KYC and accepted terms; the rest comes from the profile. The issuer decides later.',
+    body: ApplyBody,
+    responses: {
+      201: { description: 'Pending', schema: Success(Type.Object({ application: Application })) },
+      403: { description: 'KYC is not approved' },
+      409: { description: 'An application is pending or approved already' },
+      422: { description: 'The profile lacks the fields a card application carries' },
+    },
+    async handler(ctx) {
+      const ipAddress = isIP(ctx.clientIp) ? ctx.clientIp : null;
+      const application = await ctx.tally.cards.applications.apply(me(ctx), { ...ctx.body, ipAddress }, ctx.command());
+      return { status: 201, body: { success: true, data: { application: applicationOf(application) } } };
+    },
+  }),
+];
+
+/** The card and its changes: the primary card is the token user's latest. */
+const cardRoutes = [
+  route({
+    method: 'post',
+    path: '/api/v1/cards',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: 'Issue the card on the approved application: virtual starts active, physical notActivated until activated.',
+    description: 'With `x-idempotency-key` (or `Idempotency-Key`), the same request again answers the first card, with `Idempotent-Replayed: true`.',
+    headers: IdempotencyHeader,
+    responses: {
+      201: { description: 'Issued', schema: Success(Card) },
+      404: { description: 'No card application' },
+      409: { description: 'The application is not approved, or a card that is not canceled exists' },
+    },
+    async handler(ctx) {
+      const issued = await ctx.tally.cards.cards.issue(me(ctx), ctx.command(), idempotencyKeyOf(ctx.headers));
+      return { status: 201, ...(issued.replayed ? { headers: REPLAYED } : {}), body: { success: true, data: cardOf(issued.data) } };
+    },
+  }),
+  statusChange('activate', false),
+  statusChange('lock', true),
+  statusChange('unlock', true),
+  route<Static<typeof LimitBody>>({
+    method: 'patch',
+    path: '/api/v1/cards/limit',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: "Set the card's spending limit over one of its six frequencies (rolling windows ending at each authorization).",
+    headers: IdempotencyHeader,
+    body: LimitBody,
+    responses: {
+      200: { description: 'The new limit', schema: Type.Object({ id: Uuid, limit: Limit }, { $id: 'CardLimitChanged' }) },
+      404: { description: 'No card' },
+      409: { description: 'The card is canceled' },
+      422: { description: 'The idempotency key was used with another request' },
+    },
+    async handler(ctx) {
+      const key = requiredKey(ctx.headers);
+      const amount = requireAmount(ctx.body.amount);
+      const set = await ctx.tally.cards.cards.setLimit(me(ctx), { amount, frequency: ctx.body.frequency }, ctx.command(), key);
+      const { id, limit } = set.data;
+      return {
+        status: 200,
+        ...(set.replayed ? { headers: REPLAYED } : {}),
+        body: { id, limit: { amount: asNumber(limit.amount), frequency: limit.frequency } },
+      };
+    },
+  }),
+  route<Static<typeof PinBody>>({
+    method: 'put',
+    path: '/api/v1/cards/pin',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: "Set the card's PIN (4 digits). It goes to the issuer only; nothing of it is kept here.",
+    headers: IdempotencyHeader,
+    body: PinBody,
+    responses: {
+      200: { description: 'Set', schema: Success(Type.Object({ id: Uuid }, { $id: 'CardPinSet' })) },
+      404: { description: 'No card' },
+      409: { description: 'The card is canceled' },
+      422: { description: 'The idempotency key was used with another request' },
+    },
+    async handler(ctx) {
+      const key = requiredKey(ctx.headers);
+      const set = await ctx.tally.cards.cards.setPin(me(ctx), ctx.body.pin, ctx.command(), key);
+      return { status: 200, ...(set.replayed ? { headers: REPLAYED } : {}), body: { success: true, data: set.data } };
+    },
+  }),
+];
+
+/** Activate (key optional), lock and unlock (key required): `{success, data: {id, status}}`. */
+function statusChange(action: 'activate' | 'lock' | 'unlock', keyRequired: boolean) {
+  return route({
+    method: 'post',
+    path: `/api/v1/cards/${action}`,
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: { activate: 'Activate a physical card.', lock: 'Lock the card (a temporary block).', unlock: 'Unlock a locked card.' }[action],
+    headers: IdempotencyHeader,
+    responses: {
+      200: { description: 'The card after the change', schema: CardStatusBody },
+      400: { description: keyRequired ? 'x-idempotency-key header is required, or a copy is still running' : 'A copy is still running' },
+      404: { description: 'No card' },
+      409: { description: 'The card’s status forbids it' },
+      422: { description: 'The idempotency key was used with another request' },
+    },
+    async handler(ctx) {
+      const key = keyRequired ? requiredKey(ctx.headers) : idempotencyKeyOf(ctx.headers);
+      const changed = await ctx.tally.cards.cards.changeStatus(me(ctx), action, ctx.command(), key);
+      return { status: 200, ...(changed.replayed ? { headers: REPLAYED } : {}), body: { success: true, data: changed.data } };
+    },
+  });
+}
+
+/** Reads of the card: from the write side for now (a card read model comes with card transactions). */
+const readRoutes = [
+  route<unknown, Static<typeof ListQuery>>({
+    method: 'get',
+    path: '/api/v1/cards/me',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: "The token user's cards, newest first; `status` filters, `q` matches the last four digits, type or status.",
+    query: ListQuery,
+    responses: { 200: { description: 'Cards', schema: Type.Array(Card) } },
+    async handler({ tally, userId, query }) {
+      const q = query.q?.trim().toLowerCase();
+      const cards = (await tally.cards.cards.cardsOf(userId))
+        .filter((c) => !query.status || c.status === query.status)
+        .filter((c) => !q || [c.last4, c.type, c.status].some((field) => field.toLowerCase().includes(q)));
+      return { status: 200, body: cards.reverse().map((c) => cardOf(viewOfCard(c))) };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/cards/status',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: "The card's status.",
+    responses: { 200: { description: 'Status', schema: CardStatusBody }, 404: { description: 'No card' } },
+    async handler({ tally, userId }) {
+      const card = await tally.cards.cards.primaryCard(userId);
+      return { status: 200, body: { success: true, data: { id: card.cardId, status: card.status } } };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/cards/details',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: 'The card (no number, CVC or PIN).',
+    responses: { 200: { description: 'The card', schema: Success(Card) }, 404: { description: 'No card' } },
+    async handler({ tally, userId }) {
+      return { status: 200, body: { success: true, data: cardOf(viewOfCard(await tally.cards.cards.primaryCard(userId))) } };
+    },
+  }),
+  route<unknown, Static<typeof FullQuery>>({
+    method: 'get',
+    path: '/api/v1/cards/details/full',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: 'The card with its token wallets; with `includeSecrets=true` and the card not locked, the masked number and the CVC.',
+    query: FullQuery,
+    responses: { 200: { description: 'The card', schema: CardFull }, 404: { description: 'No card' } },
+    async handler({ tally, userId, query }) {
+      const card = await tally.cards.cards.primaryCard(userId);
+      const full = { ...cardOf(viewOfCard(card)), tokenWallets: [] as string[] };
+      if (query.includeSecrets !== 'true' || card.status === 'locked' || card.status === 'canceled') return { status: 200, body: full };
+      const secrets = await tally.cards.cards.secrets(userId);
+      return { status: 200, body: { ...full, cardNumber: maskPan(secrets.cardNumber), cvc: secrets.cvc } };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/cards/secrets',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: "The card's full number, CVC and expiry, from the issuer; never while the card is locked (409).",
+    responses: {
+      200: {
+        description: 'Secrets',
+        schema: Success(
+          Type.Object({ cardNumber: Type.String(), cvc: Type.String(), expirationMonth: Type.String(), expirationYear: Type.String() }, { $id: 'CardSecrets' }),
+        ),
+      },
+      404: { description: 'No card' },
+      409: { description: 'The card is locked or canceled' },
+    },
+    async handler({ tally, userId }) {
+      return { status: 200, body: { success: true, data: await tally.cards.cards.secrets(userId) } };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/cards/pin',
+    auth: 'bearer',
+    tag: 'Cards',
+    summary: "The card's PIN, from the issuer (null while none was set).",
+    responses: {
+      200: { description: 'PIN', schema: Success(Type.Object({ pin: Type.Union([Type.String(), Type.Null()]) }, { $id: 'CardPin' })) },
+      404: { description: 'No card' },
+      409: { description: 'The card is canceled' },
+    },
+    async handler({ tally, userId }) {
+      const { pin } = await tally.cards.cards.pin(userId);
+      return { status: 200, body: { success: true, data: { pin } } };
+    },
+  }),
+];
+
+export const cardsRoutes = [...applicationRoutes, ...cardRoutes, ...readRoutes];

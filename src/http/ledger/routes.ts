@@ -1,0 +1,362 @@
+import { type Static, Type } from '@sinclair/typebox';
+import type { RequestContext } from '../../platform/http/route';
+import { DomainError } from '../../platform/decider';
+import { type Amount, checkAmount, isImpreciseNumber, parseAmount } from '../../domain/ledger/money';
+import { HttpError } from '../../platform/http/errors';
+import { route } from '../../platform/http/route';
+import { FilledText, LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE, Uuid } from '../schemas';
+
+/** Amounts arrive as JSON numbers (the interface) or decimal strings; either way never through float math. */
+export const AmountField = (name: string) => Type.Union([Type.Number(), Type.String({ maxLength: 40 })], { 'x-error': `${name} must be a number` });
+
+export function requireAmount(value: unknown, name = 'amount'): string {
+  if (isImpreciseNumber(value)) throw new HttpError(400, `${name} has more than 15 significant digits: send it as a decimal string`);
+  const amount = parseAmount(value);
+  const problem = checkAmount(amount);
+  if (problem === 'not_a_number') throw new HttpError(400, `${name} must be a number`);
+  if (problem === 'not_positive') throw new HttpError(400, 'Amount must be greater than 0');
+  if (problem === 'too_many_decimals') throw new HttpError(400, `${name} must have at most 8 decimal places`);
+  if (problem === 'too_large') throw new HttpError(400, `${name} must have at most 18 integer digits`);
+  return (amount as Amount).toFixed();
+}
+
+/** The interface types these as JSON numbers; the value is exact for amounts of up to 15 significant digits. */
+export const asNumber = (decimal: string): number => Number(decimal);
+
+const AccountId = (name: string, options: Record<string, string> = {}) =>
+  Type.Integer({ minimum: 1, maximum: MAX_ID, 'x-error': `${name} must be an account id (a positive integer)`, ...options });
+
+const Account = Type.Object(
+  { id: Type.Integer(), asset: Type.String(), type: Type.String(), credits: Type.String(), debits: Type.String() },
+  { $id: 'Account' },
+);
+export const Transaction = Type.Object(
+  {
+    id: Type.Integer(),
+    uuid: Uuid,
+    description: Type.String(),
+    status: StringEnum(['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const),
+    amount: Type.String(),
+    debitAccountId: Type.Union([Type.Integer(), Type.Null()]),
+    creditAccountId: Type.Union([Type.Integer(), Type.Null()]),
+    created: Type.String(),
+    updated: Type.Optional(Type.String()),
+  },
+  { $id: 'Transaction' },
+);
+/** In lists: without `updated`. */
+const TransactionListItem = Type.Omit(Transaction, ['updated'], { $id: 'TransactionListItem' });
+
+const BalanceQuery = Type.Object({
+  ...PageQuery,
+  at: Type.Optional(Type.String({ format: 'date-time', 'x-error': 'at must be an ISO 8601 date-time' })),
+});
+
+const PAYER_REQUIRED = 'Payer information is required for deposits';
+const PAYER_FIELDS_REQUIRED = 'Payer document type and number are required for deposits';
+/** Not empty, not only whitespace: a provider refuses a blank document. */
+const PayerField = (maxLength: number) =>
+  Type.String({ minLength: 1, maxLength, pattern: '\\S', 'x-error': PAYER_FIELDS_REQUIRED, 'x-required-error': PAYER_FIELDS_REQUIRED });
+const DepositBody = Type.Object({
+  toAccountId: AccountId('toAccountId'),
+  amount: AmountField('amount'),
+  currency: Type.String({ minLength: 1, maxLength: 10 }),
+  provider: Type.String({ minLength: 1, maxLength: 50 }),
+  description: Type.String({ maxLength: 500, 'x-error': 'description must be a string', 'x-required-error': 'description must be a string' }),
+  metadata: Type.Object(
+    {
+      payer: Type.Object(
+        {
+          documentType: PayerField(20),
+          documentNumber: PayerField(50),
+        },
+        { 'x-error': PAYER_REQUIRED, 'x-required-error': PAYER_REQUIRED },
+      ),
+    },
+    { 'x-error': PAYER_REQUIRED, 'x-required-error': PAYER_REQUIRED },
+  ),
+});
+
+/**
+ * A list bound as an instant. A date alone is that whole day (UTC): `from` takes its first instant,
+ * `to` everything before the next day, so from=D&to=D is day D (9999-12-31 up to its last instant:
+ * the next day is past what the store holds). A date-time without an offset is UTC. A date that does
+ * not exist (2024-02-30, hour 25) or lies outside 1970-9999 is a 400, not the database's error.
+ */
+export function dateBound(value: string, name: 'from' | 'to'): { at: string; inclusive: boolean } {
+  const { ms, dateOnly } = parseInstant(value, name);
+  if (!dateOnly || name === 'from') return { at: new Date(ms).toISOString(), inclusive: true };
+  const nextDay = ms + 86_400_000;
+  return nextDay > LAST_INSTANT_MS
+    ? { at: new Date(LAST_INSTANT_MS).toISOString(), inclusive: true }
+    : { at: new Date(nextDay).toISOString(), inclusive: false };
+}
+
+const DateParam = (name: string) =>
+  Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}([T ][0-9:.]+(Z|[+-]\\d{2}:?\\d{2})?)?$', 'x-error': `${name} must be an ISO 8601 date` });
+const TransactionsQuery = Type.Object({
+  accountId: AccountId('accountId', { 'x-required-error': 'accountId is required' }),
+  ...PageQuery,
+  from: Type.Optional(DateParam('from')),
+  to: Type.Optional(DateParam('to')),
+});
+const TransactionParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+/**
+ * Optional on the routes that take it: the card routes' header, as decisions.md words its messages,
+ * or the IETF one (`Idempotency-Key`); both name the same key.
+ */
+export const IdempotencyHeader = Type.Object({
+  'x-idempotency-key': Type.Optional(Type.String({ format: 'uuid', 'x-error': 'x-idempotency-key must be a UUID' })),
+  'idempotency-key': Type.Optional(Type.String({ format: 'uuid', 'x-error': 'Idempotency-Key must be a UUID' })),
+});
+
+/** The request's idempotency key from either header; 400 when both are sent and differ. */
+export function idempotencyKeyOf(headers: Record<string, string | undefined>): string | undefined {
+  const ietf = headers['idempotency-key'];
+  const legacy = headers['x-idempotency-key'];
+  if (ietf !== undefined && legacy !== undefined && ietf.toLowerCase() !== legacy.toLowerCase())
+    throw new HttpError(400, 'Idempotency-Key and x-idempotency-key must be the same when both are sent', {
+      code: 'validation_error',
+      details: [{ field: 'Idempotency-Key', rule: 'conflict' }],
+    });
+  return ietf ?? legacy;
+}
+
+/** On an answer given again for a request made before (IETF idempotency draft, as Stripe sends it). */
+export const REPLAYED = { 'Idempotent-Replayed': 'true' };
+
+const TransferBody = Type.Object({
+  fromAccountId: Type.Optional(AccountId('fromAccountId')),
+  toAccountId: AccountId('toAccountId'),
+  amount: AmountField('amount'),
+  description: Type.String({ maxLength: 500, 'x-error': 'description must be a string', 'x-required-error': 'description must be a string' }),
+});
+
+const PayoutBody = Type.Object({
+  transactionId: Type.String({ format: 'uuid', 'x-error': 'transactionId must be a UUID' }),
+  amount: AmountField('amount'),
+  asset: Type.String({ minLength: 1, maxLength: 10 }),
+  description: Type.Optional(Type.String({ maxLength: 500 })),
+  provider: Type.String({ minLength: 1, maxLength: 50 }),
+  source: Type.Object({ metadata: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }),
+  destination: Type.Object({
+    accountNumber: FilledText('destination.accountNumber', 50),
+    accountType: StringEnum(['H', 'C'] as const),
+    bankName: Type.Optional(Type.String({ maxLength: 100 })),
+    bankNumber: Type.Optional(Type.String({ maxLength: 20 })),
+    ownerName: FilledText('destination.ownerName', 200),
+    ownerDocumentType: StringEnum(['CC', 'CE', 'NIT', 'PA', 'PPT'] as const),
+    ownerDocumentNumber: FilledText('destination.ownerDocumentNumber', 50),
+  }),
+});
+
+const me = (ctx: RequestContext) => ({ userId: ctx.userId, partnerId: ctx.partnerId });
+
+export const ledgerRoutes = [
+  route({
+    method: 'get',
+    path: '/api/v1/user/accounts',
+    auth: 'bearer',
+    tag: 'Accounts',
+    summary: "The token user's accounts (one USDC account, opened at first login).",
+    responses: {
+      200: {
+        description: 'Accounts',
+        schema: Type.Object({ items: Type.Array(Account), meta: Type.Object({ totalItems: Type.Integer(), currentPage: Type.Integer() }) }),
+      },
+    },
+    readsAfterWrites: 'ledger',
+    async handler({ tally, userId }) {
+      const items = await tally.ledger.reads.accountsOf(userId);
+      return { status: 200, body: { items, meta: { totalItems: items.length, currentPage: 1 } } };
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/api/v1/user/accounts',
+    auth: 'bearer',
+    tag: 'Accounts',
+    deprecated: true,
+    summary: 'Deprecated: accounts are created automatically at first login.',
+    responses: { 410: { description: 'Gone' } },
+    async handler() {
+      throw new HttpError(410, 'Accounts are created automatically at first login');
+    },
+  }),
+  route<unknown, Static<typeof BalanceQuery>>({
+    method: 'get',
+    path: '/api/v1/user/balance',
+    auth: 'bearer',
+    tag: 'Accounts',
+    summary: 'Balances (credits and debits); with `at`, as they were at that instant, computed from the log.',
+    query: BalanceQuery,
+    responses: { 200: { description: 'Balances', schema: Type.Object({ items: Type.Array(Account), meta: PageMeta }) } },
+    readsAfterWrites: 'ledger',
+    async handler({ tally, userId, query }) {
+      let items = await tally.ledger.reads.accountsOf(userId);
+      if (query.at) {
+        const at = new Date(instantOf(query.at, 'at'));
+        items = await Promise.all(items.map(async (a) => ({ ...a, ...(await tally.ledger.accounts.balanceAt(a.id, at)) })));
+      }
+      const page = items.slice((query.page - 1) * query.limit, query.page * query.limit);
+      return { status: 200, body: { items: page, meta: pageMeta(items.length, query.page, query.limit) } };
+    },
+  }),
+  route<Static<typeof DepositBody>>({
+    method: 'post',
+    path: '/api/v1/transactions/deposit',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'Create a hosted payment link; the balance is credited only when the provider confirms.',
+    description:
+      'With `Idempotency-Key` or `x-idempotency-key` (a UUID, per partner), the same request sent again answers the first deposit and its payment link, ' +
+      'with `Idempotent-Replayed: true`: what to send when an answer was lost or was a 503. The same key with another body (or used by a transfer) is 422; ' +
+      'while the first is still running, 400; both headers with different keys, 400.',
+    headers: IdempotencyHeader,
+    body: DepositBody,
+    responses: {
+      201: {
+        description: 'Payment link',
+        schema: Type.Object(
+          {
+            transactionId: Uuid,
+            status: Type.Literal('PENDING'),
+            inferredTransactionType: Type.Literal('DEPOSIT'),
+            paymentLink: Type.String(),
+            message: Type.String(),
+          },
+          { $id: 'DepositCreated' },
+        ),
+      },
+      403: { description: 'The account is not the token user’s' },
+      422: { description: 'The idempotency key was used with another request' },
+    },
+    async handler(ctx) {
+      const { body, tally } = ctx;
+      const amount = requireAmount(body.amount);
+      if (body.currency !== 'USDC') throw new HttpError(400, 'currency must match the account asset (USDC)');
+      const { replayed, ...created } = await tally.ledger.deposits.deposit(
+        me(ctx),
+        { toAccountId: body.toAccountId, amount, currency: body.currency, provider: body.provider, description: body.description, payer: body.metadata.payer },
+        ctx.command(),
+        idempotencyKeyOf(ctx.headers),
+      );
+      return {
+        status: 201,
+        ...(replayed ? { headers: REPLAYED } : {}),
+        body: {
+          ...created,
+          status: 'PENDING',
+          inferredTransactionType: 'DEPOSIT',
+          message: 'Deposit created; the balance is credited once the payment is confirmed',
+        },
+      };
+    },
+  }),
+  route<unknown, Static<typeof TransactionsQuery>>({
+    method: 'get',
+    path: '/api/v1/transactions',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'Transactions of one of the token user’s accounts, newest first.',
+    query: TransactionsQuery,
+    readsAfterWrites: 'ledger',
+    responses: {
+      200: { description: 'A plain array of transactions', schema: Type.Array(TransactionListItem) },
+      403: { description: 'The account is not the token user’s' },
+    },
+    async handler(ctx) {
+      const { tally, query } = ctx;
+      const from = query.from === undefined ? undefined : dateBound(query.from, 'from').at;
+      const to = query.to === undefined ? undefined : dateBound(query.to, 'to');
+      const accountId = await tally.ledger.accounts.ownAccount(ctx.userId, ctx.partnerId, query.accountId);
+      return { status: 200, body: await tally.ledger.reads.listTransactions(accountId, { limit: query.limit, page: query.page, from, to }) };
+    },
+  }),
+  route<unknown, unknown, Static<typeof TransactionParams>>({
+    method: 'get',
+    path: '/api/v1/transactions/{id}',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'One transaction by its uuid, with `updated`.',
+    params: TransactionParams,
+    readsAfterWrites: 'ledger',
+    responses: { 200: { description: 'The transaction', schema: Transaction }, 403: { description: 'The transaction is not the token user’s' } },
+    async handler(ctx) {
+      if (!UUID_RE.test(ctx.params.id)) throw new DomainError('not_found', 'Transaction not found');
+      return { status: 200, body: await ctx.tally.ledger.reads.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
+    },
+  }),
+  route<Static<typeof TransferBody>>({
+    method: 'post',
+    path: '/api/v1/transactions/transfer',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'Move funds to another account of the same partner; COMPLETED at once.',
+    description:
+      'With `Idempotency-Key` or `x-idempotency-key` (a UUID, per partner), the same request sent again answers the first transfer and moves no money again, ' +
+      'with `Idempotent-Replayed: true`: what to send when an answer was lost or was a 503. The same key with another body (or used by a deposit) is 422; ' +
+      'while the first is still running, 400; both headers with different keys, 400.',
+    headers: IdempotencyHeader,
+    body: TransferBody,
+    responses: {
+      201: {
+        description: 'Completed',
+        schema: Type.Object(
+          { id: Type.Integer(), uuid: Uuid, status: Type.Literal('COMPLETED'), amount: Type.Number(), description: Type.String() },
+          { $id: 'Transfer' },
+        ),
+      },
+      403: { description: 'The source account is not the token user’s' },
+      422: { description: 'The idempotency key was used with another request' },
+    },
+    async handler(ctx) {
+      const { body, tally } = ctx;
+      const amount = requireAmount(body.amount);
+      const { transfer: done, replayed } = await tally.ledger.transfers.transfer(
+        me(ctx),
+        { fromAccountId: body.fromAccountId, toAccountId: body.toAccountId, amount, description: body.description },
+        ctx.command(),
+        idempotencyKeyOf(ctx.headers),
+      );
+      return {
+        status: 201,
+        ...(replayed ? { headers: REPLAYED } : {}),
+        body: { id: done.id, uuid: done.uuid, status: done.status, amount: asNumber(done.amount), description: done.description },
+      };
+    },
+  }),
+  route<Static<typeof PayoutBody>>({
+    method: 'post',
+    path: '/api/v1/user/payout',
+    auth: 'bearer',
+    tag: 'Transactions',
+    summary: 'Send funds to a bank account. `transactionId` is the idempotency key; the USDC debit is held at acceptance.',
+    description:
+      'The same request again under its `transactionId` gets the first answer, with `Idempotent-Replayed: true`, and moves no money again; ' +
+      'another request under it is 409. `amount` has at most the asset’s decimals (GET exchanges/assets/public).',
+    body: PayoutBody,
+    responses: {
+      200: {
+        description: 'Accepted (not settled)',
+        schema: Type.Object(
+          { success: Type.Literal(true), paymentId: Type.String(), status: Type.String(), message: Type.String() },
+          { $id: 'PayoutAccepted' },
+        ),
+      },
+      409: { description: 'transactionId already used with different parameters' },
+      502: { description: 'The payout provider refused the payout; the funds are returned' },
+    },
+    async handler(ctx) {
+      const { body, tally } = ctx;
+      const amount = requireAmount(body.amount);
+      const answer = await tally.ledger.payouts.payout(
+        me(ctx),
+        { ...body, amount, source: body.source as { metadata: Record<string, unknown> } },
+        ctx.command(`payout:${body.transactionId.toLowerCase()}`),
+      );
+      return { status: answer.httpStatus, ...(answer.replayed ? { headers: REPLAYED } : {}), body: answer.body };
+    },
+  }),
+];

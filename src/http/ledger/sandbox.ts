@@ -1,0 +1,122 @@
+import { type Static, Type } from '@sinclair/typebox';
+import type { Tally } from '../../compose/tally';
+import { MockPaymentConflictError } from '../../providers/ledger/payments/mock';
+import { renderPaymentPage, renderPaymentResult } from '../../providers/ledger/payments/mock-page';
+import { MockPayoutConflictError } from '../../providers/ledger/payouts/mock';
+import { HttpError } from '../../platform/http/errors';
+import { route } from '../../platform/http/route';
+import { sandboxOf } from '../identity/sandbox';
+import { HtmlPage, StringEnum, Success, UUID_RE } from '../schemas';
+
+/** A transaction of one of the partner's users, by uuid or by the provider's payment id. */
+async function ownTransaction(tally: Tally, partnerId: string, where: { uuid?: string; paymentId?: string }) {
+  const [row] = where.uuid
+    ? await tally.sql.query<{ uuid: string; partner_id: string; kind: string; payment_id: string | null }>(
+        `SELECT uuid::text, partner_id::text, kind, details->>'paymentId' AS payment_id FROM rm_transactions WHERE uuid = $1`,
+        [where.uuid],
+      )
+    : await tally.sql.query<{ uuid: string; partner_id: string; kind: string; payment_id: string | null }>(
+        `SELECT uuid::text, partner_id::text, kind, details->>'paymentId' AS payment_id FROM rm_transactions WHERE details->>'paymentId' = $1`,
+        [where.paymentId],
+      );
+  if (!row || row.partner_id !== partnerId) throw new HttpError(404, 'Transaction not found');
+  return row;
+}
+
+const TransactionParams = Type.Object({ transactionId: Type.String({ maxLength: 100 }) });
+const PaymentParams = Type.Object({ paymentId: Type.String({ maxLength: 100 }) });
+const FailBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) });
+const DecisionBody = Type.Object({ outcome: StringEnum(['confirmed', 'failed'] as const) });
+
+const Decided = Success(Type.Object({ transactionId: Type.String(), paymentId: Type.String(), eventId: Type.String() }, { $id: 'ProviderDecision' }));
+
+const depositDecision = (action: 'confirm' | 'fail') =>
+  route<unknown, unknown, Static<typeof TransactionParams>>({
+    method: 'post',
+    path: `/sandbox/v1/deposits/{transactionId}/${action}`,
+    auth: 'partner',
+    tag: 'Sandbox',
+    summary: `The mock payment provider ${action === 'confirm' ? 'confirms' : 'fails'} a deposit's payment and sends its signed webhook.`,
+    params: TransactionParams,
+    responses: { 202: { description: 'Decided and delivered', schema: Decided }, 409: { description: 'Already decided otherwise' } },
+    async handler({ tally, params, partnerId }) {
+      const sandbox = sandboxOf(tally);
+      if (!UUID_RE.test(params.transactionId)) throw new HttpError(404, 'Transaction not found');
+      const txn = await ownTransaction(tally, partnerId, { uuid: params.transactionId.toLowerCase() });
+      if (txn.kind !== 'DEPOSIT' || !txn.payment_id) throw new HttpError(404, 'Transaction not found');
+      try {
+        const eventId = await sandbox.payments.decide(txn.payment_id, action === 'confirm' ? 'confirmed' : 'failed');
+        return { status: 202, body: { success: true, data: { transactionId: txn.uuid, paymentId: txn.payment_id, eventId } } };
+      } catch (error) {
+        if (error instanceof MockPaymentConflictError) throw new HttpError(409, error.message);
+        throw error;
+      }
+    },
+  });
+
+const payoutDecision = (action: 'settle' | 'fail') =>
+  route<Static<typeof FailBody>, unknown, Static<typeof PaymentParams>>({
+    method: 'post',
+    path: `/sandbox/v1/payouts/{paymentId}/${action}`,
+    auth: 'partner',
+    tag: 'Sandbox',
+    summary: `The mock payout provider ${action === 'settle' ? 'settles' : 'fails'} a payout and sends its signed webhook.`,
+    params: PaymentParams,
+    body: FailBody,
+    responses: { 202: { description: 'Decided and delivered', schema: Decided }, 409: { description: 'Already decided otherwise' } },
+    async handler({ tally, params, body, partnerId }) {
+      const sandbox = sandboxOf(tally);
+      const txn = await ownTransaction(tally, partnerId, { paymentId: params.paymentId });
+      if (txn.kind !== 'PAYOUT') throw new HttpError(404, 'Transaction not found');
+      try {
+        const eventId = await sandbox.payouts.decide(params.paymentId, action === 'settle' ? 'settled' : 'failed', body.reason);
+        return { status: 202, body: { success: true, data: { transactionId: txn.uuid, paymentId: params.paymentId, eventId } } };
+      } catch (error) {
+        if (error instanceof MockPayoutConflictError) throw new HttpError(409, error.message);
+        throw error;
+      }
+    },
+  });
+
+export const sandboxLedgerRoutes = [
+  depositDecision('confirm'),
+  depositDecision('fail'),
+  payoutDecision('settle'),
+  payoutDecision('fail'),
+  route<unknown, unknown, Static<typeof PaymentParams>>({
+    method: 'get',
+    path: '/api/pay/{paymentId}',
+    auth: 'public',
+    tag: 'Sandbox',
+    summary: "The mock payment provider's hosted payment page (the deposit's paymentLink).",
+    params: PaymentParams,
+    responses: { 200: { description: 'HTML page', schema: HtmlPage } },
+    async handler({ tally, params }) {
+      const payment = await sandboxOf(tally).payments.findPayment(params.paymentId);
+      if (!payment) throw new HttpError(404, 'Payment not found');
+      return { status: 200, body: renderPaymentPage(payment), contentType: 'text/html; charset=utf-8' };
+    },
+  }),
+  route<Static<typeof DecisionBody>, unknown, Static<typeof PaymentParams>>({
+    method: 'post',
+    path: '/api/pay/{paymentId}/decision',
+    auth: 'public',
+    tag: 'Sandbox',
+    summary: 'The payment page’s Pay and Cancel buttons.',
+    params: PaymentParams,
+    body: DecisionBody,
+    forms: true,
+    responses: { 200: { description: 'HTML page', schema: HtmlPage } },
+    async handler({ tally, params, body }) {
+      const sandbox = sandboxOf(tally);
+      if (!(await sandbox.payments.findPayment(params.paymentId))) throw new HttpError(404, 'Payment not found');
+      try {
+        await sandbox.payments.decide(params.paymentId, body.outcome);
+      } catch (error) {
+        if (!(error instanceof MockPaymentConflictError)) throw error;
+      }
+      const payment = await sandbox.payments.findPayment(params.paymentId);
+      return { status: 200, body: renderPaymentResult(payment?.status ?? body.outcome), contentType: 'text/html; charset=utf-8' };
+    },
+  }),
+];

@@ -1,0 +1,86 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { INBOX_KEEP, INBOX_SIGNATURE_ERROR } from '../../app/notifications/inbox';
+import { route } from '../../platform/http/route';
+import { IsoDateTime, Success } from '../schemas';
+import { sandboxOf } from '../identity/sandbox';
+
+const INBOX_PATH = '/sandbox/v1/webhook-inbox';
+
+/** A header's value when sent once (a repeated one is no signature). */
+const one = (value: string | string[] | undefined) => (typeof value === 'string' ? value : undefined);
+
+const InboxQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  cursor: Type.Optional(Type.String({ maxLength: 100 })),
+});
+
+const InboxItem = Type.Object(
+  {
+    id: Type.Integer({ description: 'Increases with arrival' }),
+    receivedAt: IsoDateTime,
+    deliveryId: Type.String({ description: 'The notification id (`webhook-id`), as GET partner/webhooks/deliveries lists it' }),
+    headers: Type.Object({
+      'webhook-id': Type.String(),
+      'webhook-timestamp': Type.String(),
+      'webhook-signature': Type.String(),
+      'x-webhook-signature': Type.Union([Type.String(), Type.Null()]),
+    }),
+    rawBody: Type.String({ description: 'The body byte for byte, as the signatures cover it' }),
+    notification: Type.Object({}, { additionalProperties: true, description: 'The body parsed: `{id, type, createdAt, sequence, data}`' }),
+  },
+  { $id: 'SandboxWebhookInboxItem' },
+);
+
+/** The sandbox's webhook receiver: point partner/webhooks at it, then read what arrived. */
+export const sandboxWebhookInboxRoutes = [
+  route({
+    method: 'post',
+    path: INBOX_PATH,
+    auth: 'public',
+    tag: 'Sandbox',
+    summary:
+      "The sandbox's webhook receiver: PUT partner/webhooks with this url (sandbox mode allows http and the service's own address) and read what arrived with GET.",
+    description:
+      'Reads the signature headers of a delivery (`webhook-id`, `webhook-timestamp`, `webhook-signature`, and `X-Webhook-Signature`, kept as sent). ' +
+      `Keeps a notification only when this service signed it: \`webhook-id\` names one of its deliveries and the Standard Webhooks signature verifies with that partner's secret (timestamp within 5 minutes). ` +
+      `Anything else is 401 and kept nowhere. The newest ${INBOX_KEEP} per partner are kept.`,
+    body: Type.Object({}, { additionalProperties: true, description: 'A notification as this service sends it: `{id, type, createdAt, sequence, data}`' }),
+    responses: {
+      200: { description: 'Kept', schema: Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'SandboxWebhookReceived' }) },
+      401: { description: INBOX_SIGNATURE_ERROR },
+    },
+    async handler({ tally, req }) {
+      sandboxOf(tally);
+      const raw = (req.rawBody ?? Buffer.alloc(0)).toString('utf8');
+      await tally.notifications.inbox.receive(raw, {
+        id: one(req.headers['webhook-id']),
+        timestamp: one(req.headers['webhook-timestamp']),
+        signature: one(req.headers['webhook-signature']),
+        xWebhookSignature: one(req.headers['x-webhook-signature']),
+      });
+      return { status: 200, body: { success: true, received: true } };
+    },
+  }),
+  route<unknown, Static<typeof InboxQuery>>({
+    method: 'get',
+    path: INBOX_PATH,
+    auth: 'partner',
+    tag: 'Sandbox',
+    summary: "What the sandbox's webhook receiver got for the calling partner, newest first (only its own notifications).",
+    description: 'Cursor pagination: pass `nextCursor` as `cursor` for the next page (null on the last).',
+    query: InboxQuery,
+    responses: {
+      200: {
+        description: 'A page of received notifications',
+        schema: Success(
+          Type.Object({ items: Type.Array(InboxItem), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { $id: 'SandboxWebhookInboxPage' }),
+        ),
+      },
+    },
+    async handler({ tally, query, partnerId }) {
+      sandboxOf(tally);
+      const data = await tally.notifications.inbox.list(partnerId, query);
+      return { status: 200, body: { success: true, data } };
+    },
+  }),
+];

@@ -1,0 +1,207 @@
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { ENDPOINT_NOT_CONFIGURED, MAX_URL_LENGTH, NOTIFICATION_TYPES } from '../../domain/notifications/endpoint';
+import { DELIVERY_NOT_FOUND, DELIVERY_STATUSES } from '../../projections/notifications/deliveries';
+import { HttpError } from '../../platform/http/errors';
+import { route } from '../../platform/http/route';
+import type { WebhookSpec } from '../openapi';
+import { IsoDateTime, StringEnum, Success, User, UUID_RE } from '../schemas';
+import { CardTransaction } from '../cards/transactions';
+import { Application, Card } from '../cards/routes';
+import { StatusView } from '../identity/kyc';
+import { sandboxWebhookInboxRoutes } from './sandbox-inbox';
+import { Transaction } from '../ledger/routes';
+
+const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, 'x-error': 'events must be an array of event types' });
+
+const ConfigureBody = Type.Object({
+  url: Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, 'x-error': 'url must be a string' }),
+  events: Type.Optional(EventTypes),
+});
+
+const Endpoint = Type.Object(
+  {
+    url: Type.String(),
+    events: Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...NOTIFICATION_TYPES] })),
+  },
+  { $id: 'WebhookEndpoint' },
+);
+
+const EndpointWithSecret = Type.Object(
+  { ...Endpoint.properties, secret: Type.String({ description: '`whsec_` + base64: the HMAC key of both signature schemes' }) },
+  { $id: 'WebhookEndpointWithSecret' },
+);
+
+const SIGNING =
+  'Each delivery is a POST of `{id, type, createdAt, sequence, data}` signed twice: `X-Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" keyed with the secret as shown>`, ' +
+  'and Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<t>.<body>" keyed with the base64-decoded part after whsec_>`).';
+
+const Attempt = Type.Object(
+  {
+    at: IsoDateTime,
+    httpStatus: Type.Union([Type.Integer(), Type.Null()]),
+    error: Type.Union([Type.String(), Type.Null()]),
+    durationMs: Type.Integer(),
+  },
+  { $id: 'WebhookAttempt' },
+);
+
+const Delivery = Type.Object(
+  {
+    id: Type.String({ description: 'The notification id: the body `id` and `webhook-id` of every attempt' }),
+    type: Type.String(),
+    eventId: Type.String(),
+    sequence: Type.Integer(),
+    createdAt: IsoDateTime,
+    status: StringEnum(DELIVERY_STATUSES),
+    nextAttemptAt: Type.Union([IsoDateTime, Type.Null()]),
+    attempts: Type.Array(Attempt),
+  },
+  { $id: 'WebhookDelivery' },
+);
+
+const DeliveriesQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  cursor: Type.Optional(Type.String({ maxLength: 100 })),
+  status: Type.Optional(StringEnum(DELIVERY_STATUSES)),
+  type: Type.Optional(StringEnum(NOTIFICATION_TYPES)),
+  eventId: Type.Optional(Type.String({ maxLength: 100 })),
+});
+
+const DeliveryParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+export const partnerWebhookRoutes = [
+  route<Static<typeof ConfigureBody>>({
+    method: 'put',
+    path: '/api/v1/partner/webhooks',
+    auth: 'partner',
+    tag: 'Webhooks',
+    summary: 'Set where notifications go and which types (omitted: all); answers the signing secret.',
+    description:
+      'The url must be https (sandbox mode also allows http) and must not point to a private, loopback or link-local address outside sandbox mode. ' +
+      'The secret is made on the first PUT and kept by later ones; rotate it with POST partner/webhooks/secret/rotate. ' +
+      SIGNING,
+    body: ConfigureBody,
+    responses: {
+      200: { description: 'The endpoint and its secret', schema: Success(EndpointWithSecret) },
+      400: { description: 'A url the rules refuse, or an unknown event type' },
+    },
+    async handler({ tally, body, partnerId, command }) {
+      const data = await tally.notifications.endpoints.configure(partnerId, body, command());
+      return { status: 200, body: { success: true, data } };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/partner/webhooks',
+    auth: 'partner',
+    tag: 'Webhooks',
+    summary: "The partner's notification endpoint (its secret is shown only on PUT and rotation).",
+    responses: {
+      200: { description: 'The endpoint', schema: Success(Endpoint) },
+      404: { description: ENDPOINT_NOT_CONFIGURED },
+    },
+    async handler({ tally, partnerId }) {
+      const data = await tally.notifications.endpoints.get(partnerId);
+      if (!data) throw new HttpError(404, ENDPOINT_NOT_CONFIGURED);
+      return { status: 200, body: { success: true, data } };
+    },
+  }),
+  route({
+    method: 'post',
+    path: '/api/v1/partner/webhooks/secret/rotate',
+    auth: 'partner',
+    tag: 'Webhooks',
+    summary: 'A new signing secret; for 24 hours deliveries carry signatures with both the new and the previous one.',
+    responses: {
+      200: {
+        description: 'The new secret, and when the previous one stops signing',
+        schema: Success(Type.Object({ secret: Type.String(), previousSecretExpiresAt: IsoDateTime }, { $id: 'WebhookSecretRotation' })),
+      },
+      404: { description: ENDPOINT_NOT_CONFIGURED },
+    },
+    async handler({ tally, partnerId, command }) {
+      const data = await tally.notifications.endpoints.rotate(partnerId, command());
+      return { status: 200, body: { success: true, data } };
+    },
+  }),
+  route<unknown, Static<typeof DeliveriesQuery>>({
+    method: 'get',
+    path: '/api/v1/partner/webhooks/deliveries',
+    auth: 'partner',
+    tag: 'Webhooks',
+    summary: "The partner's notifications, newest first, each with every attempt (time, HTTP status or error, duration).",
+    description: 'Cursor pagination: pass `nextCursor` as `cursor` for the next page (null on the last).',
+    query: DeliveriesQuery,
+    responses: {
+      200: {
+        description: 'A page of deliveries',
+        schema: Success(Type.Object({ items: Type.Array(Delivery), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { $id: 'WebhookDeliveryPage' })),
+      },
+    },
+    async handler({ tally, query, partnerId }) {
+      const data = await tally.notifications.deliveries.list(partnerId, query);
+      return { status: 200, body: { success: true, data } };
+    },
+  }),
+  route<unknown, unknown, Static<typeof DeliveryParams>>({
+    method: 'post',
+    path: '/api/v1/partner/webhooks/deliveries/{id}/redeliver',
+    auth: 'partner',
+    tag: 'Webhooks',
+    summary: 'Send a notification again now, with the same id; if it fails, it is retried for 24 hours like a new one.',
+    params: DeliveryParams,
+    responses: {
+      202: { description: 'Queued to be sent now', schema: Success(Delivery) },
+      404: { description: DELIVERY_NOT_FOUND },
+    },
+    async handler({ tally, params, partnerId }) {
+      if (!UUID_RE.test(params.id)) throw new HttpError(404, DELIVERY_NOT_FOUND);
+      const data = await tally.notifications.redeliver(partnerId, params.id.toLowerCase());
+      return { status: 202, body: { success: true, data } };
+    },
+  }),
+  ...sandboxWebhookInboxRoutes,
+];
+
+/** What each notification type carries as `data`: the read the API answers for the same thing. */
+const NOTIFICATION_DATA: Array<{ type: string; summary: string; data: TSchema }> = [
+  { type: 'user.status.updated', summary: "A user's status changed; `data.user` as GET partner/users/:userId shows it.", data: Type.Object({ user: User }) },
+  { type: 'kyc.status.updated', summary: "A user's KYC status changed; `data` as GET user/kyc/status shows it.", data: StatusView },
+  { type: 'deposit.completed', summary: 'A deposit was confirmed and credited; `data` as GET transactions/:id shows it.', data: Transaction },
+  { type: 'deposit.failed', summary: 'A deposit failed; `data` as GET transactions/:id shows it.', data: Transaction },
+  { type: 'transfer.completed', summary: 'A transfer between two users of the partner completed; `data` as GET transactions/:id shows it.', data: Transaction },
+  { type: 'payout.updated', summary: "A payout's status changed (PROCESSING, COMPLETED, FAILED); `data` as GET transactions/:id shows it.", data: Transaction },
+  {
+    type: 'card.application.updated',
+    summary: 'A card application was made (pending) or decided (approved, declined); `data.application` as GET cards/application/status shows it just after.',
+    data: Type.Object({ application: Application }),
+  },
+  {
+    type: 'card.updated',
+    summary:
+      'A card was issued, activated, locked, unlocked, canceled or given a new limit; `data` as GET cards/details shows it, with the status and limit the change set.',
+    data: Card,
+  },
+  {
+    type: 'card.transaction.created',
+    summary: 'An authorization made a card transaction, `pending` (approved) or `declined`; `data` as the card transactions list shows it when made.',
+    data: CardTransaction,
+  },
+  {
+    type: 'card.transaction.updated',
+    summary: 'A card transaction was cleared (`completed`, with the amount the merchant took) or reversed; `data` as the card transactions list shows it.',
+    data: CardTransaction,
+  },
+];
+
+export const notificationWebhooks: WebhookSpec[] = NOTIFICATION_DATA.map(({ type, summary, data }) => ({
+  name: type,
+  summary: `${summary} ${SIGNING}`,
+  body: Type.Object({
+    id: Type.String({ format: 'uuid', description: 'The same on every retry (and the `webhook-id` header): deduplicate on it' }),
+    type: Type.Literal(type),
+    createdAt: IsoDateTime,
+    sequence: Type.Integer({ description: 'Increases with the event log: order by it when order matters' }),
+    data,
+  }),
+}));

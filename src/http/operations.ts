@@ -1,0 +1,119 @@
+import { Type } from '@sinclair/typebox';
+import { HttpError } from '../platform/http/errors';
+import { carriesOperatorToken } from '../platform/http/operator-token';
+import { route } from '../platform/http/route';
+import { REFERENCE_SCRIPT_PATH, referenceScript } from './openapi';
+import { ErrorBody, HtmlPage, JavaScriptText, PrometheusText } from './schemas';
+
+/** The renderer's script, read from its package on first use. */
+let referenceScriptText: string | undefined;
+
+const ProjectionLag = Type.Object(
+  { name: Type.String(), lag: Type.Integer(), stoppedSince: Type.Optional(Type.String({ format: 'date-time' })) },
+  { $id: 'ProjectionLag' },
+);
+
+export const operationsRoutes = [
+  route({
+    method: 'get',
+    path: '/healthz',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'The process is up.',
+    responses: { 200: { description: 'Up', schema: Type.Object({ status: Type.Literal('ok') }) } },
+    async handler() {
+      return { status: 200, body: { status: 'ok' } };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/readyz',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'The store answers and no projection has been stopped on an event for 30 s; projection lag per read model.',
+    responses: {
+      200: { description: 'Ready', schema: Type.Object({ status: Type.Literal('ready'), store: Type.String(), projections: Type.Array(ProjectionLag) }) },
+      503: {
+        description: 'Not ready: the store does not answer, or a projection has been stopped on an event (then with `store` and `projections`)',
+        schema: Type.Composite([
+          ErrorBody,
+          Type.Object({ status: Type.Literal('unavailable'), store: Type.Optional(Type.String()), projections: Type.Optional(Type.Array(ProjectionLag)) }),
+        ]),
+      },
+    },
+    async handler({ tally }) {
+      try {
+        await tally.store.ping();
+        const status = await tally.engine.status();
+        const projections = status.map(({ name, lag, failure }) => ({ name, lag, ...(failure ? { stoppedSince: failure.since } : {}) }));
+        // A read model stopped on an event for a while: this node serves stale reads of it.
+        const stopped = status.filter((s) => s.failure && Date.now() - Date.parse(s.failure.since) >= tally.engine.unreadyAfterFailureMs);
+        if (stopped.length > 0)
+          return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable', store: tally.store.kind, projections } };
+        return { status: 200, body: { status: 'ready', store: tally.store.kind, projections } };
+      } catch {
+        return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable' } };
+      }
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/metrics',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'Prometheus metrics (with the operator token as a bearer token when ADMIN_TOKEN is set).',
+    responses: {
+      200: { description: 'Prometheus text format', schema: PrometheusText },
+      401: { description: 'ADMIN_TOKEN is set and the request does not carry it' },
+    },
+    async handler({ tally, locals, req }) {
+      const token = tally.config.adminToken;
+      if (token && !carriesOperatorToken(req.headers.authorization, token)) throw new HttpError(401, 'Invalid admin token');
+      const { registry } = locals.metrics as { registry: import('prom-client').Registry };
+      return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/api/v1/openapi.json',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'OpenAPI 3.1 description of every route.',
+    responses: {
+      200: {
+        description: 'OpenAPI document',
+        schema: Type.Object(
+          { openapi: Type.String(), info: Type.Object({}, { additionalProperties: true }), paths: Type.Object({}, { additionalProperties: true }) },
+          { additionalProperties: true },
+        ),
+      },
+    },
+    async handler({ locals }) {
+      return { status: 200, body: locals.openapi };
+    },
+  }),
+  route({
+    method: 'get',
+    path: '/docs',
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'Rendered API reference.',
+    responses: { 200: { description: 'HTML', schema: HtmlPage } },
+    async handler({ locals }) {
+      return { status: 200, body: locals.docs as string, contentType: 'text/html; charset=utf-8' };
+    },
+  }),
+  route({
+    method: 'get',
+    path: REFERENCE_SCRIPT_PATH,
+    auth: 'public',
+    tag: 'Operations',
+    summary: 'The script that renders /docs (Scalar, from the installed package).',
+    responses: { 200: { description: 'JavaScript', schema: JavaScriptText } },
+    async handler() {
+      referenceScriptText ??= referenceScript().toString('utf8');
+      // The same bytes until the next release: browsers may keep them a day.
+      return { status: 200, body: referenceScriptText, contentType: 'text/javascript; charset=utf-8', headers: { 'Cache-Control': 'public, max-age=86400' } };
+    },
+  }),
+];

@@ -1,0 +1,68 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Type } from '@sinclair/typebox';
+import { WebhookSignatureError } from '../providers/identity/port';
+import { HttpError, MESSAGES } from '../platform/http/errors';
+import { type HttpRequest, type RequestContext, route } from '../platform/http/route';
+
+const Received = Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'WebhookReceived' });
+
+/** What every provider adapter does with a callback: verify its signature over the raw bytes, and read it. */
+interface CallbackReader<Callback> {
+  parseWebhook(raw: Buffer, headers: IncomingHttpHeaders): Callback;
+}
+
+/**
+ * A provider's callback as its adapter reads it: 404 for a provider we do not have, 401 for a
+ * missing or bad signature, 400 for anything else the adapter cannot read.
+ */
+function readCallback<Callback>(adapter: CallbackReader<Callback> | undefined, req: HttpRequest): Callback {
+  if (!adapter) throw new HttpError(404, MESSAGES.notFound);
+  try {
+    return adapter.parseWebhook(req.rawBody ?? Buffer.alloc(0), req.headers);
+  } catch (error) {
+    if (error instanceof WebhookSignatureError) throw new HttpError(401, 'Invalid webhook signature');
+    throw new HttpError(400, 'Invalid webhook payload');
+  }
+}
+
+/** A signed provider callback route: read by the provider's adapter, then applied (deduplicated there). */
+function signedCallback(path: string, summary: string, apply: (ctx: RequestContext) => Promise<unknown>) {
+  return route({
+    method: 'post',
+    path,
+    auth: 'signed',
+    tag: 'Provider callbacks',
+    summary,
+    body: Type.Object({}, { additionalProperties: true, description: 'The provider’s event in its own format, read from the raw bytes it signed' }),
+    responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
+    async handler(ctx) {
+      await apply(ctx);
+      return { status: 200, body: { success: true, received: true } };
+    },
+  });
+}
+
+const identityWebhook = (provider: string) =>
+  signedCallback(`/webhooks/identity/${provider}`, `Signed callbacks of the ${provider} identity provider (deduplicated by its event id).`, ({ tally, req }) =>
+    tally.kyc.applyWebhook(provider, readCallback(tally.providers.identity.get(provider), req)),
+  );
+
+export const webhookRoutes = [
+  identityWebhook('sandbox'),
+  identityWebhook('persona'),
+  signedCallback('/webhooks/payments/mock', 'Signed callbacks of the mock payment provider.', ({ tally, req }) =>
+    tally.ledger.deposits.applyPaymentWebhook('mock', readCallback(tally.providers.payments.get('mock'), req)),
+  ),
+  signedCallback('/webhooks/payouts/mock', 'Signed callbacks of the mock payout provider.', ({ tally, req }) =>
+    tally.ledger.payouts.applyPayoutWebhook('mock', readCallback(tally.providers.payouts.get('mock'), req)),
+  ),
+  // The card issuer's callbacks: an application's decision (or a new status word of the issuer's).
+  cardIssuerWebhook('sandbox'),
+  cardIssuerWebhook('rain'),
+];
+
+function cardIssuerWebhook(issuer: 'sandbox' | 'rain') {
+  return signedCallback(`/webhooks/cards/${issuer}`, `Signed callbacks of the ${issuer} card issuer (deduplicated by its event id).`, ({ tally, req }) =>
+    tally.cards.applications.applyIssuerWebhook(issuer, readCallback(tally.providers.cards.get(issuer), req)),
+  );
+}

@@ -1,0 +1,22 @@
+import { Type } from '@sinclair/typebox';
+import type { Tally } from '../compose/tally';
+import { HttpError, MESSAGES } from '../platform/http/errors';
+import { UUID_RE } from './schemas';
+
+export const MISSING_USER_ID = 'Missing userId in request body or query params';
+
+/** `userId` in a partner body or query: its absence has the interface's own message. */
+export const UserIdField = Type.String({ minLength: 1, 'x-required-error': MISSING_USER_ID, 'x-error': 'userId must be a string' });
+
+/** Reads: another partner's user, or none, is 404 "User not found". */
+export async function readableUser(tally: Tally, partnerId: string, userId: string) {
+  const user = UUID_RE.test(userId) ? await tally.users.get(partnerId, userId) : null;
+  if (!user) throw new HttpError(404, MESSAGES.userNotFound);
+  return user;
+}
+
+/** Writes naming a user: another partner's is 403 "User does not belong to this partner". */
+export async function writableUser(tally: Tally, partnerId: string, userId: string) {
+  if (!UUID_RE.test(userId)) throw new HttpError(404, MESSAGES.userNotFound);
+  return tally.users.requireOwned(partnerId, userId);
+}

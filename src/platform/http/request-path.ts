@@ -1,0 +1,281 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TSchema } from '@sinclair/typebox';
+import type { Request, RequestHandler, Response } from 'express';
+import type { CommandContext } from '../commands/commands';
+import { isOutage } from '../outage';
+import { uuidV7 } from '../ids';
+import { type Tally, writeScope } from '../../compose/tally';
+import { OverloadedError } from '../../eventstore/port';
+import { checkedJsonText, formParser, readJsonBody } from './body';
+import { toErrorReply } from './error-reply';
+import { HttpError, MESSAGES } from './errors';
+import type { HttpMetrics } from '../../http/metrics';
+import { carriesOperatorToken } from './operator-token';
+import { RateLimiter } from './ratelimit';
+import type { Credential, HttpRequest, Reply, RequestContext, RouteSpec } from './route';
+import type { RouteTable } from './route-table';
+import { validate } from './validation';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+const BEARER = /^Bearer\s+(\S+)$/i;
+
+/** What a request carries between its steps, in express's res.locals. */
+interface RequestLocals {
+  requestId: string;
+  routePath?: string;
+  startedNs: bigint;
+}
+
+/** A request header as one string (node joins repeated ones, as express's req.get returns them). */
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** What a handler is given; its command() names who acts, from the request's credentials. */
+class Context implements RequestContext {
+  body: unknown = undefined;
+  query: unknown = undefined;
+  params: unknown = undefined;
+  headers: Record<string, string | undefined> = {};
+  partnerId = '';
+  userId = '';
+
+  constructor(
+    readonly tally: Tally,
+    readonly locals: Record<string, unknown>,
+    readonly req: HttpRequest,
+    readonly res: ServerResponse,
+    readonly requestId: string,
+    readonly clientIp: string,
+    private readonly auth: Credential,
+  ) {}
+
+  /**
+   * Who acts, for a command: a getter, so that handlers may take it out of the context (`{ command }`)
+   * and a request that makes no command makes no function.
+   */
+  get command(): (commandId?: string) => CommandContext {
+    return (commandId) => ({
+      commandId: commandId ?? uuidV7(),
+      unkeyed: commandId === undefined,
+      metadata: {
+        correlationId: this.requestId,
+        actor: this.actor(),
+        ...(this.partnerId && this.userId ? { partnerId: this.partnerId } : {}),
+      },
+    });
+  }
+
+  private actor(): { kind: 'user' | 'partner' | 'operator' | 'system'; id: string } {
+    if (this.userId) return { kind: 'user', id: this.userId };
+    if (this.partnerId) return { kind: 'partner', id: this.partnerId };
+    return this.auth === 'admin' ? { kind: 'operator', id: 'admin' } : { kind: 'system', id: 'public' };
+  }
+}
+
+/**
+ * The one path of every request, as express's one middleware: begin (request id, headers, metrics and
+ * log line, per-IP limit), then the route's work (credentials, input, the wait for the caller's
+ * writes where the route reads after them, handler, answer), and fail for anything thrown on the way.
+ */
+export class RequestPath {
+  private readonly partnerLimiter: RateLimiter;
+  private readonly ipLimiter: RateLimiter;
+  private readonly userLimiter: RateLimiter;
+  /** One listener for every response's finish. */
+  private readonly finished: (this: Response) => void;
+
+  constructor(
+    private readonly tally: Tally,
+    private readonly locals: Record<string, unknown>,
+    metrics: HttpMetrics,
+    private readonly clientIp: (req: IncomingMessage) => string,
+  ) {
+    this.partnerLimiter = new RateLimiter(tally.config.rateLimit.partnerRps);
+    this.ipLimiter = new RateLimiter(tally.config.rateLimit.ipRps);
+    this.userLimiter = new RateLimiter(tally.config.rateLimit.userRps);
+    this.finished = recordRequest(metrics, tally);
+  }
+
+  /**
+   * Every request, as express's one middleware: begin, its route found in the route table (none:
+   * 404), its work, and fail for anything thrown on the way. One middleware, not four: each layer
+   * express's router walks costs the request a closure and a path match.
+   * The middleware returns nothing to express, and the request forgets express's `next`: the router's
+   * closures for the request are garbage at once, instead of living (and being copied by every young
+   * collection) while the request waits on the store. Nothing here calls `next`: every request is
+   * answered by this path, its errors too.
+   */
+  serve(table: RouteTable): RequestHandler {
+    return (req, res) => {
+      req.next = undefined;
+      this.serveOne(table, req, res).catch((error: unknown) => {
+        // fail() itself threw (the answer could not be written): the connection is all that is left.
+        this.tally.log.error({ err: error, requestId: (res.locals as RequestLocals).requestId }, 'request failed and could not be answered');
+        res.destroy();
+      });
+    };
+  }
+
+  /** One request along the path (see serve). */
+  private async serveOne(table: RouteTable, req: Request, res: Response): Promise<void> {
+    const locals = res.locals as RequestLocals;
+    try {
+      const clientIp = this.begin(req, res, locals);
+      const match = table.match(req.method, req.url);
+      if (!match) throw new HttpError(404, MESSAGES.notFound);
+      const { spec } = match;
+      locals.routePath = spec.path;
+      req.params = match.params;
+      if (spec.body) await readBody(spec, req, res);
+      const ctx = await this.authenticate(spec, req, res, locals.requestId, clientIp);
+      readInput(spec, req, ctx);
+      const reads = spec.readsAfterWrites;
+      if (reads !== undefined)
+        for (const model of typeof reads === 'string' ? [reads] : reads) await this.tally.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
+      send(res, locals.requestId, await spec.handler(ctx));
+    } catch (error) {
+      this.fail(error, res, locals);
+    }
+  }
+
+  /** Every request, matched or not: its id, its metrics and log line once answered, the per-IP limit; who the client is. */
+  private begin(req: IncomingMessage, res: Response, locals: RequestLocals): string {
+    const incoming = header(req, 'x-request-id');
+    locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : uuidV7();
+    locals.startedNs = process.hrtime.bigint();
+    res.on('finish', this.finished);
+    const clientIp = this.clientIp(req);
+    const wait = this.ipLimiter.take(clientIp);
+    if (wait > 0) throw tooManyRequests(wait);
+    return clientIp;
+  }
+
+  /** The error envelope for anything a request ran into. */
+  private fail(error: unknown, res: ServerResponse, locals: RequestLocals): void {
+    const { status, body, headers } = toErrorReply(error);
+    // A store out of reach is logged once per outage (tally.outage); each request only by its request line.
+    if (status === 503 && isOutage(error)) this.tally.outage.unavailable(error);
+    // A full queue is load, not a fault: each such request is told by its request line (status 503).
+    else if (status >= 500 && !(error instanceof OverloadedError))
+      this.tally.log.error({ err: error, requestId: locals.requestId, route: locals.routePath }, 'request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    answer(res, locals.requestId, status, headers, JSON_CONTENT_TYPE, JSON.stringify(body));
+  }
+
+  /** The request's credentials, as the route requires them (401, or 429 past the partner's or user's limit). */
+  private async authenticate(spec: RouteSpec, req: HttpRequest, res: ServerResponse, requestId: string, clientIp: string): Promise<Context> {
+    const ctx = new Context(this.tally, this.locals, req, res, requestId, clientIp, spec.auth);
+    switch (spec.auth) {
+      case 'partner': {
+        const key = header(req, 'x-api-key') ?? '';
+        const secret = header(req, 'x-api-secret') ?? '';
+        const partnerId = key && secret ? await this.tally.partners.authenticate(key, secret) : null;
+        if (!partnerId) throw new HttpError(401, MESSAGES.invalidPartner);
+        const wait = this.partnerLimiter.take(key);
+        if (wait > 0) throw tooManyRequests(wait);
+        ctx.partnerId = partnerId;
+        return ctx;
+      }
+      case 'admin': {
+        const token = this.tally.config.adminToken;
+        // The operator API does not exist while ADMIN_TOKEN is unset.
+        if (!token) throw new HttpError(404, MESSAGES.notFound);
+        if (!carriesOperatorToken(header(req, 'authorization'), token)) throw new HttpError(401, 'Invalid admin token');
+        return ctx;
+      }
+      case 'bearer': {
+        const token = BEARER.exec(header(req, 'authorization') ?? '')?.[1];
+        const claims = token ? await this.tally.login.authenticateBearer(token) : null;
+        if (!claims) throw new HttpError(401, spec.bearerError ?? MESSAGES.invalidToken);
+        const wait = this.userLimiter.take(claims.userId);
+        if (wait > 0) throw tooManyRequests(wait);
+        ctx.userId = claims.userId;
+        ctx.partnerId = claims.partnerId;
+        return ctx;
+      }
+      default:
+        return ctx;
+    }
+  }
+}
+
+/** Once a request is answered: its metrics and its log line (a listener of the response's finish). */
+function recordRequest(metrics: HttpMetrics, tally: Tally): (this: Response) => void {
+  return function finished(this: Response): void {
+    const { requestId, routePath = 'unmatched', startedNs } = this.locals as RequestLocals;
+    const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
+    const method = this.req.method;
+    metrics.requests.inc({ method, route: routePath, status: String(this.statusCode) });
+    metrics.duration.observe({ method, route: routePath }, seconds);
+    // Path only: query strings may carry emails or tokens.
+    tally.log.info({ requestId, method, route: routePath, status: this.statusCode, ms: Math.round(seconds * 1000) }, 'request');
+  };
+}
+
+function tooManyRequests(retryAfterSeconds: number): HttpError {
+  return new HttpError(429, MESSAGES.tooManyRequests, {}, { 'Retry-After': String(retryAfterSeconds) });
+}
+
+/** A route's body: JSON (readJsonBody), or a form where the route takes them. */
+async function readBody(spec: RouteSpec, req: Request, res: Response): Promise<void> {
+  const json = readJsonBody(req);
+  if (json) req.body = await json;
+  else if (spec.forms) await new Promise<void>((resolve, reject) => formParser(req, res, (error?: unknown) => (error ? reject(error) : resolve())));
+}
+
+/** The route's input, checked against its schemas (400 naming the field), into the handler's context. */
+function readInput(spec: RouteSpec, req: Request, ctx: Context): void {
+  const jsonText = checkedJsonText(spec, req);
+  // Validation fills defaults and coerces in place: on copies, not express's own objects.
+  ctx.params = spec.params ? validate(spec.params, { ...req.params }, { coerce: true }) : req.params;
+  ctx.query = spec.query ? validate(spec.query, { ...(req.query as object) }, { coerce: true }) : {};
+  if (spec.headers) ctx.headers = validate(spec.headers, declaredHeaders(spec.headers, req), { coerce: false });
+  if (spec.body) ctx.body = validate(spec.body, req.body ?? {}, { coerce: false, jsonText });
+}
+
+/** The request's values of the headers a route declares (those it does not carry left out). */
+function declaredHeaders(schema: TSchema, req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys((schema as { properties?: object }).properties ?? {})) {
+    const value = header(req, name);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** The handler's answer: JSON unless it names another content type (HTML pages). */
+function send(res: ServerResponse, requestId: string, reply: Reply): void {
+  if (reply.contentType) answer(res, requestId, reply.status, reply.headers, reply.contentType, reply.body as string);
+  // No ETag, no freshness check: answers are computed fresh.
+  else answer(res, requestId, reply.status, reply.headers, JSON_CONTENT_TYPE, reply.body === undefined ? undefined : JSON.stringify(reply.body));
+}
+
+/**
+ * Every answer: its status and headers given to node as one list (writeHead), then its body. Each
+ * says its request id and that its content type is the one named, and none is kept by a cache
+ * (browser, proxy): answers carry tokens, codes, secrets and account data.
+ */
+function answer(
+  res: ServerResponse,
+  requestId: string,
+  status: number,
+  own: Record<string, string> | undefined,
+  contentType: string,
+  body: string | undefined,
+): void {
+  const headers = ['X-Request-Id', requestId, 'X-Content-Type-Options', 'nosniff', 'Cache-Control', 'no-store'];
+  if (own) for (const name in own) headers.push(name, own[name] as string);
+  if (body !== undefined) {
+    headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body)));
+    // Hosted pages (payment, identity) are never framed by another site (clickjacking).
+    if (contentType.startsWith('text/html')) headers.push('Content-Security-Policy', "frame-ancestors 'none'");
+  }
+  res.writeHead(status, headers);
+  res.end(body);
+}

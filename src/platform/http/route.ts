@@ -1,0 +1,82 @@
+import type { TSchema } from '@sinclair/typebox';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { CommandContext } from '../commands/commands';
+import type { Tally } from '../../compose/tally';
+
+/** A request as handlers see it: Node's, with the raw bytes of a body that was read. */
+/** `jsonText`: the text a JSON body was parsed from (its byte order mark dropped). */
+export type HttpRequest = IncomingMessage & { rawBody?: Buffer; jsonText?: string };
+
+export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed';
+
+/**
+ * The read models some writes do not wait for (a transfer answers from its own events): each notes
+ * its position under `<read model>:<partner id>` (Tally.noteWrite), and a read of that model waits
+ * for it (Tally.readAfterWrites).
+ */
+export type ReadModelWrittenWithoutWaiting = 'ledger' | 'cards';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Send `body` as this content type instead of JSON (HTML pages). */
+  contentType?: string;
+}
+
+export interface RequestContext<Body = unknown, Query = unknown, Params = unknown> {
+  tally: Tally;
+  body: Body;
+  query: Query;
+  params: Params;
+  /** The route's declared headers (RouteSpec.headers), validated; {} when it declares none. */
+  headers: Record<string, string | undefined>;
+  requestId: string;
+  /** Set on partner-credential routes. */
+  partnerId: string;
+  /** Set on bearer routes. */
+  userId: string;
+  /** The client's address as TRUST_PROXY lets us know it (platform/http/client-ip.ts): an IP address, or `unknown`. */
+  clientIp: string;
+  req: HttpRequest;
+  res: ServerResponse;
+  /** The app's shared objects (metrics registry, OpenAPI document, rendered docs). */
+  locals: Record<string, unknown>;
+  /** A fresh command context (who, correlation) for one command of this request. */
+  command(commandId?: string): CommandContext;
+}
+
+export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
+  method: Method;
+  /** OpenAPI style: /api/v1/partner/users/{userId}. */
+  path: string;
+  auth: Credential;
+  summary: string;
+  tag: string;
+  description?: string;
+  deprecated?: boolean;
+  /** The 401 message of a bearer route when the token is missing or bad (one route's is its own). */
+  bearerError?: string;
+  body?: TSchema;
+  /** The body may also come as an HTML form (the hosted pages' buttons); otherwise JSON only (415). */
+  forms?: boolean;
+  query?: TSchema;
+  params?: TSchema;
+  /** Request headers the route reads, by lower-case name (validated like the body; documented as header parameters). */
+  headers?: TSchema;
+  /**
+   * The read model the handler reads, when writes to it do not wait for it: the request waits
+   * (bounded) until it has the caller's partner's last writes, after its credentials and input are
+   * checked and before its handler runs, so a caller that wrote reads what it wrote.
+   */
+  readsAfterWrites?: ReadModelWrittenWithoutWaiting | ReadModelWrittenWithoutWaiting[];
+  responses: Record<number, { description: string; schema?: TSchema }>;
+  handler(ctx: RequestContext<Body, Query, Params>): Promise<Reply>;
+}
+
+/** Keeps the handler's types tied to its schemas at the definition site. */
+export function route<Body = unknown, Query = unknown, Params = unknown>(spec: RouteSpec<Body, Query, Params>): RouteSpec {
+  return spec as unknown as RouteSpec;
+}

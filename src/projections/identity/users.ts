@@ -1,0 +1,70 @@
+import type { KycEvent } from '../../domain/identity/kyc';
+import type { UserEvent } from '../../domain/identity/user';
+import { rowProjection } from '../../platform/consumers/rows';
+
+/** The partner-facing user list and record. */
+export const usersProjection = rowProjection({
+  name: 'users',
+  version: 4,
+  eventTypes: ['UserRegistered', 'UserStatusChanged', 'KycVerificationStarted', 'KycStatusChanged'],
+  tables: {
+    rm_users: {
+      key: 'user_id',
+      columns: {
+        user_id: { type: 'uuid' },
+        partner_id: { type: 'uuid', notNull: true },
+        email: { type: 'text', notNull: true },
+        status: { type: 'text', notNull: true },
+        country_code: { type: 'text', notNull: true },
+        phone_number: { type: 'text' },
+        language: { type: 'text', notNull: true },
+        kyc_status: { type: 'text' },
+        /** The user's sessionGeneration (domain/users): sessions started below it are dead. */
+        session_generation: { type: 'integer', notNull: true, default: '0' },
+        created_at: { type: 'timestamptz', notNull: true },
+        updated_at: { type: 'timestamptz', notNull: true },
+      },
+      indexes: [['partner_id', 'created_at DESC', 'user_id'], ['email']],
+    },
+  },
+  creates: ['UserRegistered'],
+  touches: (recorded) => [{ table: 'rm_users', key: (recorded.data as { userId: string }).userId }],
+  apply(rows, recorded) {
+    const e = recorded as unknown as UserEvent | KycEvent;
+    const current = rows.get('rm_users', e.data.userId);
+    const at = recorded.recordedAt;
+    switch (e.type) {
+      case 'UserRegistered':
+        if (!current) {
+          const d = e.data;
+          rows.put('rm_users', {
+            user_id: d.userId,
+            partner_id: d.partnerId,
+            email: d.email,
+            status: 'pending',
+            country_code: d.countryCode,
+            phone_number: d.phoneNumber,
+            language: d.language,
+            kyc_status: null,
+            session_generation: 0,
+            created_at: at,
+            updated_at: at,
+          });
+        }
+        break;
+      case 'UserStatusChanged':
+        if (current) {
+          const endsSessions = e.data.to === 'suspended' || e.data.to === 'banned';
+          const generation = Number(current.session_generation) + (endsSessions ? 1 : 0);
+          rows.put('rm_users', { ...current, status: e.data.to, session_generation: generation, updated_at: at });
+        }
+        break;
+      case 'KycVerificationStarted':
+        if (current) rows.put('rm_users', { ...current, kyc_status: 'created', updated_at: at });
+        break;
+      case 'KycStatusChanged':
+        if (current) rows.put('rm_users', { ...current, kyc_status: e.data.to, updated_at: at });
+        break;
+    }
+  },
+});

@@ -1,0 +1,142 @@
+import type { Tally } from '../../compose/tally';
+import type { NotificationType } from '../../domain/notifications/endpoint';
+import type { RecordedEvent } from '../../eventstore/port';
+import { CARD_APPLICATION_EVENTS, CARD_EVENTS, CARD_TRANSACTION_EVENTS, cardApplicationUpdated, cardTransaction, cardUpdated } from './card-builders';
+
+/** The events the outbox turns into notifications. */
+export const NOTIFYING_EVENTS = [
+  'UserStatusChanged',
+  'KycStatusChanged',
+  'TransactionCreated',
+  'TransactionStatusChanged',
+  'PayoutAccepted',
+  ...CARD_APPLICATION_EVENTS,
+  ...CARD_EVENTS,
+  ...CARD_TRANSACTION_EVENTS,
+];
+
+/** The read models a notification's data is read from: the outbox waits for them to pass its events. */
+export const READ_MODELS = ['users', 'kyc', 'ledger', 'cards', 'profiles'];
+
+/** One notification to one partner: what the outbox stores and delivery sends as `{id, type, createdAt, sequence, data}`. */
+export interface Notification {
+  partnerId: string;
+  type: NotificationType;
+  eventId: string;
+  data: unknown;
+}
+
+/**
+ * The notification an event makes, with its data read as the API answers it (a deposit.completed
+ * carries the transaction as GET transactions/:id shows it). The read model may already be past
+ * the event (it is read once the projections passed it): the status field is the event's own, so
+ * every notified transition says which one it was.
+ */
+export async function notificationFor(tally: Tally, event: RecordedEvent, batch: BatchReads = NO_BATCH): Promise<Notification | null> {
+  const d = event.data as Record<string, unknown>;
+  const read = async (uuid: string) => batch.transactions.get(uuid) ?? (await tally.ledger.reads.transaction(uuid));
+  switch (event.type) {
+    case 'UserStatusChanged':
+      return userStatus(tally, event, batch, String(d.userId), String(d.to));
+    case 'KycStatusChanged':
+      return kycStatus(tally, event, batch, String(d.userId), String(d.to));
+    case 'TransactionCreated':
+      return d.kind === 'TRANSFER' ? withStatus(await found(read, event, String(d.uuid)), event, 'transfer.completed', String(d.status)) : null;
+    case 'TransactionStatusChanged':
+    case 'PayoutAccepted': {
+      if (d.from === d.to) return null;
+      const to = String(d.to);
+      const txn = await found(read, event, String(d.uuid));
+      if (txn.kind === 'PAYOUT') return withStatus(txn, event, 'payout.updated', to);
+      if (txn.kind === 'DEPOSIT' && (to === 'COMPLETED' || to === 'FAILED'))
+        return withStatus(txn, event, to === 'COMPLETED' ? 'deposit.completed' : 'deposit.failed', to);
+      return null;
+    }
+    default:
+      if (CARD_APPLICATION_EVENTS.includes(event.type)) return cardApplicationUpdated(tally, event);
+      if (CARD_EVENTS.includes(event.type)) return cardUpdated(tally, event);
+      if (CARD_TRANSACTION_EVENTS.includes(event.type)) return cardTransaction(tally, event);
+      return null;
+  }
+}
+
+async function partnerOfUser(tally: Tally, batch: BatchReads, userId: string, event: RecordedEvent): Promise<string> {
+  const known = batch.userPartners.get(userId);
+  if (known) return known;
+  const [row] = await tally.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_users WHERE user_id = $1', [userId]);
+  if (!row) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
+  return row.partner_id;
+}
+
+async function userStatus(tally: Tally, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
+  const partnerId = await partnerOfUser(tally, batch, userId, event);
+  const user = await tally.users.get(partnerId, userId);
+  if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
+  return { partnerId, type: 'user.status.updated', eventId: event.id, data: { user: { ...user, status: to } } };
+}
+
+async function kycStatus(tally: Tally, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
+  const partnerId = await partnerOfUser(tally, batch, userId, event);
+  const user = await tally.users.get(partnerId, userId);
+  if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
+  const view = await tally.kyc.statusView(userId, user.status);
+  return { partnerId, type: 'kyc.status.updated', eventId: event.id, data: { ...view, kyc: { ...view.kyc, status: to } } };
+}
+
+type FoundTransaction = NonNullable<Awaited<ReturnType<Tally['ledger']['reads']['transaction']>>>;
+
+/** What a batch of events is read ahead for, in one query each: their transactions (by uuid) and their users' partners. */
+export interface BatchReads {
+  transactions: Map<string, FoundTransaction>;
+  userPartners: Map<string, string>;
+}
+
+const NO_BATCH: BatchReads = { transactions: new Map(), userPartners: new Map() };
+
+/** Whether notificationFor reads the event's transaction. */
+const readsTransaction = (e: RecordedEvent) => {
+  const d = e.data as { kind?: unknown; from?: unknown; to?: unknown };
+  return e.type === 'TransactionCreated' ? d.kind === 'TRANSFER' : (e.type === 'TransactionStatusChanged' || e.type === 'PayoutAccepted') && d.from !== d.to;
+};
+
+/** The user an event is about, when the event names no partner. */
+const userOf = (e: RecordedEvent): string | undefined => {
+  const d = e.data as { userId?: unknown; partnerId?: unknown };
+  return typeof d.userId === 'string' && d.partnerId === undefined ? d.userId : undefined;
+};
+
+export async function batchReads(tally: Tally, events: RecordedEvent[]): Promise<BatchReads> {
+  const uuids = [...new Set(events.filter(readsTransaction).map((e) => String((e.data as { uuid: unknown }).uuid)))];
+  const users = [...new Set(events.map(userOf).filter((u) => u !== undefined))];
+  const [transactions, rows] = await Promise.all([
+    uuids.length > 0 ? tally.ledger.reads.transactions(uuids) : new Map<string, FoundTransaction>(),
+    users.length > 0
+      ? tally.sql.query<{ user_id: string; partner_id: string }>('SELECT user_id::text, partner_id::text FROM rm_users WHERE user_id = ANY($1::uuid[])', [
+          users,
+        ])
+      : [],
+  ]);
+  return { transactions, userPartners: new Map(rows.map((r) => [r.user_id, r.partner_id])) };
+}
+
+/** The partner an event is for, when the event itself or the batch's reads tell it without reading its data. */
+export function partnerOfEvent(event: RecordedEvent, batch: BatchReads): string | undefined {
+  const d = event.data as { partnerId?: unknown; uuid?: unknown };
+  if (typeof d.partnerId === 'string') return d.partnerId;
+  const user = userOf(event);
+  if (user) return batch.userPartners.get(user);
+  return typeof d.uuid === 'string' ? batch.transactions.get(d.uuid)?.partnerId : undefined;
+}
+
+async function found(read: (uuid: string) => Promise<FoundTransaction | null>, event: RecordedEvent, uuid: string): Promise<FoundTransaction> {
+  const txn = await read(uuid);
+  if (!txn) throw new Error(`transaction ${uuid} of event ${event.id} is not in the ledger read model`);
+  return txn;
+}
+
+const withStatus = (found: FoundTransaction, event: RecordedEvent, type: NotificationType, status: string): Notification => ({
+  partnerId: found.partnerId,
+  type,
+  eventId: event.id,
+  data: { ...found.view, status },
+});

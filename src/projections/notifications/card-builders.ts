@@ -1,0 +1,80 @@
+import { viewOfCard } from '../../app/cards';
+import { spendFacts } from '../../app/cards/spending';
+import { applicationOf, cardOf } from '../../app/cards/views';
+import { load } from '../../platform/commands/commands';
+import type { Tally } from '../../compose/tally';
+import { type CardApplicationEvent, cardApplicationDecider, type CardApplicationState } from '../../domain/cards/application';
+import { type Card, type CardEvent, cardDecider } from '../../domain/cards/card';
+import type { Decider, DomainEvent } from '../../platform/decider';
+import type { CardSpendData, CardSpendEvent } from '../../domain/cards/spend';
+import type { RecordedEvent } from '../../eventstore/port';
+import { cardTransactionView } from '../cards';
+import type { Notification } from './builders';
+
+/** An application's submission and its decision: card.application.updated. */
+export const CARD_APPLICATION_EVENTS = ['CardApplicationSubmitted', 'CardApplicationDecided'];
+/** Issuance, status moves and limit changes: card.updated (a PIN change shows nothing new of the card). */
+export const CARD_EVENTS = ['CardIssued', 'CardActivated', 'CardLocked', 'CardUnlocked', 'CardCanceled', 'CardLimitChanged'];
+/** An authorization, approved or declined, makes a card transaction; clearing or reversal updates it. */
+export const CARD_TRANSACTION_EVENTS = ['CardSpendAuthorized', 'CardSpendDeclined', 'CardSpendCleared', 'CardSpendReversed'];
+
+/**
+ * `data: {application}` as GET cards/application/status shows it just after the event: the user's
+ * application stream (a few events) folded up to the event itself.
+ */
+export async function cardApplicationUpdated(tally: Tally, event: RecordedEvent): Promise<Notification> {
+  const state = await foldUpTo<CardApplicationState, CardApplicationEvent>(tally, event, cardApplicationDecider);
+  const application = state.current;
+  if (!application) throw new Error(`card application of event ${event.id} not found in ${event.stream}`);
+  return { partnerId: application.partnerId, type: 'card.application.updated', eventId: event.id, data: { application: applicationOf(application) } };
+}
+
+/**
+ * The card as GET cards/details showed it just after the event. Its stream also holds every spend:
+ * the cached state serves when the card has not moved since; otherwise the stream is folded up to
+ * the event (rare: issuance and changes of the card are few beside its spends).
+ */
+export async function cardUpdated(tally: Tally, event: RecordedEvent): Promise<Notification> {
+  const e = { type: event.type, data: event.data } as CardEvent;
+  let card: Card | null;
+  if (e.type === 'CardIssued') card = cardDecider.evolve(cardDecider.initialState(), e).card;
+  else {
+    const loaded = await load(tally.store, event.stream, cardDecider, { cache: tally.stateCache });
+    card = loaded.revision === event.revision ? loaded.state.card : await foldUpTo(tally, event, cardDecider).then((s) => s.card);
+  }
+  if (!card) throw new Error(`card of event ${event.id} not found in ${event.stream}`);
+  return { partnerId: card.partnerId, type: 'card.updated', eventId: event.id, data: cardOf(viewOfCard(card)) };
+}
+
+/** The state of the event's stream just after the event. */
+async function foldUpTo<State, E extends DomainEvent>(
+  tally: Tally,
+  event: RecordedEvent,
+  decider: Pick<Decider<State, unknown, E>, 'initialState' | 'evolve'>,
+): Promise<State> {
+  const events = await tally.store.readStream(event.stream, { toRevision: event.revision });
+  let state = decider.initialState();
+  for (const e of events) state = decider.evolve(state, { type: e.type, data: e.data } as E);
+  return state;
+}
+
+/**
+ * The card transaction as the card routes answer it, read from the cards read model. A creation
+ * carries the transaction as it was made (the event's own facts), even when it has been cleared or
+ * reversed since; a clearing or reversal is final, so the read is the transaction just after it.
+ */
+export async function cardTransaction(tally: Tally, event: RecordedEvent): Promise<Notification> {
+  const e = { type: event.type, data: event.data } as CardSpendEvent;
+  const [row] = await tally.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_card_transactions WHERE id = $1', [e.data.transactionId]);
+  const read = row && (await tally.cards.spending.queries.get(row.partner_id, e.data.transactionId));
+  if (!row || !read) throw new Error(`card transaction ${e.data.transactionId} of event ${event.id} is not in the cards read model`);
+  if (e.type !== 'CardSpendAuthorized' && e.type !== 'CardSpendDeclined')
+    return { partnerId: row.partner_id, type: 'card.transaction.updated', eventId: event.id, data: read };
+  const d: CardSpendData = e.data;
+  const declinedReason = e.type === 'CardSpendDeclined' ? e.data.declinedReason : null;
+  const view = cardTransactionView(
+    { ...spendFacts(d, declinedReason), authorizedAt: read.spend.authorizedAt },
+    { firstName: read.spend.userFirstName, lastName: read.spend.userLastName, email: read.spend.userEmail },
+  );
+  return { partnerId: d.partnerId, type: 'card.transaction.created', eventId: event.id, data: view };
+}

@@ -1,0 +1,106 @@
+import type { Sql } from '../../eventstore/sql';
+import { DomainError } from '../../platform/decider';
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export const DELIVERY_NOT_FOUND = 'Delivery not found';
+
+export interface AttemptView {
+  at: string;
+  httpStatus: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface DeliveryView {
+  id: string;
+  type: string;
+  eventId: string;
+  sequence: number;
+  createdAt: string;
+  status: DeliveryStatus;
+  nextAttemptAt: string | null;
+  attempts: AttemptView[];
+}
+
+/** Attempts shown per delivery: far more than 24 hours of doubling waits make. */
+const MAX_ATTEMPTS_SHOWN = 50;
+
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+/** The cursor is the last sequence of a page, opaque to partners. */
+export const encodeCursor = (sequence: number) => Buffer.from(`s:${sequence}`).toString('base64url');
+
+export function decodeCursor(cursor: string): number {
+  const match = /^s:(\d{1,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match?.[1]) throw new DomainError('invalid', 'cursor is not valid');
+  return Number(match[1]);
+}
+
+/** The delivery log a partner reads: newest first, each delivery with every attempt. */
+export class DeliveryLog {
+  constructor(private readonly sql: Sql) {}
+
+  async list(
+    partnerId: string,
+    query: { limit: number; cursor?: string; status?: DeliveryStatus; type?: string; eventId?: string },
+  ): Promise<{ items: DeliveryView[]; nextCursor: string | null }> {
+    const params: unknown[] = [partnerId];
+    const where = ['d.partner_id = $1'];
+    const add = (clause: string, value: unknown) => {
+      params.push(value);
+      where.push(clause.replace('?', `$${params.length}`));
+    };
+    if (query.cursor !== undefined) add('d.sequence < ?', decodeCursor(query.cursor));
+    if (query.status) add('d.status = ?', query.status);
+    if (query.type) add('d.type = ?', query.type);
+    if (query.eventId) add('d.event_id = ?', query.eventId);
+    params.push(query.limit + 1);
+    const rows = await this.sql.query<DeliveryRow>(`${SELECT} WHERE ${where.join(' AND ')} ORDER BY d.sequence DESC LIMIT $${params.length}`, params);
+    const page = rows.slice(0, query.limit).map(toView);
+    const last = page[page.length - 1];
+    return { items: page, nextCursor: rows.length > query.limit && last ? encodeCursor(last.sequence) : null };
+  }
+
+  /** Sends a delivery again now, with the same id; its 24 hours of retries start over. */
+  async redeliver(partnerId: string, id: string): Promise<DeliveryView> {
+    const updated = await this.sql.query<{ id: string }>(
+      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = '-infinity', first_attempt_at = NULL
+        WHERE id = $1 AND partner_id = $2 RETURNING id::text`,
+      [id, partnerId],
+    );
+    if (updated.length === 0) throw new DomainError('not_found', DELIVERY_NOT_FOUND);
+    const [row] = await this.sql.query<DeliveryRow>(`${SELECT} WHERE d.id = $1`, [id]);
+    if (!row) throw new DomainError('not_found', DELIVERY_NOT_FOUND);
+    return toView(row);
+  }
+}
+
+interface DeliveryRow {
+  id: string;
+  type: string;
+  event_id: string;
+  sequence: string;
+  created_at: string;
+  status: DeliveryStatus;
+  next_attempt_at: string | null;
+  attempts: AttemptView[] | null;
+}
+
+const SELECT = `SELECT d.id::text, d.type, d.event_id, d.sequence::text, to_char(d.created_at AT TIME ZONE 'UTC', ${ISO}) AS created_at, d.status,
+  CASE WHEN d.status = 'pending' AND d.next_attempt_at > '-infinity' THEN to_char(d.next_attempt_at AT TIME ZONE 'UTC', ${ISO}) END AS next_attempt_at,
+  (SELECT json_agg(json_build_object('at', to_char(a.at AT TIME ZONE 'UTC', ${ISO}), 'httpStatus', a.http_status, 'error', a.error, 'durationMs', a.duration_ms) ORDER BY a.attempt)
+     FROM (SELECT * FROM webhook_attempts WHERE delivery_id = d.id ORDER BY attempt DESC LIMIT ${MAX_ATTEMPTS_SHOWN}) a) AS attempts
+  FROM webhook_deliveries d`;
+
+const toView = (r: DeliveryRow): DeliveryView => ({
+  id: r.id,
+  type: r.type,
+  eventId: r.event_id,
+  sequence: Number(r.sequence),
+  createdAt: r.created_at,
+  status: r.status,
+  nextAttemptAt: r.next_attempt_at,
+  attempts: r.attempts ?? [],
+});
