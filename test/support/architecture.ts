@@ -162,6 +162,7 @@ export function fileFacts(file: string, text: string, known: ReadonlySet<string>
     if (target !== undefined && !facts.imports.includes(target)) facts.imports.push(target);
     const whole = literalText(node, constants);
     if (whole !== undefined) facts.createdTables.push(...tablesCreatedIn(whole));
+    facts.createdTables.push(...tablesDeclaredIn(node));
     if (ts.isStringLiteral(node) || ts.isTemplateLiteralToken(node)) facts.literals.push(node.text);
     if (FUNCTION_KINDS.has(node.kind)) addFunction(facts, node as ts.FunctionLikeDeclaration, source);
     if (ts.isThrowStatement(node) && throwsDomainError(node.expression)) facts.domainErrorThrows++;
@@ -218,6 +219,16 @@ function literalText(node: ts.Node, constants: ReadonlyMap<string, string>): str
     return (known ?? UNKNOWN_SUBSTITUTION) + span.literal.text;
   });
   return node.head.text + parts.join('');
+}
+
+/**
+ * Read models declared to the row projections: the keys of a `tables: { rm_x: {...} }` object (their
+ * CREATE TABLE is made at run time from the declaration, so no literal names them).
+ */
+function tablesDeclaredIn(node: ts.Node): string[] {
+  if (!ts.isPropertyAssignment(node) || !ts.isIdentifier(node.name) || node.name.text !== 'tables') return [];
+  if (!ts.isObjectLiteralExpression(node.initializer)) return [];
+  return node.initializer.properties.flatMap((p) => (p.name !== undefined && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? [p.name.text.toLowerCase()] : []));
 }
 
 function tablesCreatedIn(text: string): string[] {
