@@ -1,5 +1,5 @@
 import type { Config } from '../config';
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../projections/notifications/deliveries';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../app/notifications/deliveries';
 import { requirePartnerId } from './args';
 import { CliError, type CliIo, withTally } from './context';
 

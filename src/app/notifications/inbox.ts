@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Tally } from '../../compose/tally';
 import { DomainError } from '../../platform/decider';
-import { decodeCursor, encodeCursor } from '../../projections/notifications/deliveries';
+import { decodeCursor, encodeCursor } from './deliveries';
 import { signatureHeaders } from './secrets';
 
 /** A received notification's age beyond which its signature is refused (as Standard Webhooks libraries do). */

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { Tally } from '../../compose/tally';
-import { DeliveryLog, type DeliveryView } from '../../projections/notifications/deliveries';
+import { DeliveryLog, type DeliveryView } from './deliveries';
 import { Dispatcher } from './dispatcher';
 import { WebhookEndpoints } from './endpoints';
 import { SandboxInbox } from './inbox';
-import { Outbox } from '../../projections/notifications/outbox';
-import { NOTIFICATIONS_SCHEMA } from '../../projections/notifications/schema';
+import { Outbox } from './outbox';
+import { NOTIFICATIONS_SCHEMA } from './schema';
 
 /** Partner notifications: endpoint configuration, the outbox fed by the log, and delivery. */
 export class Notifications {

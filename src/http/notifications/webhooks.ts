@@ -1,6 +1,6 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { ENDPOINT_NOT_CONFIGURED, MAX_URL_LENGTH, NOTIFICATION_TYPES } from '../../domain/notifications/endpoint';
-import { DELIVERY_NOT_FOUND, DELIVERY_STATUSES } from '../../projections/notifications/deliveries';
+import { DELIVERY_NOT_FOUND, DELIVERY_STATUSES } from '../../app/notifications/deliveries';
 import { HttpError } from '../../platform/http/errors';
 import { route } from '../../platform/http/route';
 import type { WebhookSpec } from '../openapi';

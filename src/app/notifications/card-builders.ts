@@ -1,6 +1,6 @@
-import { viewOfCard } from '../../app/cards';
-import { spendFacts } from '../../app/cards/spending';
-import { applicationOf, cardOf } from '../../app/cards/views';
+import { viewOfCard } from '../cards';
+import { spendFacts } from '../cards/spending';
+import { applicationOf, cardOf } from '../cards/views';
 import { load } from '../../platform/commands/commands';
 import type { Tally } from '../../compose/tally';
 import { type CardApplicationEvent, cardApplicationDecider, type CardApplicationState } from '../../domain/cards/application';
@@ -8,7 +8,7 @@ import { type Card, type CardEvent, cardDecider } from '../../domain/cards/card'
 import type { Decider, DomainEvent } from '../../platform/decider';
 import type { CardSpendData, CardSpendEvent } from '../../domain/cards/spend';
 import type { RecordedEvent } from '../../eventstore/port';
-import { cardTransactionView } from '../cards';
+import { cardTransactionView } from '../../projections/cards';
 import type { Notification } from './builders';
 
 /** An application's submission and its decision: card.application.updated. */
