@@ -367,7 +367,7 @@ function instrumentTransferPath(tally: Tally, timings: CallTimings): void {
     timings,
   );
   instrument(tally.store, 'appendMany', 'store.appendMany', timings);
-  instrument(tally, 'readYourWrites', 'readYourWrites', timings);
+  instrument(tally.reads, 'waitFor', 'readYourWrites', timings);
   instrument(tally.sql, 'query', 'sql.query (every caller, projections too)', timings);
   instrument(tally.sql, 'transaction', 'sql.transaction (projection batches, ...)', timings);
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
-import { comparePositions, type EventStore } from '../eventstore/port';
+import type { EventStore } from '../eventstore/port';
+import { type NoteWrite, ReadYourWrites, type WaitForReadModels } from '../platform/consumers/read-your-writes';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
 import { ProjectionEngine, type Projections } from '../platform/consumers/runner';
@@ -32,12 +33,11 @@ CREATE INDEX IF NOT EXISTS login_send_log_email ON login_send_log (email_hash, s
 `;
 
 /**
- * A partner's writes to a read model that were answered without waiting for it (Tally.noteWrite):
- * the partner's next read of that model waits for them.
+ * The composition root: builds every service of the running service from the narrow dependencies
+ * each declares (its constructor's `...Deps`), once, in dependency order. Nothing it builds knows it:
+ * services get their ports and the services they use; the HTTP layer gets the services its routes
+ * use (http/app.ts). The server, the CLI and the tests hold it to start, reach and stop the whole.
  */
-export const writeScope = (model: string, partnerId: string) => `${model}:${partnerId}`;
-
-/** The running service without its HTTP face: stores, projections and application services. */
 export class Tally {
   readonly engine: Projections;
   readonly partners: PartnerService;
@@ -57,8 +57,8 @@ export class Tally {
   readonly stateCache = new StateCache();
   /** Every command goes through it: load, decide, append at the revisions decided on, retry. */
   readonly commands: CommandHandler;
-  /** Per scope, the last position appended without waiting for the projections (noteWrite). */
-  private readonly lastWrites = new Map<string, string>();
+  /** Read-your-writes: a request that wrote waits for the read models it reads (one per node). */
+  readonly reads: ReadYourWrites;
   /** Hands stale held payouts to their provider again (Payouts.resubmitStale), while the server runs. */
   private sweeper: NodeJS.Timeout | undefined;
 
@@ -78,18 +78,39 @@ export class Tally {
       await sql.query('SELECT 1');
     });
     this.stateCache.snapshots = new SnapshotStore(sql, log);
-    this.commands = new CommandHandler(store, this.stateCache);
+    const { stateCache } = this;
+    this.commands = new CommandHandler(store, stateCache);
+    const { commands } = this;
     this.engine = projectionsFor(config, store, sql, log);
-    this.partners = new PartnerService(this);
-    this.users = new UserService(this);
-    this.profiles = new ProfileService(this);
-    this.kyc = new KycService(this);
-    this.login = new LoginService(this);
+    const engine = this.engine;
+    this.reads = new ReadYourWrites(engine, config.readYourWritesTimeoutMs, log);
+    // Called through the object, so that a bench or a test may wrap its methods.
+    const readYourWrites: WaitForReadModels = (position, names) => this.reads.waitFor(position, names);
+    const noteWrite: NoteWrite = (scope, position) => this.reads.noteWrite(scope, position);
+    const kit = { commands, store, sql, stateCache, readYourWrites, log };
+    this.partners = new PartnerService({ ...kit, engine });
+    this.users = new UserService(kit);
+    this.profiles = new ProfileService(kit);
+    this.kyc = new KycService({ ...kit, config, providers, profiles: this.profiles });
     this.tokens = new TokenService(keys);
-    this.ledger = new LedgerService(this);
-    this.cards = new CardsService(this);
-    this.sessionGate = new SessionGate(sql, this.engine, store, this.stateCache);
-    this.notifications = new Notifications(this, log, this.engine.nodeId);
+    this.sessionGate = new SessionGate(sql, engine, store, stateCache);
+    this.login = new LoginService({ ...kit, providers, tokens: this.tokens, sessionGate: this.sessionGate });
+    this.ledger = new LedgerService({ ...kit, noteWrite, config, providers });
+    this.cards = new CardsService({
+      ...kit,
+      noteWrite,
+      config,
+      providers,
+      serviceKeys: keys,
+      profiles: this.profiles,
+      users: this.users,
+      ledger: this.ledger,
+    });
+    this.notifications = new Notifications(
+      { ...kit, engine, config, keys, users: this.users, kyc: this.kyc, ledger: this.ledger, cards: this.cards },
+      log,
+      engine.nodeId,
+    );
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */
@@ -110,35 +131,6 @@ export class Tally {
         this.sweeper.unref();
       }
     }
-  }
-
-  /**
-   * Writes whose route answers without reading a read model (a transfer answers from its own events)
-   * do not wait for the projections; they note their position under a scope (a partner's ledger), and
-   * the scope's next read waits for it instead. So a partner that moved money and then reads sees
-   * the movement (on this node), while the write path never waits for a projection.
-   */
-  noteWrite(scope: string, position: string | undefined): void {
-    if (!position) return;
-    const known = this.lastWrites.get(scope);
-    if (!known || comparePositions(known, position) < 0) this.lastWrites.set(scope, position);
-  }
-
-  /** Waits (bounded) until the named projections have passed the scope's last noted write. */
-  async readAfterWrites(scope: string, names: string[]): Promise<void> {
-    const position = this.lastWrites.get(scope);
-    if (!position) return;
-    await this.readYourWrites(position, names);
-    if (this.lastWrites.get(scope) === position && this.engine.passed(position, names)) this.lastWrites.delete(scope);
-  }
-
-  /** Waits (bounded) until the named projections have passed a position this request appended. */
-  async readYourWrites(position: string | undefined, names: string[]): Promise<void> {
-    if (!position) return;
-    const caughtUp = await this.engine.waitFor(position, { names, timeoutMs: this.config.readYourWritesTimeoutMs });
-    // A projection stopped on an event has already said so (once per attempt); each request need not.
-    if (!caughtUp && !names.some((n) => this.engine.isStopped(n)))
-      this.log.warn({ position, names }, 'read-your-writes wait timed out; answering from a lagging read model');
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,12 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { HttpError } from '../platform/http/errors';
-import { route } from '../platform/http/route';
+import { routeFor } from '../platform/http/route';
 import { Success, User, UUID_RE } from './schemas';
+import type { AppServices } from './services';
+
+/** The services these routes use. */
+const USES = ['config', 'engine', 'partners', 'users'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const PartnerBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) });
 const PartnerParams = Type.Object({ id: Type.String() });
@@ -29,9 +34,9 @@ const userAction = (action: 'suspend' | 'ban' | 'reinstate', summary: string) =>
       200: { description: 'The user after the action', schema: Success(Type.Object({ user: User })) },
       409: { description: 'The action does not apply to the user’s status' },
     },
-    async handler({ tally, params, body, command }) {
+    async handler({ services, params, body, command }) {
       if (!UUID_RE.test(params.userId)) throw new HttpError(404, 'User not found');
-      const user = await tally.users.operatorAction(params.userId, action, body.reason ?? `operator_${action}`, command());
+      const user = await services.users.operatorAction(params.userId, action, body.reason ?? `operator_${action}`, command());
       return { status: 200, body: { success: true, data: { user } } };
     },
   });
@@ -45,8 +50,8 @@ export const adminRoutes = [
     summary: 'Create a partner with its first key pair; the secret is shown this once.',
     body: PartnerBody,
     responses: { 201: { description: 'Created', schema: Type.Composite([KeyPair, Type.Object({ name: Type.String() })], { $id: 'PartnerCreated' }) } },
-    async handler({ tally, body, command }) {
-      const created = await tally.partners.create(body.name, { sandbox: tally.config.sandbox, ctx: command() });
+    async handler({ services, body, command }) {
+      const created = await services.partners.create(body.name, { sandbox: services.config.sandbox, ctx: command() });
       return { status: 201, body: created };
     },
   }),
@@ -58,8 +63,8 @@ export const adminRoutes = [
     summary: 'Create another key pair for a partner (rotation); the secret is shown this once.',
     params: PartnerParams,
     responses: { 201: { description: 'Created', schema: KeyPair }, 409: { description: 'The partner holds the most active keys allowed' } },
-    async handler({ tally, params, command }) {
-      return { status: 201, body: await tally.partners.createKey(requirePartnerId(params.id), command()) };
+    async handler({ services, params, command }) {
+      return { status: 201, body: await services.partners.createKey(requirePartnerId(params.id), command()) };
     },
   }),
   route<unknown, unknown, Static<typeof KeyParams>>({
@@ -70,8 +75,8 @@ export const adminRoutes = [
     summary: 'Revoke a key pair at once.',
     params: KeyParams,
     responses: { 204: { description: 'Revoked' } },
-    async handler({ tally, params, command }) {
-      await tally.partners.revokeKey(requirePartnerId(params.id), params.apiKey, command());
+    async handler({ services, params, command }) {
+      await services.partners.revokeKey(requirePartnerId(params.id), params.apiKey, command());
       return { status: 204 };
     },
   }),
@@ -116,8 +121,8 @@ export const adminRoutes = [
         ),
       },
     },
-    async handler({ tally }) {
-      return { status: 200, body: { success: true, data: await tally.engine.status() } };
+    async handler({ services }) {
+      return { status: 200, body: { success: true, data: await services.engine.status() } };
     },
   }),
   route<unknown, unknown, Static<typeof ProjectionParams>>({
@@ -128,9 +133,9 @@ export const adminRoutes = [
     summary: 'Rebuild a projection from the log into new tables, then swap them in atomically.',
     params: ProjectionParams,
     responses: { 200: { description: 'Rebuilt', schema: Success(Type.Object({ name: Type.String(), events: Type.Integer(), position: Type.String() })) } },
-    async handler({ tally, params }) {
-      if (!tally.engine.projections.some((p) => p.name === params.name)) throw new HttpError(404, 'Projection not found');
-      const result = await tally.engine.rebuild(params.name);
+    async handler({ services, params }) {
+      if (!services.engine.projections.some((p) => p.name === params.name)) throw new HttpError(404, 'Projection not found');
+      const result = await services.engine.rebuild(params.name);
       return { status: 200, body: { success: true, data: { name: params.name, ...result } } };
     },
   }),

@@ -1,12 +1,11 @@
 import { IncomingMessage, type ServerOptions, ServerResponse } from 'node:http';
 import express from 'express';
-import type { Tally } from '../compose/tally';
 import { registerNotificationMetrics } from '../app/notifications/metrics';
 import { httpMetrics, registerDomainMetrics } from './metrics';
 import { clientIpResolver } from '../platform/http/client-ip';
 import { buildOpenApi, renderDocs } from './openapi';
-import { RequestPath } from '../platform/http/request-path';
-import type { RouteSpec } from '../platform/http/route';
+import { RequestPath, type RequestPorts } from '../platform/http/request-path';
+import { bindRoutes, type RouteSpec } from '../platform/http/route';
 import { RouteTable } from '../platform/http/route-table';
 import { adminRoutes } from './admin';
 import { cardTransactionRoutes, sandboxCardTransactionRoutes } from './cards/transactions';
@@ -23,6 +22,7 @@ import { profileRoutes } from './identity/profile';
 import { sandboxIdentityRoutes } from './identity/sandbox';
 import { sandboxLedgerRoutes } from './ledger/sandbox';
 import { webhookRoutes } from './provider-callbacks';
+import type { AppServices } from './services';
 
 /** Every route of the service, in one list: served, validated and documented from it. */
 export function allRoutes(): RouteSpec[] {
@@ -53,22 +53,37 @@ export const isSandboxRoute = (route: RouteSpec) => route.path.startsWith('/sand
  * The service over HTTP: every request takes one path through express, RequestPath.serve: its route
  * found in the route table (or the 404), its body read, its work done, anything thrown answered.
  */
-export function createApp(tally: Tally): express.Express {
+export function createApp(services: AppServices): express.Express {
+  const { config } = services;
   const app = express();
   app.disable('x-powered-by');
   // No ETag: every answer is computed fresh from the read models, and hashing each body costs time.
   app.set('etag', false);
   app.set('trust proxy', false);
   // Sandbox routes exist only in sandbox mode: outside it they are unknown paths (404), whatever they are sent.
-  const routes = allRoutes().filter((r) => tally.config.sandbox || !isSandboxRoute(r));
+  const routes = allRoutes().filter((r) => config.sandbox || !isSandboxRoute(r));
   const metrics = httpMetrics();
-  registerDomainMetrics(metrics.registry, tally);
-  registerNotificationMetrics(metrics.registry, tally);
-  const openapi = buildOpenApi(routes, tally.config.publicBaseUrl, notificationWebhooks);
+  registerDomainMetrics(metrics.registry, services);
+  registerNotificationMetrics(metrics.registry, { sql: services.sql, dispatcher: services.notifications.dispatcher });
+  const openapi = buildOpenApi(routes, config.publicBaseUrl, notificationWebhooks);
   Object.assign(app.locals, { openapi, docs: renderDocs(openapi), metrics });
-  const path = new RequestPath(tally, app.locals, metrics, clientIpResolver(tally.config.trustProxy));
-  app.use(path.serve(new RouteTable(routes)));
+  const path = new RequestPath(requestPorts(services), app.locals, metrics, clientIpResolver(config.trustProxy));
+  app.use(path.serve(new RouteTable(bindRoutes(routes, services))));
   return app;
+}
+
+/** What the request path asks of the service: credentials, limits, read-your-writes, outages. */
+function requestPorts(services: AppServices): RequestPorts {
+  const { config, partners, login, reads, outage } = services;
+  return {
+    log: services.log,
+    rateLimit: config.rateLimit,
+    adminToken: config.adminToken,
+    authenticatePartner: (apiKey, apiSecret) => partners.authenticate(apiKey, apiSecret),
+    authenticateBearer: (token) => login.authenticateBearer(token),
+    readAfterWrites: (scope, names) => reads.readAfterWrites(scope, names),
+    outage,
+  };
 }
 
 /**

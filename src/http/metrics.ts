@@ -1,41 +1,19 @@
 import client from 'prom-client';
-import type { Tally } from '../compose/tally';
+import type { EventStore } from '../eventstore/port';
+import type { Outage } from '../platform/outage';
+import type { Projections } from '../platform/consumers/runner';
 import type { ProjectionStatus } from '../platform/consumers/runner';
-
-export interface HttpMetrics {
-  registry: client.Registry;
-  requests: client.Counter<'method' | 'route' | 'status'>;
-  duration: client.Histogram<'method' | 'route'>;
-}
-
-/** The HTTP figures (requests by route and status, their duration) and the process's defaults. */
-export function httpMetrics(): HttpMetrics {
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry });
-  return {
-    registry,
-    requests: new client.Counter({
-      name: 'tally_http_requests_total',
-      help: 'HTTP requests',
-      labelNames: ['method', 'route', 'status'],
-      registers: [registry],
-    }),
-    duration: new client.Histogram({
-      name: 'tally_http_request_duration_seconds',
-      help: 'HTTP request duration',
-      labelNames: ['method', 'route'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [registry],
-    }),
-  };
-}
+export { type HttpMetrics, httpMetrics } from '../platform/http/metrics';
 
 /**
  * The domain's figures beside the HTTP ones, read when Prometheus scrapes (no bookkeeping on the
  * request path): each projection's lag and whether it is stopped on an event, the store's
  * availability, and the Postgres log's group commit (appends, batches, fallbacks).
  */
-export function registerDomainMetrics(registry: client.Registry, tally: Tally): void {
+export function registerDomainMetrics(
+  registry: client.Registry,
+  sources: { engine: Pick<Projections, 'status'>; outage: Pick<Outage, 'down'>; store: EventStore },
+): void {
   // One read of the projections per scrape: prom-client collects the metrics of a scrape all at
   // once, so the gauges share the read of the moment (reused for up to a second).
   let read: { at: number; status: Promise<ProjectionStatus[] | null> } | undefined;
@@ -44,7 +22,7 @@ export function registerDomainMetrics(registry: client.Registry, tally: Tally): 
       read = {
         at: Date.now(),
         // The store out of reach: the figures keep their last values, and scrape_ok says so.
-        status: tally.engine.status().catch(() => null),
+        status: sources.engine.status().catch(() => null),
       };
     return read.status;
   };
@@ -80,10 +58,10 @@ export function registerDomainMetrics(registry: client.Registry, tally: Tally): 
     help: '0 while this node sees the store out of reach (from the first failed request until a probe succeeds)',
     registers: [registry],
     collect() {
-      this.set(tally.outage.down ? 0 : 1);
+      this.set(sources.outage.down ? 0 : 1);
     },
   });
-  const stats = (tally.store as { stats?: { requests: number; batches: number; fallbacks: number } }).stats;
+  const stats = (sources.store as { stats?: { requests: number; batches: number; fallbacks: number } }).stats;
   if (!stats) return;
   for (const [name, help, key] of [
     ['tally_log_append_requests_total', 'Append requests (appendMany calls) that reached the Postgres log', 'requests'],

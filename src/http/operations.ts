@@ -1,9 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import { HttpError } from '../platform/http/errors';
 import { carriesOperatorToken } from '../platform/http/operator-token';
-import { route } from '../platform/http/route';
+import { routeFor } from '../platform/http/route';
 import { REFERENCE_SCRIPT_PATH, referenceScript } from './openapi';
 import { ErrorBody, HtmlPage, JavaScriptText, PrometheusText } from './schemas';
+import type { AppServices } from './services';
+
+/** The services these routes use. */
+const USES = ['config', 'engine', 'store'] as const;
+const route = routeFor<AppServices>()(USES);
 
 /** The renderer's script, read from its package on first use. */
 let referenceScriptText: string | undefined;
@@ -41,16 +46,16 @@ export const operationsRoutes = [
         ]),
       },
     },
-    async handler({ tally }) {
+    async handler({ services }) {
       try {
-        await tally.store.ping();
-        const status = await tally.engine.status();
+        await services.store.ping();
+        const status = await services.engine.status();
         const projections = status.map(({ name, lag, failure }) => ({ name, lag, ...(failure ? { stoppedSince: failure.since } : {}) }));
         // A read model stopped on an event for a while: this node serves stale reads of it.
-        const stopped = status.filter((s) => s.failure && Date.now() - Date.parse(s.failure.since) >= tally.engine.unreadyAfterFailureMs);
+        const stopped = status.filter((s) => s.failure && Date.now() - Date.parse(s.failure.since) >= services.engine.unreadyAfterFailureMs);
         if (stopped.length > 0)
-          return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable', store: tally.store.kind, projections } };
-        return { status: 200, body: { status: 'ready', store: tally.store.kind, projections } };
+          return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable', store: services.store.kind, projections } };
+        return { status: 200, body: { status: 'ready', store: services.store.kind, projections } };
       } catch {
         return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable' } };
       }
@@ -66,8 +71,8 @@ export const operationsRoutes = [
       200: { description: 'Prometheus text format', schema: PrometheusText },
       401: { description: 'ADMIN_TOKEN is set and the request does not carry it' },
     },
-    async handler({ tally, locals, req }) {
-      const token = tally.config.adminToken;
+    async handler({ services, locals, req }) {
+      const token = services.config.adminToken;
       if (token && !carriesOperatorToken(req.headers.authorization, token)) throw new HttpError(401, 'Invalid admin token');
       const { registry } = locals.metrics as { registry: import('prom-client').Registry };
       return { status: 200, body: await registry.metrics(), contentType: registry.contentType };

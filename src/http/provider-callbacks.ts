@@ -2,7 +2,13 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import { WebhookSignatureError } from '../providers/identity/port';
 import { HttpError, MESSAGES } from '../platform/http/errors';
-import { type HttpRequest, type RequestContext, route } from '../platform/http/route';
+import { type HttpRequest, type RequestContext, routeFor } from '../platform/http/route';
+import type { AppServices } from './services';
+
+/** The services these routes use. */
+const USES = ['cards', 'kyc', 'ledger', 'providers'] as const;
+type Services = Pick<AppServices, (typeof USES)[number]>;
+const route = routeFor<AppServices>()(USES);
 
 const Received = Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'WebhookReceived' });
 
@@ -26,7 +32,7 @@ function readCallback<Callback>(adapter: CallbackReader<Callback> | undefined, r
 }
 
 /** A signed provider callback route: read by the provider's adapter, then applied (deduplicated there). */
-function signedCallback(path: string, summary: string, apply: (ctx: RequestContext) => Promise<unknown>) {
+function signedCallback(path: string, summary: string, apply: (ctx: RequestContext<unknown, unknown, unknown, Services>) => Promise<unknown>) {
   return route({
     method: 'post',
     path,
@@ -43,18 +49,20 @@ function signedCallback(path: string, summary: string, apply: (ctx: RequestConte
 }
 
 const identityWebhook = (provider: string) =>
-  signedCallback(`/webhooks/identity/${provider}`, `Signed callbacks of the ${provider} identity provider (deduplicated by its event id).`, ({ tally, req }) =>
-    tally.kyc.applyWebhook(provider, readCallback(tally.providers.identity.get(provider), req)),
+  signedCallback(
+    `/webhooks/identity/${provider}`,
+    `Signed callbacks of the ${provider} identity provider (deduplicated by its event id).`,
+    ({ services, req }) => services.kyc.applyWebhook(provider, readCallback(services.providers.identity.get(provider), req)),
   );
 
 export const webhookRoutes = [
   identityWebhook('sandbox'),
   identityWebhook('persona'),
-  signedCallback('/webhooks/payments/mock', 'Signed callbacks of the mock payment provider.', ({ tally, req }) =>
-    tally.ledger.deposits.applyPaymentWebhook('mock', readCallback(tally.providers.payments.get('mock'), req)),
+  signedCallback('/webhooks/payments/mock', 'Signed callbacks of the mock payment provider.', ({ services, req }) =>
+    services.ledger.deposits.applyPaymentWebhook('mock', readCallback(services.providers.payments.get('mock'), req)),
   ),
-  signedCallback('/webhooks/payouts/mock', 'Signed callbacks of the mock payout provider.', ({ tally, req }) =>
-    tally.ledger.payouts.applyPayoutWebhook('mock', readCallback(tally.providers.payouts.get('mock'), req)),
+  signedCallback('/webhooks/payouts/mock', 'Signed callbacks of the mock payout provider.', ({ services, req }) =>
+    services.ledger.payouts.applyPayoutWebhook('mock', readCallback(services.providers.payouts.get('mock'), req)),
   ),
   // The card issuer's callbacks: an application's decision (or a new status word of the issuer's).
   cardIssuerWebhook('sandbox'),
@@ -62,7 +70,7 @@ export const webhookRoutes = [
 ];
 
 function cardIssuerWebhook(issuer: 'sandbox' | 'rain') {
-  return signedCallback(`/webhooks/cards/${issuer}`, `Signed callbacks of the ${issuer} card issuer (deduplicated by its event id).`, ({ tally, req }) =>
-    tally.cards.applications.applyIssuerWebhook(issuer, readCallback(tally.providers.cards.get(issuer), req)),
+  return signedCallback(`/webhooks/cards/${issuer}`, `Signed callbacks of the ${issuer} card issuer (deduplicated by its event id).`, ({ services, req }) =>
+    services.cards.applications.applyIssuerWebhook(issuer, readCallback(services.providers.cards.get(issuer), req)),
   );
 }

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { Tally } from '../compose/tally';
+import type { UserService } from '../app/identity';
 import { HttpError, MESSAGES } from '../platform/http/errors';
 import { UUID_RE } from './schemas';
 
@@ -9,14 +9,14 @@ export const MISSING_USER_ID = 'Missing userId in request body or query params';
 export const UserIdField = Type.String({ minLength: 1, 'x-required-error': MISSING_USER_ID, 'x-error': 'userId must be a string' });
 
 /** Reads: another partner's user, or none, is 404 "User not found". */
-export async function readableUser(tally: Tally, partnerId: string, userId: string) {
-  const user = UUID_RE.test(userId) ? await tally.users.get(partnerId, userId) : null;
+export async function readableUser(services: { users: Pick<UserService, 'get'> }, partnerId: string, userId: string) {
+  const user = UUID_RE.test(userId) ? await services.users.get(partnerId, userId) : null;
   if (!user) throw new HttpError(404, MESSAGES.userNotFound);
   return user;
 }
 
 /** Writes naming a user: another partner's is 403 "User does not belong to this partner". */
-export async function writableUser(tally: Tally, partnerId: string, userId: string) {
+export async function writableUser(services: { users: Pick<UserService, 'requireOwned'> }, partnerId: string, userId: string) {
   if (!UUID_RE.test(userId)) throw new HttpError(404, MESSAGES.userNotFound);
-  return tally.users.requireOwned(partnerId, userId);
+  return services.users.requireOwned(partnerId, userId);
 }

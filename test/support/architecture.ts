@@ -228,7 +228,9 @@ function literalText(node: ts.Node, constants: ReadonlyMap<string, string>): str
 function tablesDeclaredIn(node: ts.Node): string[] {
   if (!ts.isPropertyAssignment(node) || !ts.isIdentifier(node.name) || node.name.text !== 'tables') return [];
   if (!ts.isObjectLiteralExpression(node.initializer)) return [];
-  return node.initializer.properties.flatMap((p) => (p.name !== undefined && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? [p.name.text.toLowerCase()] : []));
+  return node.initializer.properties.flatMap((p) =>
+    p.name !== undefined && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name)) ? [p.name.text.toLowerCase()] : [],
+  );
 }
 
 function tablesCreatedIn(text: string): string[] {

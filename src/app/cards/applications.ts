@@ -19,7 +19,12 @@ import { at, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
 import { accountOfUser } from '../ledger/facts';
 import { LedgerProviderFailure } from '../ledger/provider-failure';
-import type { Tally } from '../../compose/tally';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { StateCache } from '../../platform/commands/commands';
+import type { Logger } from 'pino';
+import type { Config } from '../../config';
+import type { BuiltProviders } from '../../providers/index';
 
 type User = { userId: string; partnerId: string };
 
@@ -40,13 +45,22 @@ export interface StatusSummary {
 /** No application yet: both sides say so (as KYC's simple status does). */
 const NOT_STARTED = 'not_started';
 
+export interface CardApplicationsDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  stateCache: StateCache;
+  log: Logger;
+  config: Pick<Config, 'cardIssuer'>;
+  providers: Pick<BuiltProviders, 'cards'>;
+}
+
 /** Card applications: checked here, decided by the issuer, its reports applied from signed callbacks. */
 export class CardApplications {
-  constructor(private readonly tally: Tally) {}
+  constructor(private readonly deps: CardApplicationsDeps) {}
 
   /** The issuer of new applications is the configured one (CARD_ISSUER); an application's own stays its issuer's. */
-  issuer(name: string = this.tally.config.cardIssuer): CardIssuer {
-    const issuer = this.tally.providers.cards.get(name);
+  issuer(name: string = this.deps.config.cardIssuer): CardIssuer {
+    const issuer = this.deps.providers.cards.get(name);
     if (!issuer) throw new Error(`Card issuer ${name} is not configured`);
     return issuer;
   }
@@ -54,13 +68,13 @@ export class CardApplications {
   /** Submits the application to the issuer and records it, pending: nothing is recorded when the issuer fails. */
   async apply(user: User, input: ApplyInput, ctx: CommandContext): Promise<CardApplication> {
     const applicationId = randomUUID();
-    const done = await this.tally.commands.run(
+    const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const now = new Date().toISOString();
         const { stream, facts, hasExistingDocuments, profile } = await this.factsOf(reads, user.userId, now);
         checkCanApply(stream.state, { termsAccepted: input.isTermsOfServiceAccepted }, facts);
-        const accountId = await accountOfUser(this.tally.store, this.tally.stateCache, user.userId);
+        const accountId = await accountOfUser(this.deps.store, this.deps.stateCache, user.userId);
         const fields = Object.fromEntries(APPLICATION_PROFILE_FIELDS.map((f) => [f, String(profile[f])])) as Pick<
           CardApplicationData,
           (typeof APPLICATION_PROFILE_FIELDS)[number]
@@ -124,7 +138,7 @@ export class CardApplications {
 
   /** The user's latest application (null when none). */
   async current(userId: string): Promise<CardApplication | null> {
-    const { state } = await load(this.tally.store, cardApplicationStream(userId), cardApplicationDecider);
+    const { state } = await load(this.deps.store, cardApplicationStream(userId), cardApplicationDecider);
     return state.current;
   }
 
@@ -135,7 +149,7 @@ export class CardApplications {
     try {
       live = await this.issuer(application.issuer).getApplication(application.issuerApplicationId);
     } catch (error) {
-      this.tally.log.warn({ err: error, issuer: application.issuer }, 'card issuer could not be asked for an application status');
+      this.deps.log.warn({ err: error, issuer: application.issuer }, 'card issuer could not be asked for an application status');
       return { local: application.applicationStatus, external: application.externalStatus, synced: false };
     }
     return { local: application.applicationStatus, external: live.externalStatus, synced: live.status === application.applicationStatus };
@@ -143,7 +157,7 @@ export class CardApplications {
 
   /** An issuer's verified callback: the application it names moves (or its status word is mirrored). */
   async applyIssuerWebhook(issuerName: string, event: CardIssuerWebhookEvent): Promise<void> {
-    const { state: link } = await load(this.tally.store, issuerApplicationStream(issuerName, event.issuerApplicationId), issuerApplicationDecider);
+    const { state: link } = await load(this.deps.store, issuerApplicationStream(issuerName, event.issuerApplicationId), issuerApplicationDecider);
     if (!link) throw new DomainError('not_found', 'Card application not found');
     const ctx: CommandContext = {
       commandId: `cards:${issuerName}:${event.eventId}`,
@@ -158,7 +172,7 @@ export class CardApplications {
       source: issuerName,
       at: event.occurredAt,
     };
-    await this.tally.commands.decide(ctx, cardApplicationStream(link.userId), cardApplicationDecider, command);
+    await this.deps.commands.decide(ctx, cardApplicationStream(link.userId), cardApplicationDecider, command);
   }
 
   /** A provider call; its failure is a 503 with nothing recorded. */
@@ -166,7 +180,7 @@ export class CardApplications {
     try {
       return await call();
     } catch (error) {
-      this.tally.log.warn({ err: error }, 'card issuer call failed');
+      this.deps.log.warn({ err: error }, 'card issuer call failed');
       throw new LedgerProviderFailure('Card issuer unavailable', { cause: error });
     }
   }

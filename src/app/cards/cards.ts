@@ -22,9 +22,12 @@ import type { CardIssuer, CardSecrets } from '../../providers/cards/port';
 import { type Append, at, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
 import type { IdempotencyKeys } from '../ledger/idempotency';
-import type { Tally } from '../../compose/tally';
 import type { CardApplications } from './applications';
 import { answeredBefore, type CardKey, cardKey, exclusive, keepAnswer } from './keyed';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { StateCache } from '../../platform/commands/commands';
+import type { ServiceKeys } from '../../platform/keys';
 
 type User = { userId: string; partnerId: string };
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
@@ -66,10 +69,18 @@ interface CardChange {
   tellIssuer?: (issuer: CardIssuer, reference: string) => Promise<void>;
 }
 
+export interface CardCommandsDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  stateCache: StateCache;
+  /** The service's pepper: a PIN is kept as its keyed digest. */
+  serviceKeys: Pick<ServiceKeys, 'pepper'>;
+}
+
 /** Cards: issued on an approved application, then moved, limited and given a PIN, each call idempotent by key. */
 export class CardCommands {
   constructor(
-    private readonly tally: Tally,
+    private readonly deps: CardCommandsDeps,
     private readonly applications: CardApplications,
     private readonly keys: IdempotencyKeys,
   ) {}
@@ -80,7 +91,7 @@ export class CardCommands {
     // A keyed issue names its card: a retry after a lost answer asks the issuer for the same one.
     const cardId = key ? uuidV5(`card:${key.uuid}`) : randomUUID();
     return exclusive(this.keys, key, async () => {
-      const done = await this.tally.commands.run(key?.ctx ?? ctx, (reads) => this.decideIssue(reads, user, cardId, key), { cache: false });
+      const done = await this.deps.commands.run(key?.ctx ?? ctx, (reads) => this.decideIssue(reads, user, cardId, key), { cache: false });
       return done.result as Answered<CardView>;
     });
   }
@@ -177,7 +188,7 @@ export class CardCommands {
    */
   async setPin(user: User, pin: unknown, ctx: CommandContext, idempotencyKey?: string): Promise<Answered<{ id: string }>> {
     const valid = checkPin(pin);
-    const pinDigest = createHmac('sha256', this.tally.keys.pepper).update(`card-pin:${user.userId}:${valid}`).digest('hex');
+    const pinDigest = createHmac('sha256', this.deps.serviceKeys.pepper).update(`card-pin:${user.userId}:${valid}`).digest('hex');
     return this.onCard(
       user,
       'pin',
@@ -207,7 +218,7 @@ export class CardCommands {
   ): Promise<Answered<T>> {
     const key = idempotencyKey === undefined ? undefined : cardKey(user, kind, request, idempotencyKey, ctx);
     return exclusive(this.keys, key, async () => {
-      const done = await this.tally.commands.run(
+      const done = await this.deps.commands.run(
         key?.ctx ?? ctx,
         async (reads) => {
           const before = key ? await answeredBefore(reads, key) : null;
@@ -231,7 +242,7 @@ export class CardCommands {
 
   /** The operator's cancel, by card id: final (decisions.md). */
   async cancel(cardId: string, ctx: CommandContext): Promise<{ id: string; status: string }> {
-    const done = await this.tally.commands.run(
+    const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const loaded = await reads.stream(cardStream(cardId), cardDecider);
@@ -253,8 +264,8 @@ export class CardCommands {
 
   /** The user's cards, oldest first (from the write side). */
   async cardsOf(userId: string): Promise<Card[]> {
-    const { state } = await load(this.tally.store, userCardsStream(userId), userCardsDecider);
-    const loaded = await Promise.all(state.cardIds.map((id) => load(this.tally.store, cardStream(id), cardDecider)));
+    const { state } = await load(this.deps.store, userCardsStream(userId), userCardsDecider);
+    const loaded = await Promise.all(state.cardIds.map((id) => load(this.deps.store, cardStream(id), cardDecider)));
     return loaded.flatMap((l) => (l.state.card ? [l.state.card] : []));
   }
 
@@ -263,7 +274,7 @@ export class CardCommands {
    * learn), 403 when another user's of the same partner (as accounts are, decisions.md "Errors").
    */
   async requireOwnCard(cardId: string, user: User): Promise<Card> {
-    const { state } = await load(this.tally.store, cardStream(cardId), cardDecider, { cache: this.tally.stateCache });
+    const { state } = await load(this.deps.store, cardStream(cardId), cardDecider, { cache: this.deps.stateCache });
     const card = state.card;
     if (!card || card.partnerId !== user.partnerId) return requireCard({ card: null });
     if (card.userId !== user.userId) throw new DomainError('forbidden', 'Card does not belong to the authenticated user');

@@ -1,11 +1,13 @@
-import type { Tally } from '../../compose/tally';
-import { CardApplications } from './applications';
-import { CardCommands } from './cards';
-import { CardSpending } from './spending';
+import type { LedgerService } from '../ledger';
+import { CardApplications, type CardApplicationsDeps } from './applications';
+import { CardCommands, type CardCommandsDeps } from './cards';
+import { CardSpending, type CardSpendingDeps } from './spending';
 
 export type { ApplyInput, StatusSummary } from './applications';
 export { type Answered, type CardView, viewOfCard } from './cards';
 export type { AuthorizationInput } from './spending';
+
+export type CardsServiceDeps = CardApplicationsDeps & CardCommandsDeps & CardSpendingDeps & { ledger: LedgerService };
 
 /** Cards: applications, the card itself and its spends, on the one command path. */
 export class CardsService {
@@ -14,10 +16,10 @@ export class CardsService {
   /** Authorizations, clearings and reversals: card spends on the user's account. */
   readonly spending: CardSpending;
 
-  constructor(tally: Tally) {
-    this.applications = new CardApplications(tally);
+  constructor(deps: CardsServiceDeps) {
+    this.applications = new CardApplications(deps);
     // The ledger's in-flight tracker: one for every keyed command, card calls included.
-    this.cards = new CardCommands(tally, this.applications, tally.ledger.keys);
-    this.spending = new CardSpending(tally, tally.ledger);
+    this.cards = new CardCommands(deps, this.applications, deps.ledger.keys);
+    this.spending = new CardSpending(deps, deps.ledger);
   }
 }

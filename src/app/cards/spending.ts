@@ -18,8 +18,15 @@ import { type Append, at, type Batches, type Decision, type Reads } from '../../
 import { type CommandContext, load } from '../../platform/commands/commands';
 import type { LedgerService } from '../ledger';
 import { inTurnOfDebitedAccount } from '../ledger/facts';
-import { type Tally, writeScope } from '../../compose/tally';
+import { writeScope } from '../../platform/consumers/read-your-writes';
 import { OverloadedError } from '../../eventstore/port';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { Sql } from '../../eventstore/sql';
+import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
+import type { StateCache } from '../../platform/commands/commands';
+import type { NoteWrite } from '../../platform/consumers/read-your-writes';
+import type { ProfileService, UserService } from '../identity';
 
 /** An authorization as the card network sends it (the sandbox route's body, checked). */
 export interface AuthorizationInput {
@@ -44,6 +51,17 @@ const CARD_TRANSACTION_NOT_FOUND = 'Card transaction not found';
 /** Card holders kept in memory before the memo starts again. */
 const MAX_HOLDERS = 10_000;
 
+export interface CardSpendingDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  stateCache: StateCache;
+  sql: Sql;
+  readYourWrites: WaitForReadModels;
+  noteWrite: NoteWrite;
+  profiles: Pick<ProfileService, 'get'>;
+  users: Pick<UserService, 'get'>;
+}
+
 /**
  * Card spends: authorizations decided in order per account (so per card), each a card transaction,
  * the approved ones holds on the account; clearings and reversals settle them. The clock is a field
@@ -58,11 +76,11 @@ export class CardSpending {
   private readonly holders = new Map<string, CardHolder>();
 
   constructor(
-    private readonly tally: Tally,
+    private readonly deps: CardSpendingDeps,
     private readonly ledger: LedgerService,
   ) {
-    this.queries = new CardQueries(tally.sql);
-    this.authorizations = tally.commands.batches((asked, reads) => this.decideBatch(asked, reads));
+    this.queries = new CardQueries(deps.sql);
+    this.authorizations = deps.commands.batches((asked, reads) => this.decideBatch(asked, reads));
   }
 
   /** A sandbox authorization on one of the partner's cards: 201 the card transaction, pending or declined. */
@@ -93,9 +111,9 @@ export class CardSpending {
    * once issued, so a cached state tells them; only a card not known issued is read again.
    */
   private async issuedCard(cardId: string): Promise<CardState['card']> {
-    const options = { cache: this.tally.stateCache };
-    const cached = await load(this.tally.store, cardStream(cardId), cardDecider, { ...options, trustCache: true });
-    return cached.state.card ?? (await load(this.tally.store, cardStream(cardId), cardDecider, options)).state.card;
+    const options = { cache: this.deps.stateCache };
+    const cached = await load(this.deps.store, cardStream(cardId), cardDecider, { ...options, trustCache: true });
+    return cached.state.card ?? (await load(this.deps.store, cardStream(cardId), cardDecider, options)).state.card;
   }
 
   /** Authorizations on one account, decided in order on its state and its cards' and appended together. */
@@ -139,8 +157,8 @@ export class CardSpending {
     action: 'clear' | 'reverse',
     decide: (card: CardState, account: AccountState, txn: TransactionState, request: SettlementRequest) => SettlementDecided,
   ): Promise<CardTransactionView> {
-    const done = await inTurnOfDebitedAccount(this.tally.commands, this.tally.store, transactionId, () =>
-      this.tally.commands.run(ctx, async (reads) => {
+    const done = await inTurnOfDebitedAccount(this.deps.commands, this.deps.store, transactionId, () =>
+      this.deps.commands.run(ctx, async (reads) => {
         const stream = transactionStream(transactionId);
         const txn = await reads.stream(stream, transactionDecider, { cached: false });
         const created = txn.state.created;
@@ -166,12 +184,12 @@ export class CardSpending {
     );
     this.noteWrites(partnerId, done.position);
     // A sandbox operation, not a hot path: it answers from the read model, waited for.
-    await this.tally.readYourWrites(done.position, ['cards']);
+    await this.deps.readYourWrites(done.position, ['cards']);
     let view = await this.queries.get(partnerId, transactionId);
     if (view === null) {
       // Nothing appended this time (a settlement made before, sent again) while the read model is
       // still catching up (after a restart, say): wait for what the log holds now.
-      await this.tally.readYourWrites(await this.tally.store.headPosition(), ['cards']);
+      await this.deps.readYourWrites(await this.deps.store.headPosition(), ['cards']);
       view = await this.queries.get(partnerId, transactionId);
     }
     // Still behind after the bounded wait: a 503 the caller may retry, not a wrong answer.
@@ -198,7 +216,7 @@ export class CardSpending {
     const key = `${partnerId}|${userId}`;
     const known = this.holders.get(key);
     if (known) return known;
-    const [user, profile] = await Promise.all([this.tally.users.get(partnerId, userId), this.tally.profiles.get(userId)]);
+    const [user, profile] = await Promise.all([this.deps.users.get(partnerId, userId), this.deps.profiles.get(userId)]);
     const holder = { firstName: profile?.firstName ?? '', lastName: profile?.lastName ?? null, email: user?.email ?? '' };
     if (user && profile?.firstName) {
       if (this.holders.size >= MAX_HOLDERS) this.holders.clear();
@@ -209,8 +227,8 @@ export class CardSpending {
 
   /** The authorization moved money (ledger) and made a card transaction (cards): the partner's next reads of either wait for it. */
   private noteWrites(partnerId: string, position: string | undefined): void {
-    this.tally.noteWrite(writeScope('ledger', partnerId), position);
-    this.tally.noteWrite(writeScope('cards', partnerId), position);
+    this.deps.noteWrite(writeScope('ledger', partnerId), position);
+    this.deps.noteWrite(writeScope('cards', partnerId), position);
   }
 }
 

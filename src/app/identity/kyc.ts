@@ -6,7 +6,14 @@ import { userDecider, userStream } from '../../domain/identity/user';
 import type { IdentityProvider, IdentityWebhookEvent, InquiryPrefill, InquirySnapshot } from '../../providers/identity/port';
 import { at } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
-import type { Tally } from '../../compose/tally';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { Sql } from '../../eventstore/sql';
+import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
+import type { Logger } from 'pino';
+import type { Config } from '../../config';
+import type { BuiltProviders } from '../../providers/index';
+import type { ProfileService } from './profiles';
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 const ts = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', ${ISO}) AS ${column}`;
@@ -34,19 +41,30 @@ const COLUMNS = `verification_id::text, inquiry_id, provider, verification_url, 
 
 export class ProviderFailure extends Error {}
 
+export interface KycServiceDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  sql: Sql;
+  readYourWrites: WaitForReadModels;
+  log: Logger;
+  config: Pick<Config, 'identityProvider' | 'kycLimits'>;
+  providers: Pick<BuiltProviders, 'identity'>;
+  profiles: Pick<ProfileService, 'require'>;
+}
+
 export class KycService {
-  constructor(private readonly tally: Tally) {}
+  constructor(private readonly deps: KycServiceDeps) {}
 
   private provider(name?: string): IdentityProvider {
-    const provider = this.tally.providers.identity.get(name ?? this.tally.config.identityProvider);
-    if (!provider) throw new Error(`Identity provider ${name ?? this.tally.config.identityProvider} is not configured`);
+    const provider = this.deps.providers.identity.get(name ?? this.deps.config.identityProvider);
+    if (!provider) throw new Error(`Identity provider ${name ?? this.deps.config.identityProvider} is not configured`);
     return provider;
   }
 
   /** Start KYC: the existing in-progress verification, or a new inquiry at the provider. */
   async start(userId: string, prefill: InquiryPrefill, ctx: CommandContext): Promise<{ verificationUrl: string; inquiryId: string; isExisting: boolean }> {
-    await this.tally.profiles.require(userId);
-    const done = await this.tally.commands.run(
+    await this.deps.profiles.require(userId);
+    const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const kyc = await reads.stream(kycStream(userId), kycDecider);
@@ -81,7 +99,7 @@ export class KycService {
       },
       { cache: false },
     );
-    await this.tally.readYourWrites(done.position, ['kyc', 'users']);
+    await this.deps.readYourWrites(done.position, ['kyc', 'users']);
     return done.result;
   }
 
@@ -89,7 +107,7 @@ export class KycService {
     try {
       return await provider.createInquiry({ referenceId: userId, prefill });
     } catch (error) {
-      this.tally.log.warn({ err: error, provider: provider.name }, 'identity provider could not create an inquiry');
+      this.deps.log.warn({ err: error, provider: provider.name }, 'identity provider could not create an inquiry');
       throw new ProviderFailure('Failed to create identity inquiry');
     }
   }
@@ -114,7 +132,7 @@ export class KycService {
       source: update.source,
       at: update.at,
     };
-    const done = await this.tally.commands.run(
+    const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const kyc = await reads.stream(kycStream(userId), kycDecider);
@@ -134,7 +152,7 @@ export class KycService {
       },
       { cache: false },
     );
-    await this.tally.readYourWrites(done.position, ['kyc', 'users']);
+    await this.deps.readYourWrites(done.position, ['kyc', 'users']);
   }
 
   async applyWebhook(providerName: string, event: IdentityWebhookEvent): Promise<void> {
@@ -158,7 +176,7 @@ export class KycService {
     try {
       snapshot = await this.provider(latest.provider).getInquiry(latest.inquiry_id);
     } catch (error) {
-      this.tally.log.warn({ err: error }, 'identity provider could not be read');
+      this.deps.log.warn({ err: error }, 'identity provider could not be read');
       throw new ProviderFailure('Identity provider unavailable');
     }
     await this.applyProviderUpdate({
@@ -170,25 +188,25 @@ export class KycService {
   }
 
   private async userOfInquiry(inquiryId: string, referenceId: string): Promise<string | null> {
-    const [row] = await this.tally.sql.query<{ user_id: string }>('SELECT user_id::text FROM rm_kyc_verifications WHERE inquiry_id = $1', [inquiryId]);
+    const [row] = await this.deps.sql.query<{ user_id: string }>('SELECT user_id::text FROM rm_kyc_verifications WHERE inquiry_id = $1', [inquiryId]);
     if (row) return row.user_id;
     // The callback may outrun our projection: the provider's reference id is our user id.
     if (/^[0-9a-f-]{36}$/i.test(referenceId)) {
-      const kyc = await load(this.tally.store, kycStream(referenceId), kycDecider);
+      const kyc = await load(this.deps.store, kycStream(referenceId), kycDecider);
       if (kyc.state.verifications.some((v) => v.inquiryId === inquiryId)) return referenceId;
     }
     return null;
   }
 
   async history(userId: string): Promise<VerificationRow[]> {
-    return this.tally.sql.query<VerificationRow>(
+    return this.deps.sql.query<VerificationRow>(
       `SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 100`,
       [userId],
     );
   }
 
   async latest(userId: string): Promise<VerificationRow | null> {
-    const [row] = await this.tally.sql.query<VerificationRow>(
+    const [row] = await this.deps.sql.query<VerificationRow>(
       `SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 1`,
       [userId],
     );
@@ -204,7 +222,7 @@ export class KycService {
     const canStartNewKyc = !latest || latest.status === 'expired';
     const resumable = !!latest && ['created', 'pending', 'in_progress'].includes(latest.status);
     const operable = !['suspended', 'banned'].includes(userStatus);
-    const limits = this.tally.config.kycLimits;
+    const limits = this.deps.config.kycLimits;
     return {
       userId,
       userStatus,

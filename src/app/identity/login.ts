@@ -6,8 +6,14 @@ import { INVALID_TOKEN, sessionDecider, sessionStream } from '../../domain/ident
 import { normalizeEmail, userDecider, userStream } from '../../domain/identity/user';
 import { type Append, at as atRevision, type Reads } from '../../platform/commands/command-handler';
 import type { CommandContext } from '../../platform/commands/commands';
-import type { Tally } from '../../compose/tally';
 import { newLoginCode, newRefreshToken, parseRefreshToken } from './tokens';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { Sql } from '../../eventstore/sql';
+import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
+import type { Logger } from 'pino';
+import type { BuiltProviders } from '../../providers/index';
+import type { SessionGate } from './session-gate';
+import type { TokenService } from './tokens';
 
 export const SEND_MESSAGE = 'If the email is registered, a code has been sent';
 
@@ -28,12 +34,22 @@ const sendKey = (partnerId: string, email: string) =>
     .update(`${partnerId}\0${normalizeEmail(email)}`)
     .digest('hex');
 
+export interface LoginServiceDeps {
+  commands: CommandHandler;
+  sql: Sql;
+  readYourWrites: WaitForReadModels;
+  log: Logger;
+  providers: Pick<BuiltProviders, 'email'>;
+  tokens: TokenService;
+  sessionGate: Pick<SessionGate, 'isActive'>;
+}
+
 /** Emailed-code login, sessions with rotating refresh tokens, and the account opened at first login. */
 export class LoginService {
-  constructor(private readonly tally: Tally) {}
+  constructor(private readonly deps: LoginServiceDeps) {}
 
   private async partnerUser(partnerId: string, email: string): Promise<{ id: string; email: string } | null> {
-    const [row] = await this.tally.sql.query<{ id: string; email: string }>(
+    const [row] = await this.deps.sql.query<{ id: string; email: string }>(
       'SELECT user_id::text AS id, email FROM rm_users WHERE email = $1 AND partner_id = $2',
       [normalizeEmail(email), partnerId],
     );
@@ -46,7 +62,7 @@ export class LoginService {
    */
   async send(partnerId: string, email: string, ctx: CommandContext): Promise<void> {
     const key = sendKey(partnerId, email);
-    const allowed = await this.tally.sql.transaction(async (tx) => {
+    const allowed = await this.deps.sql.transaction(async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
       await tx.query(`DELETE FROM login_send_log WHERE email_hash = $1 AND sent_at < now() - interval '1 hour'`, [key]);
       const [row] = await tx.query<{ n: string }>('SELECT count(*)::text AS n FROM login_send_log WHERE email_hash = $1', [key]);
@@ -58,8 +74,8 @@ export class LoginService {
     const user = await this.partnerUser(partnerId, email);
     if (!user) return;
     const code = newLoginCode();
-    const codeHash = this.tally.tokens.codeHash(user.id, code);
-    await this.tally.commands.run(
+    const codeHash = this.deps.tokens.codeHash(user.id, code);
+    await this.deps.commands.run(
       ctx,
       async (reads) => {
         const login = await reads.stream(loginStream(user.id), loginDecider);
@@ -70,7 +86,7 @@ export class LoginService {
       { cache: false },
     );
     try {
-      await this.tally.providers.email.send({
+      await this.deps.providers.email.send({
         to: user.email,
         subject: 'Your login code',
         text: `Your login code is ${code}. It expires in 10 minutes. If you did not ask for it, ignore this email.`,
@@ -78,20 +94,20 @@ export class LoginService {
       });
     } catch (error) {
       // Same answer regardless; the user can ask again. The code itself is never logged.
-      this.tally.log.error({ err: error, provider: this.tally.providers.email.name }, 'login code email could not be sent');
+      this.deps.log.error({ err: error, provider: this.deps.providers.email.name }, 'login code email could not be sent');
     }
   }
 
   async verify(partnerId: string, email: string, code: string, ctx: CommandContext): Promise<LoginResult> {
     const user = await this.partnerUser(partnerId, email);
     if (!user) throw new DomainError('unauthenticated', INVALID_CODE);
-    const done = await this.tally.commands.run(
+    const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const at = new Date().toISOString();
         const sessionId = randomUUID();
         const login = await reads.stream(loginStream(user.id), loginDecider);
-        const presentedHash = this.tally.tokens.codeHash(user.id, code);
+        const presentedHash = this.deps.tokens.codeHash(user.id, code);
         const events = loginDecider.decide({ type: 'VerifyCode', userId: user.id, presentedHash, sessionId, at }, login.state);
         const loginAppend: Append = { stream: loginStream(user.id), events, expected: atRevision(login) };
         // The failed try is stored even though the answer is an error: it counts.
@@ -112,10 +128,10 @@ export class LoginService {
       { cache: false },
     );
     if (!done.result) throw new DomainError('unauthenticated', INVALID_CODE);
-    await this.tally.readYourWrites(done.position, ['sessions', 'ledger']);
+    await this.deps.readYourWrites(done.position, ['sessions', 'ledger']);
     return {
       success: true,
-      accessToken: this.tally.tokens.issueAccessToken({ userId: user.id, partnerId, sessionId: done.result.sessionId }),
+      accessToken: this.deps.tokens.issueAccessToken({ userId: user.id, partnerId, sessionId: done.result.sessionId }),
       refreshToken: done.result.refresh.token,
       tokenType: 'Bearer',
       expiresIn: 900,
@@ -127,7 +143,7 @@ export class LoginService {
   private async accountOpening(reads: Reads, userId: string, partnerId: string, at: string): Promise<Append[]> {
     const reservation = await reads.stream(userAccountStream(userId), userAccountDecider);
     if (reservation.state.accountId !== null) return [];
-    const [row] = await this.tally.sql.query<{ id: string }>(`SELECT nextval('account_id_seq')::text AS id`);
+    const [row] = await this.deps.sql.query<{ id: string }>(`SELECT nextval('account_id_seq')::text AS id`);
     const accountId = Number(row?.id);
     return [
       {
@@ -156,7 +172,7 @@ export class LoginService {
     const parsed = parseRefreshToken(refreshToken);
     if (!parsed) throw new DomainError('unauthenticated', INVALID_TOKEN);
     const next = newRefreshToken(parsed.sessionId);
-    const done = await this.tally.commands.run(
+    const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const session = await reads.stream(sessionStream(parsed.sessionId), sessionDecider);
@@ -171,12 +187,12 @@ export class LoginService {
       { cache: false },
     );
     const { userId, revoked } = done.result;
-    if (done.position) await this.tally.readYourWrites(done.position, ['sessions']);
+    if (done.position) await this.deps.readYourWrites(done.position, ['sessions']);
     if (revoked) throw new DomainError('unauthenticated', INVALID_TOKEN);
-    const [row] = await this.tally.sql.query<{ email: string }>('SELECT email FROM rm_users WHERE user_id = $1', [userId]);
+    const [row] = await this.deps.sql.query<{ email: string }>('SELECT email FROM rm_users WHERE user_id = $1', [userId]);
     return {
       success: true,
-      accessToken: this.tally.tokens.issueAccessToken({ userId, partnerId, sessionId: parsed.sessionId }),
+      accessToken: this.deps.tokens.issueAccessToken({ userId, partnerId, sessionId: parsed.sessionId }),
       refreshToken: next.token,
       tokenType: 'Bearer',
       expiresIn: 900,
@@ -187,7 +203,7 @@ export class LoginService {
   async logout(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<void> {
     const parsed = parseRefreshToken(refreshToken);
     if (!parsed) throw new DomainError('unauthenticated', INVALID_TOKEN);
-    const done = await this.tally.commands.run(
+    const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const session = await reads.stream(sessionStream(parsed.sessionId), sessionDecider);
@@ -197,13 +213,13 @@ export class LoginService {
       },
       { cache: false },
     );
-    if (done.position) await this.tally.readYourWrites(done.position, ['sessions']);
+    if (done.position) await this.deps.readYourWrites(done.position, ['sessions']);
   }
 
   /** Bearer check on every request: a valid token of a live session of a user who is still active. */
   async authenticateBearer(token: string): Promise<{ userId: string; partnerId: string; sessionId: string } | null> {
-    const claims = this.tally.tokens.verifyAccessToken(token);
+    const claims = this.deps.tokens.verifyAccessToken(token);
     if (!claims) return null;
-    return (await this.tally.sessionGate.isActive(claims)) ? claims : null;
+    return (await this.deps.sessionGate.isActive(claims)) ? claims : null;
   }
 }

@@ -5,7 +5,12 @@ import { type CommandContext, load } from '../../platform/commands/commands';
 import { ReadModelMemo } from '../../platform/consumers/read-model-memo';
 import { SecretChecks } from './secret-checks';
 import { hashSecret, newApiKeyPair } from './secrets';
-import type { Tally } from '../../compose/tally';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { Sql } from '../../eventstore/sql';
+import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
+import type { StateCache } from '../../platform/commands/commands';
+import type { Projections } from '../../platform/consumers/runner';
 
 export interface PartnerRecord {
   id: string;
@@ -14,14 +19,23 @@ export interface PartnerRecord {
   createdAt: string;
 }
 
+export interface PartnerServiceDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  sql: Sql;
+  stateCache: StateCache;
+  readYourWrites: WaitForReadModels;
+  engine: Projections;
+}
+
 export class PartnerService {
   /** Remembered right and wrong pairs, and each key's budget of scrypt checks. */
   readonly secretChecks = new SecretChecks();
   /** Unrevoked keys as read from rm_partner_keys, remembered while this node runs the partners projection. */
   readonly keys: ReadModelMemo<{ partner_id: string; secret_hash: string }>;
 
-  constructor(private readonly tally: Tally) {
-    this.keys = new ReadModelMemo(tally.engine, ['partners'], {
+  constructor(private readonly deps: PartnerServiceDeps) {
+    this.keys = new ReadModelMemo(deps.engine, ['partners'], {
       ttlMs: 60_000,
       maxEntries: 10_000,
       staleAfter: (e) => (e.type === 'PartnerApiKeyRevoked' ? [(e.data as { apiKey: string }).apiKey] : []),
@@ -33,8 +47,8 @@ export class PartnerService {
     const { apiKey, apiSecret } = newApiKeyPair(options.sandbox);
     const secretHash = await hashSecret(apiSecret);
     const command: PartnerCommand = { type: 'CreatePartner', partnerId, name, sandbox: options.sandbox, apiKey, secretHash };
-    const result = await this.tally.commands.decide(options.ctx, partnerStream(partnerId), partnerDecider, command);
-    await this.tally.readYourWrites(result.position, ['partners']);
+    const result = await this.deps.commands.decide(options.ctx, partnerStream(partnerId), partnerDecider, command);
+    await this.deps.readYourWrites(result.position, ['partners']);
     return { id: partnerId, name: name.trim(), apiKey, apiSecret };
   }
 
@@ -43,19 +57,19 @@ export class PartnerService {
     if (!partner) throw new DomainError('not_found', 'Partner not found');
     const { apiKey, apiSecret } = newApiKeyPair(partner.sandbox);
     const secretHash = await hashSecret(apiSecret);
-    const result = await this.tally.commands.decide(ctx, partnerStream(partnerId), partnerDecider, { type: 'CreateApiKey', apiKey, secretHash });
-    await this.tally.readYourWrites(result.position, ['partners']);
+    const result = await this.deps.commands.decide(ctx, partnerStream(partnerId), partnerDecider, { type: 'CreateApiKey', apiKey, secretHash });
+    await this.deps.readYourWrites(result.position, ['partners']);
     return { id: partnerId, apiKey, apiSecret };
   }
 
   async revokeKey(partnerId: string, apiKey: string, ctx: CommandContext): Promise<void> {
-    const result = await this.tally.commands.decide(ctx, partnerStream(partnerId), partnerDecider, { type: 'RevokeApiKey', apiKey });
+    const result = await this.deps.commands.decide(ctx, partnerStream(partnerId), partnerDecider, { type: 'RevokeApiKey', apiKey });
     this.secretChecks.forgetPartner(partnerId);
-    await this.tally.readYourWrites(result.position, ['partners']);
+    await this.deps.readYourWrites(result.position, ['partners']);
   }
 
   async get(partnerId: string): Promise<PartnerRecord | null> {
-    const [row] = await this.tally.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string }>(
+    const [row] = await this.deps.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string }>(
       `SELECT partner_id::text, name, sandbox, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at FROM rm_partners WHERE partner_id = $1`,
       [partnerId],
     );
@@ -64,7 +78,7 @@ export class PartnerService {
 
   /** Every partner, oldest first, with how many of its keys are active (the operator's list). */
   async list(): Promise<Array<PartnerRecord & { activeKeys: number }>> {
-    const rows = await this.tally.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string; active_keys: string }>(
+    const rows = await this.deps.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string; active_keys: string }>(
       `SELECT p.partner_id::text, p.name, p.sandbox, to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
               (SELECT count(*) FROM rm_partner_keys k WHERE k.partner_id = p.partner_id AND k.revoked_at IS NULL)::text AS active_keys
          FROM rm_partners p ORDER BY p.created_at, p.partner_id`,
@@ -73,7 +87,7 @@ export class PartnerService {
   }
 
   async count(): Promise<number> {
-    const [row] = await this.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_partners');
+    const [row] = await this.deps.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_partners');
     return Number(row?.n ?? 0);
   }
 
@@ -93,13 +107,13 @@ export class PartnerService {
     const known = this.keys.get(apiKey);
     if (known) return known;
     const generation = this.keys.generation;
-    const [row] = await this.tally.sql.query<{ partner_id: string; secret_hash: string }>(
+    const [row] = await this.deps.sql.query<{ partner_id: string; secret_hash: string }>(
       'SELECT partner_id::text, secret_hash FROM rm_partner_keys WHERE api_key = $1 AND revoked_at IS NULL',
       [apiKey],
     );
     if (!row) return null;
-    if (this.tally.engine.isStopped('partners')) {
-      const { state } = await load(this.tally.store, partnerStream(row.partner_id), partnerDecider, { cache: this.tally.stateCache });
+    if (this.deps.engine.isStopped('partners')) {
+      const { state } = await load(this.deps.store, partnerStream(row.partner_id), partnerDecider, { cache: this.deps.stateCache });
       return state.activeKeys.includes(apiKey) ? row : null;
     }
     this.keys.remember(apiKey, row, [apiKey], generation);

@@ -2,7 +2,10 @@ import { DomainError } from '../../platform/decider';
 import { missingFields, type ProfileFields, profileDecider, profileStream } from '../../domain/identity/profile';
 import { kycDecider, kycStream } from '../../domain/identity/kyc';
 import { type CommandContext, load } from '../../platform/commands/commands';
-import type { Tally } from '../../compose/tally';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { Sql } from '../../eventstore/sql';
+import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 
 export interface ProfileView extends ProfileFields {
   userId: string;
@@ -12,32 +15,39 @@ export interface ProfileView extends ProfileFields {
 
 const today = () => new Date().toISOString().slice(0, 10);
 
+export interface ProfileServiceDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  sql: Sql;
+  readYourWrites: WaitForReadModels;
+}
+
 /** Personal profiles: partner routes name the user (after the ownership check), bearer routes are the token's user. */
 export class ProfileService {
-  constructor(private readonly tally: Tally) {}
+  constructor(private readonly deps: ProfileServiceDeps) {}
 
   async create(partnerId: string, userId: string, fields: ProfileFields, ctx: CommandContext): Promise<ProfileView> {
-    const result = await this.tally.commands.decide(ctx, profileStream(userId), profileDecider, {
+    const result = await this.deps.commands.decide(ctx, profileStream(userId), profileDecider, {
       type: 'CreateProfile',
       userId,
       partnerId,
       fields,
       today: today(),
     });
-    await this.tally.readYourWrites(result.position, ['profiles']);
+    await this.deps.readYourWrites(result.position, ['profiles']);
     return this.require(userId);
   }
 
   async update(userId: string, changes: ProfileFields, ctx: CommandContext): Promise<ProfileView> {
     const identityVerified = await this.identityVerified(userId);
-    const result = await this.tally.commands.decide(ctx, profileStream(userId), profileDecider, {
+    const result = await this.deps.commands.decide(ctx, profileStream(userId), profileDecider, {
       type: 'UpdateProfile',
       userId,
       changes,
       today: today(),
       identityVerified,
     });
-    await this.tally.readYourWrites(result.position, ['profiles']);
+    await this.deps.readYourWrites(result.position, ['profiles']);
     return this.require(userId);
   }
 
@@ -47,12 +57,12 @@ export class ProfileService {
    * stream, not a read model, so an approval just recorded counts.
    */
   private async identityVerified(userId: string): Promise<boolean> {
-    const { state } = await load(this.tally.store, kycStream(userId), kycDecider);
+    const { state } = await load(this.deps.store, kycStream(userId), kycDecider);
     return state.verifications.some((v) => v.status === 'approved');
   }
 
   async get(userId: string): Promise<ProfileView | null> {
-    const [row] = await this.tally.sql.query<{ fields: ProfileFields; created_at: string; updated_at: string }>(
+    const [row] = await this.deps.sql.query<{ fields: ProfileFields; created_at: string; updated_at: string }>(
       `SELECT fields, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
               to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
          FROM rm_profiles WHERE user_id = $1`,

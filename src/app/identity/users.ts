@@ -2,7 +2,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import { DomainError } from '../../platform/decider';
 import { normalizeEmail, type UserCommand, type UserStatus, userDecider, userStream } from '../../domain/identity/user';
 import { type CommandContext, load } from '../../platform/commands/commands';
-import type { Tally } from '../../compose/tally';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { Sql } from '../../eventstore/sql';
+import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 
 export interface UserSummary {
   id: string;
@@ -62,8 +65,15 @@ const toRecord = (r: UserRow): UserRecord => ({
 
 export const summary = (u: UserRecord): UserSummary => ({ id: u.id, email: u.email, status: u.status, createdAt: u.createdAt });
 
+export interface UserServiceDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  sql: Sql;
+  readYourWrites: WaitForReadModels;
+}
+
 export class UserService {
-  constructor(private readonly tally: Tally) {}
+  constructor(private readonly deps: UserServiceDeps) {}
 
   /** Registers a user; the email reservation stream (appended with "no stream") keeps emails unique. */
   async register(
@@ -84,7 +94,7 @@ export class UserService {
         language: input.language ?? 'en',
       },
     };
-    const result = await this.tally.commands.decide(ctx, userStream(userId), userDecider, command, () => [
+    const result = await this.deps.commands.decide(ctx, userStream(userId), userDecider, command, () => [
       {
         stream: emailStream(email),
         expected: 'no_stream',
@@ -92,11 +102,11 @@ export class UserService {
         refuseOnConflict: new DomainError('conflict', 'User with this email already exists'),
       },
     ]);
-    await this.tally.readYourWrites(result.position, ['users']);
+    await this.deps.readYourWrites(result.position, ['users']);
     const user = await this.get(partnerId, userId);
     if (user) return user;
     // The users read model is behind (stopped on an event, or slow): the answer comes from the log.
-    const [registered] = await this.tally.store.readStream(userStream(userId), { maxCount: 1 });
+    const [registered] = await this.deps.store.readStream(userStream(userId), { maxCount: 1 });
     if (registered?.type !== 'UserRegistered') throw new Error(`user ${userId} was registered but its stream does not start with it`);
     const at = registered.recordedAt;
     const d = command.data;
@@ -115,13 +125,13 @@ export class UserService {
 
   /** The user, if it exists and belongs to the partner (otherwise null: callers answer 404). */
   async get(partnerId: string, userId: string): Promise<UserRecord | null> {
-    const [row] = await this.tally.sql.query<UserRow>(`SELECT ${USER_COLUMNS} FROM rm_users WHERE user_id = $1 AND partner_id = $2`, [userId, partnerId]);
+    const [row] = await this.deps.sql.query<UserRow>(`SELECT ${USER_COLUMNS} FROM rm_users WHERE user_id = $1 AND partner_id = $2`, [userId, partnerId]);
     return row ? toRecord(row) : null;
   }
 
   /** For writes that name a user in the body: 404 when unknown, 403 when another partner's. */
   async requireOwned(partnerId: string, userId: string): Promise<UserRecord> {
-    const [row] = await this.tally.sql.query<UserRow & { partner_id: string }>(`SELECT ${USER_COLUMNS}, partner_id::text FROM rm_users WHERE user_id = $1`, [
+    const [row] = await this.deps.sql.query<UserRow & { partner_id: string }>(`SELECT ${USER_COLUMNS}, partner_id::text FROM rm_users WHERE user_id = $1`, [
       userId,
     ]);
     if (!row) throw new DomainError('not_found', 'User not found');
@@ -142,8 +152,8 @@ export class UserService {
     if (query.createdFrom) add((n) => `created_at >= $${n}::timestamptz`, query.createdFrom);
     if (query.createdTo) add((n) => `created_at <= $${n}::timestamptz`, query.createdTo);
     const condition = where.join(' AND ');
-    const [count] = await this.tally.sql.query<{ n: string }>(`SELECT count(*)::text AS n FROM rm_users WHERE ${condition}`, params);
-    const rows = await this.tally.sql.query<UserRow>(
+    const [count] = await this.deps.sql.query<{ n: string }>(`SELECT count(*)::text AS n FROM rm_users WHERE ${condition}`, params);
+    const rows = await this.deps.sql.query<UserRow>(
       `SELECT ${USER_COLUMNS} FROM rm_users WHERE ${condition} ORDER BY created_at DESC, user_id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
       [...params, query.limit, (query.page - 1) * query.limit],
     );
@@ -152,12 +162,12 @@ export class UserService {
 
   /** Operator moves: suspend, ban, reinstate. */
   async operatorAction(userId: string, action: 'suspend' | 'ban' | 'reinstate', reason: string, ctx: CommandContext): Promise<UserRecord> {
-    const { state } = await load(this.tally.store, userStream(userId), userDecider);
+    const { state } = await load(this.deps.store, userStream(userId), userDecider);
     if (!state.exists || !state.partnerId) throw new DomainError('not_found', 'User not found');
     const command: UserCommand =
       action === 'suspend' ? { type: 'Suspend', reason } : action === 'ban' ? { type: 'Ban', reason } : { type: 'Reinstate', reason };
-    const result = await this.tally.commands.decide(ctx, userStream(userId), userDecider, command);
-    await this.tally.readYourWrites(result.position, ['users']);
+    const result = await this.deps.commands.decide(ctx, userStream(userId), userDecider, command);
+    await this.deps.readYourWrites(result.position, ['users']);
     const user = await this.get(state.partnerId, userId);
     if (!user) throw new Error('an existing user is readable');
     return user;

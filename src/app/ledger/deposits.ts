@@ -7,10 +7,13 @@ import { uuidV7 } from '../../platform/ids';
 import type { PaymentProvider, PaymentWebhookEvent } from '../../providers/ledger/payments/port';
 import { at } from '../../platform/commands/command-handler';
 import type { CommandContext } from '../../platform/commands/commands';
-import type { Tally } from '../../compose/tally';
 import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
 import type { TransactionIds } from './facts';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
+import type { Logger } from 'pino';
+import type { BuiltProviders } from '../../providers/index';
 
 interface DepositInput {
   toAccountId: number;
@@ -32,10 +35,17 @@ export interface DepositDone {
   replayed: boolean;
 }
 
+export interface DepositsDeps {
+  commands: CommandHandler;
+  readYourWrites: WaitForReadModels;
+  log: Logger;
+  providers: Pick<BuiltProviders, 'payments'>;
+}
+
 /** Deposits: a hosted payment link; the account is credited once, when the provider confirms. */
 export class Deposits {
   constructor(
-    private readonly tally: Tally,
+    private readonly deps: DepositsDeps,
     private readonly ids: TransactionIds,
     private readonly keys: IdempotencyKeys,
   ) {}
@@ -66,10 +76,10 @@ export class Deposits {
     key: { uuid: string; requestHash: string | null; idempotencyKey?: string },
   ): Promise<DepositDone> {
     const { uuid, requestHash } = key;
-    const done = await this.tally.commands.run(ctx, async (reads) => {
+    const done = await this.deps.commands.run(ctx, async (reads) => {
       const destination = await reads.stream(accountStream(input.toAccountId), accountDecider);
       checkDeposit(destination.state, { ...user, currency: input.currency });
-      const provider = this.tally.providers.payments.get(input.provider);
+      const provider = this.deps.providers.payments.get(input.provider);
       if (!provider) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
       // Unkeyed, the uuid was made for this request: nothing can be stored under it yet.
       const txn = requestHash === null ? NEW_STREAM : await reads.stream(transactionStream(uuid), transactionDecider, { cached: false });
@@ -93,7 +103,7 @@ export class Deposits {
         result: { transactionId: uuid, paymentLink: payment.paymentLink, replayed: false },
       };
     });
-    await this.tally.readYourWrites(done.position, ['ledger']);
+    await this.deps.readYourWrites(done.position, ['ledger']);
     return done.result;
   }
 
@@ -109,7 +119,7 @@ export class Deposits {
       });
       return { paymentLink: payment.paymentLink, paymentId: payment.paymentId };
     } catch (error) {
-      this.tally.log.warn({ err: error, provider: provider.name }, 'payment provider could not create a payment');
+      this.deps.log.warn({ err: error, provider: provider.name }, 'payment provider could not create a payment');
       throw new LedgerProviderFailure('Payment provider unavailable');
     }
   }
@@ -120,7 +130,7 @@ export class Deposits {
       commandId: `payment:${providerName}:${event.eventId}`,
       metadata: { actor: { kind: 'provider', id: providerName }, correlationId: event.eventId },
     };
-    const done = await this.tally.commands.run(ctx, async (reads) => {
+    const done = await this.deps.commands.run(ctx, async (reads) => {
       const txn = await reads.stream(transactionStream(event.transactionId), transactionDecider, { cached: false });
       const accountId = txn.state.created?.creditAccountId;
       if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
@@ -135,6 +145,6 @@ export class Deposits {
         result: undefined,
       };
     });
-    await this.tally.readYourWrites(done.position, ['ledger']);
+    await this.deps.readYourWrites(done.position, ['ledger']);
   }
 }

@@ -13,7 +13,7 @@ import { load, type StateCache } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
 
 /** The limits of an approved user, as configured (decisions.md). */
-export const approvedLimits = (config: Config): Limits => ({
+export const approvedLimits = (config: Pick<Config, 'kycLimits'>): Limits => ({
   maxTransactionAmount: money(String(config.kycLimits.maxTransactionAmount)),
   dailyTransactionLimit: money(String(config.kycLimits.dailyTransactionLimit)),
 });

@@ -1,15 +1,26 @@
 import { LedgerQueries } from '../../projections/ledger';
-import type { Tally } from '../../compose/tally';
+import type { Config } from '../../config';
+import type { Sql } from '../../eventstore/sql';
+import type { Logger } from 'pino';
 import { LedgerAccounts } from './accounts';
-import { Deposits } from './deposits';
+import { Deposits, type DepositsDeps } from './deposits';
 import { approvedLimits, TransactionIds } from './facts';
 import { IdempotencyKeys } from './idempotency';
-import { Payouts } from './payouts';
-import { Transfers } from './transfers';
+import { Payouts, type PayoutsDeps } from './payouts';
+import { Transfers, type TransfersDeps } from './transfers';
 
 export type { AccountRow, TransactionView } from '../../projections/ledger';
 export type { PayoutAnswer, PayoutInput } from './payouts';
 export { LedgerProviderFailure } from './provider-failure';
+
+/** What the ledger's services are built from: the platform's ports and the providers money moves through. */
+export type LedgerServiceDeps = DepositsDeps &
+  PayoutsDeps &
+  TransfersDeps & {
+    sql: Sql;
+    log: Logger;
+    config: Pick<Config, 'kycLimits'>;
+  };
 
 /** The ledger's application services, one per kind of movement. */
 export class LedgerService {
@@ -23,16 +34,16 @@ export class LedgerService {
   /** The one in-flight tracker of every keyed command: transfers, deposits, payouts and card calls. */
   readonly keys: IdempotencyKeys;
 
-  constructor(tally: Tally) {
-    this.accounts = new LedgerAccounts(tally);
-    const ids = new TransactionIds(tally.sql, tally.log);
+  constructor(deps: LedgerServiceDeps) {
+    this.accounts = new LedgerAccounts(deps);
+    const ids = new TransactionIds(deps.sql, deps.log);
     const keys = new IdempotencyKeys();
     this.ids = ids;
     this.keys = keys;
-    const limits = approvedLimits(tally.config);
-    this.transfers = new Transfers(tally, ids, keys, limits);
-    this.deposits = new Deposits(tally, ids, keys);
-    this.payouts = new Payouts(tally, ids, keys, limits);
-    this.reads = new LedgerQueries(tally.sql);
+    const limits = approvedLimits(deps.config);
+    this.transfers = new Transfers(deps, ids, keys, limits);
+    this.deposits = new Deposits(deps, ids, keys);
+    this.payouts = new Payouts(deps, ids, keys, limits);
+    this.reads = new LedgerQueries(deps.sql);
   }
 }

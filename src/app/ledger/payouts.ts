@@ -8,10 +8,16 @@ import { type TransactionState, transactionDecider, transactionStream } from '..
 import { type AcceptedPayout, PayoutRefused, type PayoutRequest as ProviderPayout, type PayoutWebhookEvent } from '../../providers/ledger/payouts/port';
 import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
-import type { Tally } from '../../compose/tally';
 import { accountOfUser, inTurnOfDebitedAccount, limitsOf, type TransactionIds } from './facts';
 import { type IdempotencyKeys, madeUnderKeyElsewhere, partnerKey, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { Sql } from '../../eventstore/sql';
+import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
+import type { StateCache } from '../../platform/commands/commands';
+import type { Logger } from 'pino';
+import type { BuiltProviders } from '../../providers/index';
 
 /** The answer when the provider refused the payout (its funds went back). */
 const PAYOUT_REFUSED = 'Payout refused by the provider; the funds were returned';
@@ -44,30 +50,40 @@ interface Asked {
 
 type Held = { kind: 'stored'; stored: StoredPayout } | { kind: 'refused'; refusal: DomainError } | { kind: 'held' };
 
+export interface PayoutsDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  stateCache: StateCache;
+  sql: Sql;
+  readYourWrites: WaitForReadModels;
+  log: Logger;
+  providers: Pick<BuiltProviders, 'payouts' | 'rates'>;
+}
+
 /** Payouts: held at acceptance, settled or failed (and reversed) by the provider; idempotent by transactionId. */
 export class Payouts {
   /** Holds on one account, decided in order and appended together. */
   private readonly holds: Batches<Asked, Held>;
 
   constructor(
-    private readonly tally: Tally,
+    private readonly deps: PayoutsDeps,
     private readonly ids: TransactionIds,
     private readonly keys: IdempotencyKeys,
     private readonly approved: Limits,
   ) {
-    this.holds = tally.commands.batches((asked, reads) => this.decideHolds(asked, reads));
+    this.holds = deps.commands.batches((asked, reads) => this.decideHolds(asked, reads));
   }
 
   async payout(user: User, input: PayoutInput, ctx: CommandContext): Promise<PayoutAnswer> {
     // The key is a UUID, case-insensitive: the body is hashed with it in its canonical form.
     const uuid = input.transactionId.toLowerCase();
     const requestHash = requestHashOf({ ...input, transactionId: uuid, amount: fixed(money(input.amount)) });
-    const accountId = await accountOfUser(this.tally.store, this.tally.stateCache, user.userId);
-    const rates = this.tally.providers.rates;
+    const accountId = await accountOfUser(this.deps.store, this.deps.stateCache, user.userId);
+    const rates = this.deps.providers.rates;
     const facts = {
       assetDecimals: rates.assets().find((a) => a.asset === input.asset)?.decimals,
       rate: await rates.midRate('USDC', input.asset),
-      providerKnown: this.tally.providers.payouts.get(input.provider) !== undefined,
+      providerKnown: this.deps.providers.payouts.get(input.provider) !== undefined,
     };
     const handOver = JSON.parse(JSON.stringify({ source: input.source, destination: input.destination, description: input.description ?? null }));
     const request = { ...user, ...input, uuid, accountId, requestHash, handOver };
@@ -77,7 +93,7 @@ export class Payouts {
       const held = done.result;
       if (held.kind === 'refused') throw held.refusal;
       if (held.kind === 'stored' && held.stored.kind !== 'held') return { ...answerOf(held.stored), replayed: true };
-      await this.tally.readYourWrites(done.position, ['ledger']);
+      await this.deps.readYourWrites(done.position, ['ledger']);
       // Held now, or held before and never handed over (a crash, the provider out of reach): hand it over.
       return this.submitPayout(uuid, ctx);
     });
@@ -134,15 +150,15 @@ export class Payouts {
       accepted = await this.handOver(uuid);
     } catch (error) {
       if (error instanceof PayoutRefused) {
-        this.tally.log.warn({ err: error, transactionId: uuid }, 'payout provider refused the payout: returning the funds');
+        this.deps.log.warn({ err: error, transactionId: uuid }, 'payout provider refused the payout: returning the funds');
         await this.failPayout(uuid, 'provider_refused', { commandId: `${ctx.commandId}:refused`, metadata: ctx.metadata }, { providerError: error.message });
         return { httpStatus: 502, body: { success: false, error: PAYOUT_REFUSED } };
       }
-      this.tally.log.warn({ err: error, transactionId: uuid }, 'payout provider unreachable: the payout stays held, to be handed over again');
+      this.deps.log.warn({ err: error, transactionId: uuid }, 'payout provider unreachable: the payout stays held, to be handed over again');
       throw new LedgerProviderFailure('Payout provider unavailable', { cause: error });
     }
     // A concurrent retry that recorded the acceptance first is answered with what it recorded.
-    const done = await this.tally.commands.run(
+    const done = await this.deps.commands.run(
       { ...ctx, commandId: `${ctx.commandId}:accepted` },
       async (reads) => {
         const txn = await reads.stream(transactionStream(uuid), transactionDecider);
@@ -152,16 +168,16 @@ export class Payouts {
       },
       { cache: false },
     );
-    await this.tally.readYourWrites(done.position, ['ledger']);
+    await this.deps.readYourWrites(done.position, ['ledger']);
     return answerOf(storedOf(done.result));
   }
 
   /** The held payout handed to its provider (idempotent by transactionId). */
   private async handOver(uuid: string): Promise<AcceptedPayout> {
-    const { state } = await load(this.tally.store, transactionStream(uuid), transactionDecider);
+    const { state } = await load(this.deps.store, transactionStream(uuid), transactionDecider);
     const data = state.created;
     if (!data) throw new Error('a held payout has its transaction');
-    const provider = this.tally.providers.payouts.get(String(data.details.provider));
+    const provider = this.deps.providers.payouts.get(String(data.details.provider));
     if (!provider) throw new Error(`payout provider ${String(data.details.provider)} is not configured`);
     const request = data.details.request as unknown as Pick<ProviderPayout, 'source' | 'destination'> & { description: string | null };
     return provider.submitPayout({
@@ -182,7 +198,7 @@ export class Payouts {
    * next sweep. Returns how many were accepted (or settled, or refused) meanwhile.
    */
   async resubmitStale(olderThanSeconds: number): Promise<number> {
-    const rows = await this.tally.sql.query<{ uuid: string }>(
+    const rows = await this.deps.sql.query<{ uuid: string }>(
       `SELECT uuid::text FROM rm_transactions
         WHERE kind = 'PAYOUT' AND status = 'PENDING' AND NOT (details ? 'paymentId') AND updated <= now() - make_interval(secs => $1)
         ORDER BY created LIMIT 100`,
@@ -195,7 +211,7 @@ export class Payouts {
         await this.submitPayout(uuid, ctx);
         handed++;
       } catch (error) {
-        this.tally.log.warn({ err: error, transactionId: uuid }, 'held payout not handed over yet');
+        this.deps.log.warn({ err: error, transactionId: uuid }, 'held payout not handed over yet');
       }
     }
     return handed;
@@ -205,7 +221,7 @@ export class Payouts {
   private async failPayout(uuid: string, reason: string, ctx: CommandContext, details: Record<string, string> = {}): Promise<void> {
     const reversalUuid = uuidV5(`reversal:${uuid}`);
     const done = await this.inTurn(uuid, () =>
-      this.tally.commands.run(ctx, async (reads) => {
+      this.deps.commands.run(ctx, async (reads) => {
         const stream = transactionStream(uuid);
         const txn = await reads.stream(stream, transactionDecider, { cached: false });
         const accountId = txn.state.created?.debitAccountId;
@@ -224,11 +240,11 @@ export class Payouts {
         };
       }),
     );
-    await this.tally.readYourWrites(done.position, ['ledger']);
+    await this.deps.readYourWrites(done.position, ['ledger']);
   }
 
   private inTurn<T>(uuid: string, work: () => Promise<T>): Promise<T> {
-    return inTurnOfDebitedAccount(this.tally.commands, this.tally.store, uuid, work);
+    return inTurnOfDebitedAccount(this.deps.commands, this.deps.store, uuid, work);
   }
 
   async applyPayoutWebhook(providerName: string, event: PayoutWebhookEvent): Promise<void> {
@@ -238,7 +254,7 @@ export class Payouts {
     };
     if (event.outcome === 'failed') return this.failPayout(event.transactionId, event.reason ?? 'payout_failed', ctx, { providerEventId: event.eventId });
     const done = await this.inTurn(event.transactionId, () =>
-      this.tally.commands.run(ctx, async (reads) => {
+      this.deps.commands.run(ctx, async (reads) => {
         const stream = transactionStream(event.transactionId);
         const txn = await reads.stream(stream, transactionDecider, { cached: false });
         const accountId = txn.state.created?.debitAccountId;
@@ -254,7 +270,7 @@ export class Payouts {
         };
       }),
     );
-    await this.tally.readYourWrites(done.position, ['ledger']);
+    await this.deps.readYourWrites(done.position, ['ledger']);
   }
 }
 

@@ -9,9 +9,13 @@ import { uuidV7 } from '../../platform/ids';
 import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, type Loaded, load } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
-import { type Tally, writeScope } from '../../compose/tally';
+import { writeScope } from '../../platform/consumers/read-your-writes';
 import { accountOfUser, type TransactionIds, viewOf } from './facts';
 import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { StateCache } from '../../platform/commands/commands';
+import type { NoteWrite } from '../../platform/consumers/read-your-writes';
 
 type User = { userId: string; partnerId: string };
 type TransferInput = { fromAccountId?: number; toAccountId: number; amount: string; description: string };
@@ -50,6 +54,13 @@ export interface TransferDone {
   replayed: boolean;
 }
 
+export interface TransfersDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  stateCache: StateCache;
+  noteWrite: NoteWrite;
+}
+
 /**
  * Transfers: the debit decided at the source account's revision, the credit and the transaction in
  * the same atomic append. Transfers out of one account are batched (one decision, one append).
@@ -58,12 +69,12 @@ export class Transfers {
   private readonly batches: Batches<Asked, TransferDone>;
 
   constructor(
-    private readonly tally: Tally,
+    private readonly deps: TransfersDeps,
     private readonly ids: TransactionIds,
     private readonly keys: IdempotencyKeys,
     private readonly approved: Limits,
   ) {
-    this.batches = tally.commands.batches((asked, reads) => this.decideBatch(asked, reads));
+    this.batches = deps.commands.batches((asked, reads) => this.decideBatch(asked, reads));
   }
 
   /**
@@ -72,7 +83,7 @@ export class Transfers {
    * balance) may be sent again and go through later.
    */
   async transfer(user: User, input: TransferInput, ctx: CommandContext, idempotencyKey?: string): Promise<TransferDone> {
-    const fromAccountId = input.fromAccountId ?? (await accountOfUser(this.tally.store, this.tally.stateCache, user.userId));
+    const fromAccountId = input.fromAccountId ?? (await accountOfUser(this.deps.store, this.deps.stateCache, user.userId));
     if (idempotencyKey === undefined) return this.submit(user, { ...input, fromAccountId }, ctx, { uuid: uuidV7(), requestHash: null });
     const keyed = headerKey(user.partnerId, idempotencyKey);
     const requestHash = requestHashOf({ ...input, fromAccountId: input.fromAccountId ?? null, amount: fixed(money(input.amount)), userId: user.userId });
@@ -103,7 +114,7 @@ export class Transfers {
     const done = await this.batches.submit(accountStream(input.fromAccountId), ctx, asked);
     // The answer comes from the events, so nothing waits for the read model here: the partner's next
     // ledger read does (Tally.noteWrite).
-    this.tally.noteWrite(writeScope('ledger', user.partnerId), done.position);
+    this.deps.noteWrite(writeScope('ledger', user.partnerId), done.position);
     return key.requestHash === null ? done.result : this.storedAnswer(key.uuid, id, done.result);
   }
 
@@ -113,7 +124,7 @@ export class Transfers {
    * number and time.
    */
   private async storedAnswer(uuid: string, id: number, mine: TransferDone): Promise<TransferDone> {
-    const { state } = await load(this.tally.store, transactionStream(uuid), transactionDecider);
+    const { state } = await load(this.deps.store, transactionStream(uuid), transactionDecider);
     if (!state.created) throw new Error(`transfer ${uuid} was appended but is not in its stream`);
     return { transfer: viewOf(state.created), replayed: mine.replayed || state.created.id !== id };
   }

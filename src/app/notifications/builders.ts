@@ -1,7 +1,22 @@
-import type { Tally } from '../../compose/tally';
 import type { NotificationType } from '../../domain/notifications/endpoint';
-import type { RecordedEvent } from '../../eventstore/port';
+import type { EventStore, RecordedEvent } from '../../eventstore/port';
+import type { Sql } from '../../eventstore/sql';
+import type { StateCache } from '../../platform/commands/commands';
+import type { CardQueries } from '../../projections/cards';
+import type { LedgerQueries } from '../../projections/ledger';
+import type { KycService, UserService } from '../identity';
 import { CARD_APPLICATION_EVENTS, CARD_EVENTS, CARD_TRANSACTION_EVENTS, cardApplicationUpdated, cardTransaction, cardUpdated } from './card-builders';
+
+/** What a notification's data is read from: the log, the read models, and the services that answer the API. */
+export interface NotificationSources {
+  sql: Sql;
+  store: EventStore;
+  stateCache: StateCache;
+  users: Pick<UserService, 'get'>;
+  kyc: Pick<KycService, 'statusView'>;
+  ledger: { reads: Pick<LedgerQueries, 'transaction' | 'transactions'> };
+  cards: { spending: { queries: Pick<CardQueries, 'get'> } };
+}
 
 /** The events the outbox turns into notifications. */
 export const NOTIFYING_EVENTS = [
@@ -32,14 +47,14 @@ export interface Notification {
  * the event (it is read once the projections passed it): the status field is the event's own, so
  * every notified transition says which one it was.
  */
-export async function notificationFor(tally: Tally, event: RecordedEvent, batch: BatchReads = NO_BATCH): Promise<Notification | null> {
+export async function notificationFor(sources: NotificationSources, event: RecordedEvent, batch: BatchReads = NO_BATCH): Promise<Notification | null> {
   const d = event.data as Record<string, unknown>;
-  const read = async (uuid: string) => batch.transactions.get(uuid) ?? (await tally.ledger.reads.transaction(uuid));
+  const read = async (uuid: string) => batch.transactions.get(uuid) ?? (await sources.ledger.reads.transaction(uuid));
   switch (event.type) {
     case 'UserStatusChanged':
-      return userStatus(tally, event, batch, String(d.userId), String(d.to));
+      return userStatus(sources, event, batch, String(d.userId), String(d.to));
     case 'KycStatusChanged':
-      return kycStatus(tally, event, batch, String(d.userId), String(d.to));
+      return kycStatus(sources, event, batch, String(d.userId), String(d.to));
     case 'TransactionCreated':
       return d.kind === 'TRANSFER' ? withStatus(await found(read, event, String(d.uuid)), event, 'transfer.completed', String(d.status)) : null;
     case 'TransactionStatusChanged':
@@ -53,37 +68,37 @@ export async function notificationFor(tally: Tally, event: RecordedEvent, batch:
       return null;
     }
     default:
-      if (CARD_APPLICATION_EVENTS.includes(event.type)) return cardApplicationUpdated(tally, event);
-      if (CARD_EVENTS.includes(event.type)) return cardUpdated(tally, event);
-      if (CARD_TRANSACTION_EVENTS.includes(event.type)) return cardTransaction(tally, event);
+      if (CARD_APPLICATION_EVENTS.includes(event.type)) return cardApplicationUpdated(sources, event);
+      if (CARD_EVENTS.includes(event.type)) return cardUpdated(sources, event);
+      if (CARD_TRANSACTION_EVENTS.includes(event.type)) return cardTransaction(sources, event);
       return null;
   }
 }
 
-async function partnerOfUser(tally: Tally, batch: BatchReads, userId: string, event: RecordedEvent): Promise<string> {
+async function partnerOfUser(sources: NotificationSources, batch: BatchReads, userId: string, event: RecordedEvent): Promise<string> {
   const known = batch.userPartners.get(userId);
   if (known) return known;
-  const [row] = await tally.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_users WHERE user_id = $1', [userId]);
+  const [row] = await sources.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_users WHERE user_id = $1', [userId]);
   if (!row) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
   return row.partner_id;
 }
 
-async function userStatus(tally: Tally, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
-  const partnerId = await partnerOfUser(tally, batch, userId, event);
-  const user = await tally.users.get(partnerId, userId);
+async function userStatus(sources: NotificationSources, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
+  const partnerId = await partnerOfUser(sources, batch, userId, event);
+  const user = await sources.users.get(partnerId, userId);
   if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
   return { partnerId, type: 'user.status.updated', eventId: event.id, data: { user: { ...user, status: to } } };
 }
 
-async function kycStatus(tally: Tally, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
-  const partnerId = await partnerOfUser(tally, batch, userId, event);
-  const user = await tally.users.get(partnerId, userId);
+async function kycStatus(sources: NotificationSources, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
+  const partnerId = await partnerOfUser(sources, batch, userId, event);
+  const user = await sources.users.get(partnerId, userId);
   if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
-  const view = await tally.kyc.statusView(userId, user.status);
+  const view = await sources.kyc.statusView(userId, user.status);
   return { partnerId, type: 'kyc.status.updated', eventId: event.id, data: { ...view, kyc: { ...view.kyc, status: to } } };
 }
 
-type FoundTransaction = NonNullable<Awaited<ReturnType<Tally['ledger']['reads']['transaction']>>>;
+type FoundTransaction = NonNullable<Awaited<ReturnType<LedgerQueries['transaction']>>>;
 
 /** What a batch of events is read ahead for, in one query each: their transactions (by uuid) and their users' partners. */
 export interface BatchReads {
@@ -105,13 +120,13 @@ const userOf = (e: RecordedEvent): string | undefined => {
   return typeof d.userId === 'string' && d.partnerId === undefined ? d.userId : undefined;
 };
 
-export async function batchReads(tally: Tally, events: RecordedEvent[]): Promise<BatchReads> {
+export async function batchReads(sources: NotificationSources, events: RecordedEvent[]): Promise<BatchReads> {
   const uuids = [...new Set(events.filter(readsTransaction).map((e) => String((e.data as { uuid: unknown }).uuid)))];
   const users = [...new Set(events.map(userOf).filter((u) => u !== undefined))];
   const [transactions, rows] = await Promise.all([
-    uuids.length > 0 ? tally.ledger.reads.transactions(uuids) : new Map<string, FoundTransaction>(),
+    uuids.length > 0 ? sources.ledger.reads.transactions(uuids) : new Map<string, FoundTransaction>(),
     users.length > 0
-      ? tally.sql.query<{ user_id: string; partner_id: string }>('SELECT user_id::text, partner_id::text FROM rm_users WHERE user_id = ANY($1::uuid[])', [
+      ? sources.sql.query<{ user_id: string; partner_id: string }>('SELECT user_id::text, partner_id::text FROM rm_users WHERE user_id = ANY($1::uuid[])', [
           users,
         ])
       : [],

@@ -2,14 +2,13 @@ import { viewOfCard } from '../cards';
 import { spendFacts } from '../cards/spending';
 import { applicationOf, cardOf } from '../cards/views';
 import { load } from '../../platform/commands/commands';
-import type { Tally } from '../../compose/tally';
 import { type CardApplicationEvent, cardApplicationDecider, type CardApplicationState } from '../../domain/cards/application';
 import { type Card, type CardEvent, cardDecider } from '../../domain/cards/card';
 import type { Decider, DomainEvent } from '../../platform/decider';
 import type { CardSpendData, CardSpendEvent } from '../../domain/cards/spend';
 import type { RecordedEvent } from '../../eventstore/port';
 import { cardTransactionView } from '../../projections/cards';
-import type { Notification } from './builders';
+import type { Notification, NotificationSources } from './builders';
 
 /** An application's submission and its decision: card.application.updated. */
 export const CARD_APPLICATION_EVENTS = ['CardApplicationSubmitted', 'CardApplicationDecided'];
@@ -22,8 +21,8 @@ export const CARD_TRANSACTION_EVENTS = ['CardSpendAuthorized', 'CardSpendDecline
  * `data: {application}` as GET cards/application/status shows it just after the event: the user's
  * application stream (a few events) folded up to the event itself.
  */
-export async function cardApplicationUpdated(tally: Tally, event: RecordedEvent): Promise<Notification> {
-  const state = await foldUpTo<CardApplicationState, CardApplicationEvent>(tally, event, cardApplicationDecider);
+export async function cardApplicationUpdated(sources: NotificationSources, event: RecordedEvent): Promise<Notification> {
+  const state = await foldUpTo<CardApplicationState, CardApplicationEvent>(sources, event, cardApplicationDecider);
   const application = state.current;
   if (!application) throw new Error(`card application of event ${event.id} not found in ${event.stream}`);
   return { partnerId: application.partnerId, type: 'card.application.updated', eventId: event.id, data: { application: applicationOf(application) } };
@@ -34,13 +33,13 @@ export async function cardApplicationUpdated(tally: Tally, event: RecordedEvent)
  * the cached state serves when the card has not moved since; otherwise the stream is folded up to
  * the event (rare: issuance and changes of the card are few beside its spends).
  */
-export async function cardUpdated(tally: Tally, event: RecordedEvent): Promise<Notification> {
+export async function cardUpdated(sources: NotificationSources, event: RecordedEvent): Promise<Notification> {
   const e = { type: event.type, data: event.data } as CardEvent;
   let card: Card | null;
   if (e.type === 'CardIssued') card = cardDecider.evolve(cardDecider.initialState(), e).card;
   else {
-    const loaded = await load(tally.store, event.stream, cardDecider, { cache: tally.stateCache });
-    card = loaded.revision === event.revision ? loaded.state.card : await foldUpTo(tally, event, cardDecider).then((s) => s.card);
+    const loaded = await load(sources.store, event.stream, cardDecider, { cache: sources.stateCache });
+    card = loaded.revision === event.revision ? loaded.state.card : await foldUpTo(sources, event, cardDecider).then((s) => s.card);
   }
   if (!card) throw new Error(`card of event ${event.id} not found in ${event.stream}`);
   return { partnerId: card.partnerId, type: 'card.updated', eventId: event.id, data: cardOf(viewOfCard(card)) };
@@ -48,11 +47,11 @@ export async function cardUpdated(tally: Tally, event: RecordedEvent): Promise<N
 
 /** The state of the event's stream just after the event. */
 async function foldUpTo<State, E extends DomainEvent>(
-  tally: Tally,
+  sources: NotificationSources,
   event: RecordedEvent,
   decider: Pick<Decider<State, unknown, E>, 'initialState' | 'evolve'>,
 ): Promise<State> {
-  const events = await tally.store.readStream(event.stream, { toRevision: event.revision });
+  const events = await sources.store.readStream(event.stream, { toRevision: event.revision });
   let state = decider.initialState();
   for (const e of events) state = decider.evolve(state, { type: e.type, data: e.data } as E);
   return state;
@@ -63,10 +62,10 @@ async function foldUpTo<State, E extends DomainEvent>(
  * carries the transaction as it was made (the event's own facts), even when it has been cleared or
  * reversed since; a clearing or reversal is final, so the read is the transaction just after it.
  */
-export async function cardTransaction(tally: Tally, event: RecordedEvent): Promise<Notification> {
+export async function cardTransaction(sources: NotificationSources, event: RecordedEvent): Promise<Notification> {
   const e = { type: event.type, data: event.data } as CardSpendEvent;
-  const [row] = await tally.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_card_transactions WHERE id = $1', [e.data.transactionId]);
-  const read = row && (await tally.cards.spending.queries.get(row.partner_id, e.data.transactionId));
+  const [row] = await sources.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_card_transactions WHERE id = $1', [e.data.transactionId]);
+  const read = row && (await sources.cards.spending.queries.get(row.partner_id, e.data.transactionId));
   if (!row || !read) throw new Error(`card transaction ${e.data.transactionId} of event ${event.id} is not in the cards read model`);
   if (e.type !== 'CardSpendAuthorized' && e.type !== 'CardSpendDeclined')
     return { partnerId: row.partner_id, type: 'card.transaction.updated', eventId: event.id, data: read };

@@ -1,9 +1,11 @@
 import { BackgroundLoop } from '../../platform/consumers/background-loop';
 import type { Logger } from 'pino';
-import type { Tally } from '../../compose/tally';
 import { type Resolver, systemResolver } from '../../providers/notifications/address-guard';
 import { signatureHeaders } from './secrets';
 import { type AttemptResult, postNotification } from '../../providers/notifications/sender';
+import type { Sql } from '../../eventstore/sql';
+import type { Config } from '../../config';
+import type { WebhookEndpoints } from './endpoints';
 
 const HOUR_MS = 3_600_000;
 
@@ -62,6 +64,12 @@ export function retryWaitMs(attempt: number, options: Pick<DispatchOptions, 'fir
   return Math.round(base * (0.5 + options.random() / 2));
 }
 
+export interface DispatcherDeps {
+  sql: Sql;
+  config: Pick<Config, 'sandbox'>;
+  endpoints: Pick<WebhookEndpoints, 'target'>;
+}
+
 /**
  * Sends due deliveries. A partner's deliveries go out from one node at a time (a lease per partner),
  * oldest sequence first, at most `perPartner` at once; the node sends at most `overall` at once,
@@ -77,7 +85,7 @@ export class Dispatcher {
   readonly attempts: Record<AttemptOutcome, number> = { succeeded: 0, http_error: 0, no_answer: 0 };
 
   constructor(
-    private readonly tally: Tally,
+    private readonly deps: DispatcherDeps,
     private readonly log: Logger,
     private readonly nodeId: string,
   ) {}
@@ -89,7 +97,7 @@ export class Dispatcher {
   async stop(): Promise<void> {
     await this.background.stop();
     await Promise.all(this.inFlight.values());
-    await this.tally.sql
+    await this.deps.sql
       .query('DELETE FROM webhook_dispatch_leases WHERE owner = $1', [this.nodeId])
       .catch((error) => this.log.warn({ err: error }, 'webhook dispatch leases not released at stop: they lapse by themselves'));
   }
@@ -118,13 +126,13 @@ export class Dispatcher {
   /** One round: lease the partners with due deliveries (or attempts in flight here) and start what their slots allow. */
   async tick(): Promise<void> {
     const now = new Date(this.options.now());
-    const due = await this.tally.sql.query<{ partner_id: string }>(
+    const due = await this.deps.sql.query<{ partner_id: string }>(
       `SELECT DISTINCT partner_id::text FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT 500`,
       [now],
     );
     const partners = [...new Set([...due.map((r) => r.partner_id), ...this.perPartner.keys()])];
     if (partners.length === 0) return;
-    const held = await this.tally.sql.query<{ partner_id: string }>(
+    const held = await this.deps.sql.query<{ partner_id: string }>(
       `INSERT INTO webhook_dispatch_leases (partner_id, owner, lease_until)
          SELECT p, $2, now() + make_interval(secs => $3) FROM unnest($1::uuid[]) AS p
        ON CONFLICT (partner_id) DO UPDATE SET owner = $2, lease_until = EXCLUDED.lease_until
@@ -135,7 +143,7 @@ export class Dispatcher {
     for (const { partner_id: partnerId } of held) {
       const free = Math.min(this.options.perPartner - (this.perPartner.get(partnerId) ?? 0), this.options.overall - this.inFlight.size);
       if (free <= 0) continue;
-      const rows = await this.tally.sql.query<DueDelivery>(
+      const rows = await this.deps.sql.query<DueDelivery>(
         `SELECT id::text, partner_id::text, body, attempts, first_attempt_at FROM webhook_deliveries
           WHERE partner_id = $1 AND status = 'pending' AND next_attempt_at <= $2 AND NOT (id = ANY($3::uuid[]))
           ORDER BY sequence LIMIT $4`,
@@ -161,14 +169,14 @@ export class Dispatcher {
 
   private async attempt(row: DueDelivery): Promise<void> {
     const atMs = this.options.now();
-    const target = await this.tally.notifications.endpoints.target(row.partner_id, atMs);
+    const target = await this.deps.endpoints.target(row.partner_id, atMs);
     let result: AttemptResult;
     if (!target) result = { ok: false, httpStatus: null, error: 'no webhook endpoint configured', durationMs: 0 };
     else {
       const headers = signatureHeaders(target.secrets, row.id, Math.floor(atMs / 1000), row.body);
       result = await postNotification(target.url, row.body, headers, {
         timeoutMs: this.options.timeoutMs,
-        publicOnly: !this.tally.config.sandbox,
+        publicOnly: !this.deps.config.sandbox,
         resolve: this.options.resolve,
       });
     }
@@ -192,7 +200,7 @@ export class Dispatcher {
       }
     }
     // One statement (atomic by itself): the attempt is recorded with what follows it, in one round trip.
-    await this.tally.sql.query(
+    await this.deps.sql.query(
       `WITH attempt AS (
          INSERT INTO webhook_attempts (delivery_id, attempt, at, http_status, error, duration_ms) VALUES ($1, $3, $6, $8, $9, $10)
          ON CONFLICT (delivery_id, attempt) DO NOTHING)

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { CommandContext } from '../../platform/commands/commands';
 import { load } from '../../platform/commands/commands';
-import type { Tally } from '../../compose/tally';
 import { DomainError } from '../../platform/decider';
 import {
   checkEndpointUrl,
@@ -15,6 +14,11 @@ import {
 } from '../../domain/notifications/endpoint';
 import { checkPublicTarget, type Resolver, systemResolver } from '../../providers/notifications/address-guard';
 import { newSigningSecret, SecretBox } from './secrets';
+import type { CommandHandler } from '../../platform/commands/command-handler';
+import type { EventStore } from '../../eventstore/port';
+import type { StateCache } from '../../platform/commands/commands';
+import type { Config } from '../../config';
+import type { ServiceKeys } from '../../platform/keys';
 
 export interface EndpointView {
   url: string;
@@ -29,6 +33,14 @@ const boundTo = (partnerId: string, secretId: string) => `partner-webhook-secret
  */
 const TARGET_TTL_MS = 1_000;
 
+export interface WebhookEndpointsDeps {
+  commands: CommandHandler;
+  store: EventStore;
+  stateCache: StateCache;
+  config: Pick<Config, 'sandbox'>;
+  keys: Pick<ServiceKeys, 'pepper'>;
+}
+
 /** A partner's notification endpoint: configured and rotated through its stream, read back from it. */
 export class WebhookEndpoints {
   readonly box: SecretBox;
@@ -37,18 +49,18 @@ export class WebhookEndpoints {
   /** Endpoints as delivery last read them (real time of the read), and their secrets opened, by secret id. */
   private readonly targets = new Map<string, { state: WebhookEndpointState; readAtMs: number; opened: Map<string, string> }>();
 
-  constructor(private readonly tally: Tally) {
-    this.box = new SecretBox(tally.keys.pepper);
+  constructor(private readonly deps: WebhookEndpointsDeps) {
+    this.box = new SecretBox(deps.keys.pepper);
   }
 
   /** PUT partner/webhooks: the endpoint and the current secret (made on the first PUT, kept after). */
   async configure(partnerId: string, input: { url: string; events?: string[] }, ctx: CommandContext): Promise<EndpointView & { secret: string }> {
-    const sandbox = this.tally.config.sandbox;
+    const sandbox = this.deps.config.sandbox;
     const url = checkEndpointUrl(input.url, sandbox);
     if (!sandbox) await checkPublicTarget(url, this.resolve);
     const events = input.events === undefined ? null : eventTypes(input.events);
     const fresh = this.newSecret(partnerId);
-    const { result } = await this.tally.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
+    const { result } = await this.deps.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
       type: 'Configure',
       partnerId,
       url: input.url,
@@ -72,7 +84,7 @@ export class WebhookEndpoints {
   async rotate(partnerId: string, ctx: CommandContext): Promise<{ secret: string; previousSecretExpiresAt: string }> {
     const fresh = this.newSecret(partnerId);
     const at = new Date().toISOString();
-    const { result } = await this.tally.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
+    const { result } = await this.deps.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
       type: 'RotateSecret',
       newSecret: fresh.sealed,
       at,
@@ -100,7 +112,7 @@ export class WebhookEndpoints {
   }
 
   private async state(partnerId: string): Promise<WebhookEndpointState> {
-    const loaded = await load(this.tally.store, webhookEndpointStream(partnerId), webhookEndpointDecider, { cache: this.tally.stateCache });
+    const loaded = await load(this.deps.store, webhookEndpointStream(partnerId), webhookEndpointDecider, { cache: this.deps.stateCache });
     return loaded.state;
   }
 

@@ -1,8 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { Tally } from '../../compose/tally';
 import { DomainError } from '../../platform/decider';
 import { decodeCursor, encodeCursor } from './deliveries';
 import { signatureHeaders } from './secrets';
+import type { Sql } from '../../eventstore/sql';
+import type { WebhookEndpoints } from './endpoints';
 
 /** A received notification's age beyond which its signature is refused (as Standard Webhooks libraries do). */
 const TOLERANCE_SECONDS = 300;
@@ -38,6 +39,11 @@ function sameText(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
+export interface SandboxInboxDeps {
+  sql: Sql;
+  endpoints: Pick<WebhookEndpoints, 'target'>;
+}
+
 /**
  * The sandbox's webhook receiver: a partner points its endpoint at it and reads back what arrived,
  * without a server of its own. It keeps only notifications this service signed: the `webhook-id`
@@ -45,14 +51,14 @@ function sameText(a: string, b: string): boolean {
  * partner's secrets, so nobody can write into another partner's inbox.
  */
 export class SandboxInbox {
-  constructor(private readonly tally: Tally) {}
+  constructor(private readonly deps: SandboxInboxDeps) {}
 
   async receive(raw: string, signed: Partial<Signed>, nowMs = Date.now()): Promise<void> {
     const { id, timestamp, signature } = signed;
     if (!id || !timestamp || !signature || !/^[0-9a-f-]{36}$/i.test(id) || !/^\d{1,12}$/.test(timestamp)) throw unsigned();
     if (Math.abs(nowMs / 1000 - Number(timestamp)) > TOLERANCE_SECONDS) throw unsigned();
-    const [delivery] = await this.tally.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM webhook_deliveries WHERE id = $1', [id]);
-    const target = delivery && (await this.tally.notifications.endpoints.target(delivery.partner_id, nowMs));
+    const [delivery] = await this.deps.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM webhook_deliveries WHERE id = $1', [id]);
+    const target = delivery && (await this.deps.endpoints.target(delivery.partner_id, nowMs));
     if (!delivery || !target) throw unsigned();
     const expected = signatureHeaders(target.secrets, id, Number(timestamp), raw)['webhook-signature']?.split(' ') ?? [];
     const sent = signature.split(' ');
@@ -63,7 +69,7 @@ export class SandboxInbox {
       'webhook-signature': signature,
       'x-webhook-signature': signed.xWebhookSignature ?? null,
     };
-    await this.tally.sql.transaction(async (tx) => {
+    await this.deps.sql.transaction(async (tx) => {
       await tx.query('INSERT INTO sandbox_webhook_inbox (partner_id, delivery_id, headers, body) VALUES ($1, $2, $3, $4)', [
         delivery.partner_id,
         id,
@@ -86,7 +92,7 @@ export class SandboxInbox {
       params.push(decodeCursor(query.cursor));
       where += ` AND seq < $${params.length}`;
     }
-    const rows = await this.tally.sql.query<{ seq: string; received_at: string; delivery_id: string; headers: InboxItem['headers']; body: string }>(
+    const rows = await this.deps.sql.query<{ seq: string; received_at: string; delivery_id: string; headers: InboxItem['headers']; body: string }>(
       `SELECT seq::text, to_char(received_at AT TIME ZONE 'UTC', ${ISO}) AS received_at, delivery_id::text, headers, body
          FROM sandbox_webhook_inbox WHERE ${where} ORDER BY seq DESC LIMIT $2`,
       params,

@@ -1,11 +1,13 @@
 import type { Logger } from 'pino';
-import type { Tally } from '../../compose/tally';
+import type { Sql } from '../../eventstore/sql';
 import { DeliveryLog, type DeliveryView } from './deliveries';
 import { Dispatcher } from './dispatcher';
-import { WebhookEndpoints } from './endpoints';
+import { WebhookEndpoints, type WebhookEndpointsDeps } from './endpoints';
 import { SandboxInbox } from './inbox';
-import { Outbox } from './outbox';
+import { Outbox, type OutboxDeps } from './outbox';
 import { NOTIFICATIONS_SCHEMA } from './schema';
+
+export type NotificationsDeps = WebhookEndpointsDeps & OutboxDeps & { sql: Sql };
 
 /** Partner notifications: endpoint configuration, the outbox fed by the log, and delivery. */
 export class Notifications {
@@ -17,15 +19,16 @@ export class Notifications {
   readonly inbox: SandboxInbox;
 
   constructor(
-    private readonly tally: Tally,
+    private readonly deps: NotificationsDeps,
     log: Logger,
     nodeId: string,
   ) {
-    this.endpoints = new WebhookEndpoints(tally);
-    this.outbox = new Outbox(tally, log.child({ component: 'webhooks-outbox' }), nodeId);
-    this.dispatcher = new Dispatcher(tally, log.child({ component: 'webhooks-dispatch' }), nodeId);
-    this.deliveries = new DeliveryLog(tally.sql);
-    this.inbox = new SandboxInbox(tally);
+    this.endpoints = new WebhookEndpoints(deps);
+    this.outbox = new Outbox(deps, log.child({ component: 'webhooks-outbox' }), nodeId);
+    const delivery = { sql: deps.sql, config: deps.config, endpoints: this.endpoints };
+    this.dispatcher = new Dispatcher(delivery, log.child({ component: 'webhooks-dispatch' }), nodeId);
+    this.deliveries = new DeliveryLog(deps.sql);
+    this.inbox = new SandboxInbox(delivery);
     this.outbox.onDeliveries = () => this.dispatcher.wake();
   }
 
@@ -37,7 +40,7 @@ export class Notifications {
   }
 
   async prepare(): Promise<void> {
-    await this.tally.sql.exec(NOTIFICATIONS_SCHEMA);
+    await this.deps.sql.exec(NOTIFICATIONS_SCHEMA);
   }
 
   start(): void {

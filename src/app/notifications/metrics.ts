@@ -1,19 +1,19 @@
 import client from 'prom-client';
-import type { Tally } from '../../compose/tally';
-import { ATTEMPT_OUTCOMES } from './dispatcher';
+import type { Sql } from '../../eventstore/sql';
+import { ATTEMPT_OUTCOMES, type Dispatcher } from './dispatcher';
 
 /**
  * Notification figures, read at scrape time: deliveries waiting (queue depth), the age of the oldest
  * one still pending, and this node's attempts by outcome.
  */
-export function registerNotificationMetrics(registry: client.Registry, tally: Tally): void {
+export function registerNotificationMetrics(registry: client.Registry, sources: { sql: Sql; dispatcher: Pick<Dispatcher, 'attempts'> }): void {
   let read: { at: number; queue: Promise<{ depth: number; oldestSeconds: number } | null> } | undefined;
   // One query per scrape, shared by both gauges; the store out of reach keeps their last values.
   const queue = () => {
     if (!read || Date.now() - read.at > 1_000)
       read = {
         at: Date.now(),
-        queue: tally.sql
+        queue: sources.sql
           .query<{ depth: string; oldest: string | null }>(
             `SELECT count(*)::text AS depth, extract(epoch FROM now() - min(created_at))::text AS oldest FROM webhook_deliveries WHERE status = 'pending'`,
           )
@@ -48,7 +48,7 @@ export function registerNotificationMetrics(registry: client.Registry, tally: Ta
     registers: [registry],
     collect() {
       for (const outcome of ATTEMPT_OUTCOMES) {
-        const now = tally.notifications.dispatcher.attempts[outcome];
+        const now = sources.dispatcher.attempts[outcome];
         this.inc({ outcome }, Math.max(0, now - (seen.get(outcome) ?? 0)));
         seen.set(outcome, now);
       }

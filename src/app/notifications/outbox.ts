@@ -1,11 +1,11 @@
 import { BackgroundLoop } from '../../platform/consumers/background-loop';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Tally } from '../../compose/tally';
 import type { NotificationType } from '../../domain/notifications/endpoint';
 import { comparePositions, type RecordedEvent } from '../../eventstore/port';
 import type { SqlQueryable } from '../../eventstore/sql';
-import { batchReads, type Notification, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
+import { batchReads, type Notification, type NotificationSources, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
+import type { Projections } from '../../platform/consumers/runner';
 
 const BATCH_SIZE = 200;
 /** Short, so a crashed node holds up notifications for seconds. */
@@ -36,6 +36,10 @@ class CheckpointMoved extends Error {}
 
 type Subscriptions = Map<string, NotificationType[] | null>;
 
+export type OutboxDeps = NotificationSources & {
+  engine: Pick<Projections, 'waitFor'>;
+};
+
 /**
  * The outbox: one more consumer of the log, with its own checkpoint. Each batch of events becomes
  * the deliveries it makes, inserted in the same transaction that moves the checkpoint (compare-and-
@@ -54,7 +58,7 @@ export class Outbox {
   onDeliveries: () => void = () => {};
 
   constructor(
-    private readonly tally: Tally,
+    private readonly deps: OutboxDeps,
     private readonly log: Logger,
     private readonly nodeId: string,
   ) {}
@@ -66,7 +70,7 @@ export class Outbox {
   async stop(): Promise<void> {
     await this.background.stop();
     this.lease = undefined;
-    await this.tally.sql
+    await this.deps.sql
       .query(`UPDATE webhook_outbox_checkpoint SET owner = NULL, lease_until = NULL WHERE name = 'outbox' AND owner = $1`, [this.nodeId])
       .catch((error) => this.log.warn({ err: error }, 'outbox lease not released at stop: it lapses by itself'));
   }
@@ -85,7 +89,7 @@ export class Outbox {
         await this.background.sleep(delayMs);
         continue;
       }
-      if (!worked) await Promise.race([this.tally.store.waitForAppend(IDLE_WAIT_MS), this.background.sleep(IDLE_WAIT_MS)]);
+      if (!worked) await Promise.race([this.deps.store.waitForAppend(IDLE_WAIT_MS), this.background.sleep(IDLE_WAIT_MS)]);
       else if (!this.backlog && started + PACE_MS > Date.now()) await this.background.sleep(started + PACE_MS - Date.now());
     }
   }
@@ -94,13 +98,13 @@ export class Outbox {
   async step(): Promise<boolean> {
     const position = await this.holdLease();
     if (position === null) return false;
-    const head = await this.tally.store.headPosition();
+    const head = await this.deps.store.headPosition();
     const subscriptions = await this.subscriptions();
     // With no partner listening, events notify nobody until an endpoint is configured: only that
     // configuration is read (up to the first one), not every event.
     const listening = subscriptions.size > 0;
     const maxCount = listening ? BATCH_SIZE : 1;
-    const events = await this.tally.store.readAll({
+    const events = await this.deps.store.readAll({
       fromPosition: position || undefined,
       filter: { eventTypes: listening ? [...NOTIFYING_EVENTS, CONFIG_EVENT] : [CONFIG_EVENT] },
       maxCount,
@@ -114,11 +118,11 @@ export class Outbox {
     if (comparePositions(to, position) <= 0) return false;
     // With no partner listening (and none starting to), the batch only moves the checkpoint: no read model is needed.
     const reads = subscriptions.size > 0 || events.some((e) => e.type === CONFIG_EVENT);
-    if (reads && !(await this.tally.engine.waitFor(last, { names: READ_MODELS, timeoutMs: READ_MODELS_WAIT_MS })))
+    if (reads && !(await this.deps.engine.waitFor(last, { names: READ_MODELS, timeoutMs: READ_MODELS_WAIT_MS })))
       throw new Error(`the read models notifications are built from (${READ_MODELS.join(', ')}) have not reached ${last}`);
     const { notifications, changed } = await this.build(events, subscriptions);
     try {
-      await this.tally.sql.transaction(async (tx) => {
+      await this.deps.sql.transaction(async (tx) => {
         const [row] = await tx.query<{ position: string; owner: string | null }>(
           `SELECT position, owner FROM webhook_outbox_checkpoint WHERE name = 'outbox' FOR UPDATE`,
         );
@@ -166,14 +170,14 @@ export class Outbox {
       candidates.push({ event, subscriptions: current });
     }
     const batch = await batchReads(
-      this.tally,
+      this.deps,
       candidates.map((c) => c.event),
     );
     const wanted = candidates.filter((c) => {
       const partnerId = partnerOfEvent(c.event, batch);
       return partnerId === undefined || c.subscriptions.has(partnerId);
     });
-    const made = await mapInOrder(wanted, READ_CONCURRENCY, (w) => notificationFor(this.tally, w.event, batch));
+    const made = await mapInOrder(wanted, READ_CONCURRENCY, (w) => notificationFor(this.deps, w.event, batch));
     const notifications: Notification[] = [];
     made.forEach((notification, i) => {
       const subscribed = wanted[i]?.subscriptions;
@@ -185,7 +189,7 @@ export class Outbox {
   }
 
   private async subscriptions(): Promise<Subscriptions> {
-    const rows = await this.tally.sql.query<{ partner_id: string; events: NotificationType[] | null }>(
+    const rows = await this.deps.sql.query<{ partner_id: string; events: NotificationType[] | null }>(
       'SELECT partner_id::text, events FROM webhook_subscriptions',
     );
     return new Map(rows.map((r) => [r.partner_id, r.events]));
@@ -195,7 +199,7 @@ export class Outbox {
   private async holdLease(): Promise<string | null> {
     if (this.lease && Date.now() < this.lease.renewAt) return this.lease.position;
     this.lease = undefined;
-    const [row] = await this.tally.sql.query<{ position: string }>(
+    const [row] = await this.deps.sql.query<{ position: string }>(
       `UPDATE webhook_outbox_checkpoint SET owner = $1, lease_until = now() + make_interval(secs => $2)
         WHERE name = 'outbox' AND (owner IS NULL OR owner = $1 OR lease_until < now()) RETURNING position`,
       [this.nodeId, LEASE_SECONDS],

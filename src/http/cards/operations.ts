@@ -2,9 +2,13 @@ import { type Static, Type } from '@sinclair/typebox';
 import { CARD_STATUSES } from '../../domain/cards/card';
 import { SandboxApplicationConflictError } from '../../providers/cards/sandbox';
 import { HttpError } from '../../platform/http/errors';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { StringEnum, Success, UUID_RE, Uuid } from '../schemas';
-import { sandboxOf } from '../identity/sandbox';
+import { type AppServices, sandboxOf } from '../services';
+
+/** The services these routes use. */
+const USES = ['cards', 'providers', 'users'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const ApplicationParams = Type.Object({ applicationId: Type.String({ maxLength: 100 }) });
 const CardParams = Type.Object({ cardId: Type.String({ maxLength: 100 }) });
@@ -26,10 +30,10 @@ const applicationDecision = (action: 'approve' | 'decline') =>
       404: { description: 'No such application of the partner' },
       409: { description: 'Already decided otherwise' },
     },
-    async handler({ tally, params, body, partnerId }) {
-      const issuer = sandboxOf(tally).cards;
+    async handler({ services, params, body, partnerId }) {
+      const issuer = sandboxOf(services).cards;
       const found = UUID_RE.test(params.applicationId) ? await issuer.findApplication(params.applicationId) : null;
-      if (!found || !(await tally.users.get(partnerId, found.userId))) throw new HttpError(404, 'Card application not found');
+      if (!found || !(await services.users.get(partnerId, found.userId))) throw new HttpError(404, 'Card application not found');
       try {
         const eventId = await issuer.decideApplication(found.applicationId, action === 'approve' ? 'approved' : 'denied', body.reason);
         return { status: 202, body: { success: true, data: { applicationId: found.applicationId, eventId } } };
@@ -55,9 +59,9 @@ export const cardOperationRoutes = [
       404: { description: 'No such card' },
       409: { description: 'Already canceled' },
     },
-    async handler({ tally, params, command }) {
+    async handler({ services, params, command }) {
       if (!UUID_RE.test(params.cardId)) throw new HttpError(404, 'Card not found');
-      return { status: 200, body: await tally.cards.cards.cancel(params.cardId.toLowerCase(), command()) };
+      return { status: 200, body: await services.cards.cards.cancel(params.cardId.toLowerCase(), command()) };
     },
   }),
 ];

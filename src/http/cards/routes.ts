@@ -6,9 +6,14 @@ import { viewOfCard } from '../../app/cards';
 import { applicationOf, cardOf, cardSummaryOf } from '../../app/cards/views';
 import { maskPan } from '../../providers/cards/port';
 import { HttpError } from '../../platform/http/errors';
-import { type RequestContext, route } from '../../platform/http/route';
+import { type RequestContext, routeFor } from '../../platform/http/route';
 import { IsoDateTime, StringEnum, Success, Uuid } from '../schemas';
 import { AmountField, asNumber, IdempotencyHeader, idempotencyKeyOf, REPLAYED, requireAmount } from '../ledger/routes';
+import type { AppServices } from '../services';
+
+/** The services these routes use. */
+const USES = ['cards'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const me = (ctx: RequestContext) => ({ userId: ctx.userId, partnerId: ctx.partnerId });
 
@@ -109,9 +114,9 @@ const applicationRoutes = [
       },
       401: { description: 'x-user-id header required' },
     },
-    async handler({ tally, userId }) {
-      const application = await tally.cards.applications.current(userId);
-      const cards = await tally.cards.cards.cardsOf(userId);
+    async handler({ services, userId }) {
+      const application = await services.cards.applications.current(userId);
+      const cards = await services.cards.cards.cardsOf(userId);
       const card = cards[cards.length - 1];
       const canCreateCard = application?.applicationStatus === 'approved' && (!card || card.status === 'canceled');
       const data = {
@@ -119,7 +124,7 @@ const applicationRoutes = [
         card: card ? cardSummaryOf(viewOfCard(card)) : null,
         hasApplication: application !== null,
         canCreateCard,
-        statusSummary: await tally.cards.applications.statusSummary(application),
+        statusSummary: await services.cards.applications.statusSummary(application),
       };
       return { status: 200, body: { success: true, data } };
     },
@@ -139,7 +144,7 @@ const applicationRoutes = [
     },
     async handler(ctx) {
       const ipAddress = isIP(ctx.clientIp) ? ctx.clientIp : null;
-      const application = await ctx.tally.cards.applications.apply(me(ctx), { ...ctx.body, ipAddress }, ctx.command());
+      const application = await ctx.services.cards.applications.apply(me(ctx), { ...ctx.body, ipAddress }, ctx.command());
       return { status: 201, body: { success: true, data: { application: applicationOf(application) } } };
     },
   }),
@@ -161,7 +166,7 @@ const cardRoutes = [
       409: { description: 'The application is not approved, or a card that is not canceled exists' },
     },
     async handler(ctx) {
-      const issued = await ctx.tally.cards.cards.issue(me(ctx), ctx.command(), idempotencyKeyOf(ctx.headers));
+      const issued = await ctx.services.cards.cards.issue(me(ctx), ctx.command(), idempotencyKeyOf(ctx.headers));
       return { status: 201, ...(issued.replayed ? { headers: REPLAYED } : {}), body: { success: true, data: cardOf(issued.data) } };
     },
   }),
@@ -185,7 +190,7 @@ const cardRoutes = [
     async handler(ctx) {
       const key = requiredKey(ctx.headers);
       const amount = requireAmount(ctx.body.amount);
-      const set = await ctx.tally.cards.cards.setLimit(me(ctx), { amount, frequency: ctx.body.frequency }, ctx.command(), key);
+      const set = await ctx.services.cards.cards.setLimit(me(ctx), { amount, frequency: ctx.body.frequency }, ctx.command(), key);
       const { id, limit } = set.data;
       return {
         status: 200,
@@ -210,7 +215,7 @@ const cardRoutes = [
     },
     async handler(ctx) {
       const key = requiredKey(ctx.headers);
-      const set = await ctx.tally.cards.cards.setPin(me(ctx), ctx.body.pin, ctx.command(), key);
+      const set = await ctx.services.cards.cards.setPin(me(ctx), ctx.body.pin, ctx.command(), key);
       return { status: 200, ...(set.replayed ? { headers: REPLAYED } : {}), body: { success: true, data: set.data } };
     },
   }),
@@ -234,7 +239,7 @@ function statusChange(action: 'activate' | 'lock' | 'unlock', keyRequired: boole
     },
     async handler(ctx) {
       const key = keyRequired ? requiredKey(ctx.headers) : idempotencyKeyOf(ctx.headers);
-      const changed = await ctx.tally.cards.cards.changeStatus(me(ctx), action, ctx.command(), key);
+      const changed = await ctx.services.cards.cards.changeStatus(me(ctx), action, ctx.command(), key);
       return { status: 200, ...(changed.replayed ? { headers: REPLAYED } : {}), body: { success: true, data: changed.data } };
     },
   });
@@ -250,9 +255,9 @@ const readRoutes = [
     summary: "The token user's cards, newest first; `status` filters, `q` matches the last four digits, type or status.",
     query: ListQuery,
     responses: { 200: { description: 'Cards', schema: Type.Array(Card) } },
-    async handler({ tally, userId, query }) {
+    async handler({ services, userId, query }) {
       const q = query.q?.trim().toLowerCase();
-      const cards = (await tally.cards.cards.cardsOf(userId))
+      const cards = (await services.cards.cards.cardsOf(userId))
         .filter((c) => !query.status || c.status === query.status)
         .filter((c) => !q || [c.last4, c.type, c.status].some((field) => field.toLowerCase().includes(q)));
       return { status: 200, body: cards.reverse().map((c) => cardOf(viewOfCard(c))) };
@@ -265,8 +270,8 @@ const readRoutes = [
     tag: 'Cards',
     summary: "The card's status.",
     responses: { 200: { description: 'Status', schema: CardStatusBody }, 404: { description: 'No card' } },
-    async handler({ tally, userId }) {
-      const card = await tally.cards.cards.primaryCard(userId);
+    async handler({ services, userId }) {
+      const card = await services.cards.cards.primaryCard(userId);
       return { status: 200, body: { success: true, data: { id: card.cardId, status: card.status } } };
     },
   }),
@@ -277,8 +282,8 @@ const readRoutes = [
     tag: 'Cards',
     summary: 'The card (no number, CVC or PIN).',
     responses: { 200: { description: 'The card', schema: Success(Card) }, 404: { description: 'No card' } },
-    async handler({ tally, userId }) {
-      return { status: 200, body: { success: true, data: cardOf(viewOfCard(await tally.cards.cards.primaryCard(userId))) } };
+    async handler({ services, userId }) {
+      return { status: 200, body: { success: true, data: cardOf(viewOfCard(await services.cards.cards.primaryCard(userId))) } };
     },
   }),
   route<unknown, Static<typeof FullQuery>>({
@@ -289,11 +294,11 @@ const readRoutes = [
     summary: 'The card with its token wallets; with `includeSecrets=true` and the card not locked, the masked number and the CVC.',
     query: FullQuery,
     responses: { 200: { description: 'The card', schema: CardFull }, 404: { description: 'No card' } },
-    async handler({ tally, userId, query }) {
-      const card = await tally.cards.cards.primaryCard(userId);
+    async handler({ services, userId, query }) {
+      const card = await services.cards.cards.primaryCard(userId);
       const full = { ...cardOf(viewOfCard(card)), tokenWallets: [] as string[] };
       if (query.includeSecrets !== 'true' || card.status === 'locked' || card.status === 'canceled') return { status: 200, body: full };
-      const secrets = await tally.cards.cards.secrets(userId);
+      const secrets = await services.cards.cards.secrets(userId);
       return { status: 200, body: { ...full, cardNumber: maskPan(secrets.cardNumber), cvc: secrets.cvc } };
     },
   }),
@@ -313,8 +318,8 @@ const readRoutes = [
       404: { description: 'No card' },
       409: { description: 'The card is locked or canceled' },
     },
-    async handler({ tally, userId }) {
-      return { status: 200, body: { success: true, data: await tally.cards.cards.secrets(userId) } };
+    async handler({ services, userId }) {
+      return { status: 200, body: { success: true, data: await services.cards.cards.secrets(userId) } };
     },
   }),
   route({
@@ -328,8 +333,8 @@ const readRoutes = [
       404: { description: 'No card' },
       409: { description: 'The card is canceled' },
     },
-    async handler({ tally, userId }) {
-      const { pin } = await tally.cards.cards.pin(userId);
+    async handler({ services, userId }) {
+      const { pin } = await services.cards.cards.pin(userId);
       return { status: 200, body: { success: true, data: { pin } } };
     },
   }),

@@ -3,9 +3,14 @@ import { DECLINED_REASONS } from '../../domain/cards/spend';
 import { fixed, money, ZERO } from '../../domain/ledger/money';
 import { decodeCursor } from '../../projections/cards';
 import { HttpError } from '../../platform/http/errors';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { IsoDateTime, StringEnum, Success, UUID_RE, Uuid } from '../schemas';
 import { AmountField, requireAmount } from '../ledger/routes';
+import type { AppServices } from '../services';
+
+/** The services these routes use. */
+const USES = ['cards', 'ledger'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const Nullable = <T extends ReturnType<typeof Type.String | typeof Type.Number>>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -76,7 +81,7 @@ export const sandboxCardTransactionRoutes = [
       201: { description: 'The card transaction, pending or declined', schema: Success(CardTransaction) },
       404: { description: 'No such card of the partner' },
     },
-    async handler({ tally, params, body, partnerId, command }) {
+    async handler({ services, params, body, partnerId, command }) {
       if (!UUID_RE.test(params.cardId)) throw new HttpError(404, 'Card not found');
       const { amount, localAmount, ...rest } = body;
       const input = {
@@ -84,7 +89,7 @@ export const sandboxCardTransactionRoutes = [
         amount: requireAmount(amount),
         ...(localAmount === undefined ? {} : { localAmount: requireAmount(localAmount, 'localAmount') }),
       };
-      const view = await tally.cards.spending.authorize(partnerId, params.cardId.toLowerCase(), input, command());
+      const view = await services.cards.spending.authorize(partnerId, params.cardId.toLowerCase(), input, command());
       return { status: 201, body: { success: true, data: view } };
     },
   }),
@@ -112,10 +117,10 @@ function settlement(action: 'clear' | 'reverse') {
       404: { description: 'No such card transaction of the partner' },
       409: { description: 'Already cleared or reversed, or declined' },
     },
-    async handler({ tally, params, body, partnerId, command }) {
+    async handler({ services, params, body, partnerId, command }) {
       if (!UUID_RE.test(params.id)) throw new HttpError(404, 'Card transaction not found');
       const id = params.id.toLowerCase();
-      const spending = tally.cards.spending;
+      const spending = services.cards.spending;
       const view =
         action === 'clear'
           ? await spending.clear(partnerId, id, body?.amount === undefined ? undefined : requireAmount(body.amount), command())
@@ -143,11 +148,11 @@ export const cardTransactionRoutes = [
     summary: 'What the card can spend, by currency: available (the USDC account’s balance, 1:1 in USD) and pending (held by pending card transactions).',
     readsAfterWrites: ['ledger', 'cards'],
     responses: { 200: { description: 'Balances', schema: Success(Type.Array(Balance)) }, 404: { description: 'No card' } },
-    async handler({ tally, userId }) {
-      await tally.cards.cards.primaryCard(userId);
+    async handler({ services, userId }) {
+      await services.cards.cards.primaryCard(userId);
       // Available as the account shows it (credits - debits, holds included): what a card can still spend.
-      const [account] = await tally.ledger.reads.accountsOf(userId);
-      const pending = await tally.cards.spending.queries.pendingOf(userId);
+      const [account] = await services.ledger.reads.accountsOf(userId);
+      const pending = await services.cards.spending.queries.pendingOf(userId);
       const available = account ? money(account.credits).minus(account.debits) : ZERO;
       return { status: 200, body: { success: true, data: [{ currency: 'USD', available: fixed(available), pending: fixed(pending) }] } };
     },
@@ -166,15 +171,15 @@ export const cardTransactionRoutes = [
       403: { description: '`cardId` is another user’s card (of the same partner)' },
       404: { description: 'No card, or `cardId` is no card of the partner’s' },
     },
-    async handler({ tally, userId, partnerId, query }) {
+    async handler({ services, userId, partnerId, query }) {
       const cardId = query.cardId?.toLowerCase();
-      if (cardId) await tally.cards.cards.requireOwnCard(cardId, { userId, partnerId });
-      else await tally.cards.cards.primaryCard(userId);
+      if (cardId) await services.cards.cards.requireOwnCard(cardId, { userId, partnerId });
+      else await services.cards.cards.primaryCard(userId);
       const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
       if (after === null) throw new HttpError(400, 'cursor is not valid', { code: 'validation_error', details: [{ field: 'cursor', rule: 'format' }] });
       // `spend` is the only type of card transaction there is.
       if (query.type !== undefined && query.type !== 'spend') return { status: 200, body: { items: [], nextCursor: null } };
-      const page = await tally.cards.spending.queries.list(userId, { ...(cardId ? { cardId } : {}), ...(after ? { after } : {}), limit: query.limit });
+      const page = await services.cards.spending.queries.list(userId, { ...(cardId ? { cardId } : {}), ...(after ? { after } : {}), limit: query.limit });
       return { status: 200, body: page };
     },
   }),

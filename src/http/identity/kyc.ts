@@ -1,8 +1,13 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { DomainError } from '../../platform/decider';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { Success } from '../schemas';
 import { readableUser, UserIdField, writableUser } from '../user-scope';
+import type { AppServices } from '../services';
+
+/** The services these routes use. */
+const USES = ['kyc', 'profiles', 'users'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const StartKycBody = Type.Object({
   userId: UserIdField,
@@ -91,8 +96,8 @@ const documentRoute = (path: string) =>
     tag: 'KYC',
     summary: "Identity document details of the token user's latest verification.",
     responses: { 200: { description: 'Document', schema: Success(KycDocument) } },
-    async handler({ tally, userId }) {
-      const latest = await tally.kyc.latest(userId);
+    async handler({ services, userId }) {
+      const latest = await services.kyc.latest(userId);
       if (!latest) throw new DomainError('not_found', `KycVerification not found: ${userId}`);
       const empty = { issuingCountry: null, type: null, issuedDate: null, idNumber: null, expiryDate: null, imageFront: null, imageBack: null };
       return {
@@ -110,8 +115,8 @@ const historyRoute = (path: string) =>
     tag: 'KYC',
     summary: "The token user's verifications, newest first.",
     responses: { 200: { description: 'History', schema: Success(Type.Object({ total: Type.Integer(), history: Type.Array(KycHistoryItem) })) } },
-    async handler({ tally, userId }) {
-      const history = (await tally.kyc.history(userId)).map((row) => tally.kyc.historyItem(row));
+    async handler({ services, userId }) {
+      const history = (await services.kyc.history(userId)).map((row) => services.kyc.historyItem(row));
       return { status: 200, body: { success: true, data: { total: history.length, history } } };
     },
   });
@@ -143,10 +148,10 @@ export const kycRoutes = [
       422: { description: 'KYC already finalized with status: <status>' },
       502: { description: 'Failed to create identity inquiry' },
     },
-    async handler({ tally, body, partnerId, command }) {
-      const user = await writableUser(tally, partnerId, body.userId);
+    async handler({ services, body, partnerId, command }) {
+      const user = await writableUser(services, partnerId, body.userId);
       if (user.status === 'suspended' || user.status === 'banned') throw new DomainError('conflict', `User account is ${user.status}`);
-      const profile = await tally.profiles.require(body.userId);
+      const profile = await services.profiles.require(body.userId);
       const prefill = {
         firstName: body.firstName ?? profile.firstName,
         lastName: body.lastName ?? profile.lastName,
@@ -155,7 +160,7 @@ export const kycRoutes = [
         birthDate: body.birthDate ?? profile.dateOfBirth,
         country: profile.governmentIdCountry,
       };
-      const started = await tally.kyc.start(body.userId, prefill, command());
+      const started = await services.kyc.start(body.userId, prefill, command());
       return {
         status: 200,
         body: { success: true, ...started, message: started.isExisting ? 'Verification already in progress' : 'Verification started' },
@@ -170,9 +175,9 @@ export const kycRoutes = [
     summary: "A user's KYC status view with derived permissions (always 200 for an own user).",
     query: UserIdQuery,
     responses: { 200: { description: 'Status view', schema: Success(StatusView) } },
-    async handler({ tally, query, partnerId }) {
-      const user = await readableUser(tally, partnerId, query.userId);
-      return { status: 200, body: { success: true, data: await tally.kyc.statusView(user.id, user.status) } };
+    async handler({ services, query, partnerId }) {
+      const user = await readableUser(services, partnerId, query.userId);
+      return { status: 200, body: { success: true, data: await services.kyc.statusView(user.id, user.status) } };
     },
   }),
   route<Static<typeof UserIdBody>>({
@@ -183,11 +188,11 @@ export const kycRoutes = [
     summary: 'Re-read the latest inquiry from the identity provider, apply any change, and return the status view.',
     body: UserIdBody,
     responses: { 200: { description: 'Status view', schema: Success(StatusView) }, 403: { description: 'User does not belong to this partner' } },
-    async handler({ tally, body, partnerId }) {
-      await writableUser(tally, partnerId, body.userId);
-      await tally.kyc.resync(body.userId);
-      const user = await readableUser(tally, partnerId, body.userId);
-      return { status: 200, body: { success: true, data: await tally.kyc.statusView(user.id, user.status) } };
+    async handler({ services, body, partnerId }) {
+      await writableUser(services, partnerId, body.userId);
+      await services.kyc.resync(body.userId);
+      const user = await readableUser(services, partnerId, body.userId);
+      return { status: 200, body: { success: true, data: await services.kyc.statusView(user.id, user.status) } };
     },
   }),
   route<unknown, Static<typeof UserIdQuery>>({
@@ -198,9 +203,9 @@ export const kycRoutes = [
     summary: "A user's KYC status as one string (`not_started` before any verification).",
     query: UserIdQuery,
     responses: { 200: { description: 'Status', schema: Success(Type.Object({ status: Type.String() }, { $id: 'KycSimpleStatus' })) } },
-    async handler({ tally, query, partnerId }) {
-      const user = await readableUser(tally, partnerId, query.userId);
-      const latest = await tally.kyc.latest(user.id);
+    async handler({ services, query, partnerId }) {
+      const user = await readableUser(services, partnerId, query.userId);
+      const latest = await services.kyc.latest(user.id);
       return { status: 200, body: { success: true, data: { status: latest?.status ?? 'not_started' } } };
     },
   }),

@@ -1,8 +1,13 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { SEND_MESSAGE } from '../../app/identity/login';
 import { HttpError } from '../../platform/http/errors';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { MessageBody } from '../schemas';
+import type { AppServices } from '../services';
+
+/** The services these routes use. */
+const USES = ['login'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const EmailBody = Type.Object({ email: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'email must be a valid email address' }) });
 const VerifyBody = Type.Object({
@@ -31,8 +36,8 @@ export const loginRoutes = [
     summary: 'Email a 6-digit login code. Same answer whether or not the email is registered; 5 sends per partner and email per hour.',
     body: EmailBody,
     responses: { 200: { description: 'Accepted', schema: MessageBody } },
-    async handler({ tally, body, partnerId, command }) {
-      await tally.login.send(partnerId, body.email, command());
+    async handler({ services, body, partnerId, command }) {
+      await services.login.send(partnerId, body.email, command());
       return { status: 200, body: { success: true, message: SEND_MESSAGE } };
     },
   }),
@@ -44,8 +49,8 @@ export const loginRoutes = [
     summary: 'Exchange the emailed code for an access token (15 min) and a refresh token (30 days). The first login opens the USDC account.',
     body: VerifyBody,
     responses: { 200: { description: 'Tokens', schema: LoginResult }, 401: { description: 'Invalid or expired code, or the user is not active' } },
-    async handler({ tally, body, partnerId, command }) {
-      return { status: 200, body: await tally.login.verify(partnerId, body.email, body.code, command()) };
+    async handler({ services, body, partnerId, command }) {
+      return { status: 200, body: await services.login.verify(partnerId, body.email, body.code, command()) };
     },
   }),
   route<Static<typeof RefreshBody>>({
@@ -56,8 +61,8 @@ export const loginRoutes = [
     summary: 'Exchange a refresh token for a new pair; the old one is spent, and presenting it again revokes the session.',
     body: RefreshBody,
     responses: { 200: { description: 'Tokens', schema: LoginResult }, 401: { description: 'Invalid, spent or revoked refresh token' } },
-    async handler({ tally, body, partnerId, command }) {
-      return { status: 200, body: await tally.login.refresh(partnerId, body.refreshToken, command()) };
+    async handler({ services, body, partnerId, command }) {
+      return { status: 200, body: await services.login.refresh(partnerId, body.refreshToken, command()) };
     },
   }),
   route<Static<typeof RefreshBody>>({
@@ -68,8 +73,8 @@ export const loginRoutes = [
     summary: 'Revoke the session of a refresh token (its access tokens stop working too).',
     body: RefreshBody,
     responses: { 200: { description: 'Logged out', schema: MessageBody } },
-    async handler({ tally, body, partnerId, command }) {
-      await tally.login.logout(partnerId, body.refreshToken, command());
+    async handler({ services, body, partnerId, command }) {
+      await services.login.logout(partnerId, body.refreshToken, command());
       return { status: 200, body: { success: true, message: 'Logged out' } };
     },
   }),

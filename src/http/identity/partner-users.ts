@@ -2,8 +2,13 @@ import { type Static, Type } from '@sinclair/typebox';
 import { USER_STATUSES } from '../../domain/identity/user';
 import { summary } from '../../app/identity/users';
 import { HttpError, MESSAGES } from '../../platform/http/errors';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { IsoDateTime, PageMeta, PageQuery, pageMeta, parseInstant, StringEnum, Success, User, UserSummary, UUID_RE } from '../schemas';
+import type { AppServices } from '../services';
+
+/** The services these routes use. */
+const USES = ['users'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const CreateUserBody = Type.Object({
   email: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'email must be a valid email address' }),
@@ -37,8 +42,8 @@ export const partnerUserRoutes = [
       201: { description: 'Created', schema: Type.Object({ success: Type.Literal(true), data: Type.Object({ user: UserSummary }), message: Type.String() }) },
       409: { description: 'The email is already registered' },
     },
-    async handler({ tally, body, partnerId, command }) {
-      const user = await tally.users.register(partnerId, body, command());
+    async handler({ services, body, partnerId, command }) {
+      const user = await services.users.register(partnerId, body, command());
       return { status: 201, body: { success: true, data: { user: summary(user) }, message: 'User created' } };
     },
   }),
@@ -50,13 +55,13 @@ export const partnerUserRoutes = [
     summary: "List the partner's users, newest first, with filters and pagination.",
     query: ListUsersQuery,
     responses: { 200: { description: 'A page of users', schema: Success(Type.Object({ items: Type.Array(User), meta: PageMeta })) } },
-    async handler({ tally, query, partnerId }) {
+    async handler({ services, query, partnerId }) {
       // Bounds outside 1970-9999 are 400 naming the field (year 0 would otherwise be the database's 500).
       for (const name of ['createdFrom', 'createdTo'] as const) {
         const bound = query[name];
         if (bound !== undefined) parseInstant(bound, name);
       }
-      const { items, totalItems } = await tally.users.list(partnerId, query);
+      const { items, totalItems } = await services.users.list(partnerId, query);
       return { status: 200, body: { success: true, data: { items, meta: pageMeta(totalItems, query.page, query.limit) } } };
     },
   }),
@@ -68,9 +73,9 @@ export const partnerUserRoutes = [
     summary: 'Full details of one user, including status (partners poll it).',
     params: UserIdParams,
     responses: { 200: { description: 'The user', schema: Success(Type.Object({ user: User })) } },
-    async handler({ tally, params, partnerId }) {
+    async handler({ services, params, partnerId }) {
       // Another partner's user, or a malformed id, is indistinguishable from a missing one.
-      const user = UUID_RE.test(params.userId) ? await tally.users.get(partnerId, params.userId) : null;
+      const user = UUID_RE.test(params.userId) ? await services.users.get(partnerId, params.userId) : null;
       if (!user) throw new HttpError(404, MESSAGES.userNotFound);
       return { status: 200, body: { success: true, data: { user } } };
     },

@@ -1,9 +1,14 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import BigNumber from 'bignumber.js';
 import type { ProfileFields } from '../../domain/identity/profile';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { FilledText, StringEnum, Success } from '../schemas';
 import { readableUser, UserIdField, writableUser } from '../user-scope';
+import type { AppServices } from '../services';
+
+/** The services these routes use. */
+const USES = ['profiles', 'users'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const Text = (name: string) => FilledText(name, 200);
 const Country = (name: string) => Type.String({ pattern: '^[A-Za-z]{2}$', 'x-error': `${name} must be an ISO 3166-1 alpha-2 country code` });
@@ -80,9 +85,9 @@ export const profileRoutes = [
       403: { description: 'User does not belong to this partner' },
       409: { description: 'The profile already exists' },
     },
-    async handler({ tally, body, partnerId, command }) {
-      await writableUser(tally, partnerId, body.userId);
-      return reply(201, await tally.profiles.create(partnerId, body.userId, toProfileFields(body), command()));
+    async handler({ services, body, partnerId, command }) {
+      await writableUser(services, partnerId, body.userId);
+      return reply(201, await services.profiles.create(partnerId, body.userId, toProfileFields(body), command()));
     },
   }),
   route<unknown, Static<typeof UserIdQuery>>({
@@ -93,9 +98,9 @@ export const profileRoutes = [
     summary: 'Read the personal profile of a user.',
     query: UserIdQuery,
     responses: { 200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) } },
-    async handler({ tally, query, partnerId }) {
-      await readableUser(tally, partnerId, query.userId);
-      return reply(200, await tally.profiles.require(query.userId));
+    async handler({ services, query, partnerId }) {
+      await readableUser(services, partnerId, query.userId);
+      return reply(200, await services.profiles.require(query.userId));
     },
   }),
   route<Static<typeof PartnerProfileBody>>({
@@ -110,9 +115,9 @@ export const profileRoutes = [
       403: { description: 'User does not belong to this partner' },
       409: { description: 'Verified identity fields cannot be changed' },
     },
-    async handler({ tally, body, partnerId, command }) {
-      await writableUser(tally, partnerId, body.userId);
-      return reply(200, await tally.profiles.update(body.userId, toProfileFields(body), command()));
+    async handler({ services, body, partnerId, command }) {
+      await writableUser(services, partnerId, body.userId);
+      return reply(200, await services.profiles.update(body.userId, toProfileFields(body), command()));
     },
   }),
   route<unknown, Static<typeof UserIdQuery>>({
@@ -128,9 +133,9 @@ export const profileRoutes = [
         schema: Success(Type.Object({ isComplete: Type.Boolean(), missingFields: Type.Array(Type.String()) }, { $id: 'ProfileCompletion' })),
       },
     },
-    async handler({ tally, query, partnerId }) {
-      await readableUser(tally, partnerId, query.userId);
-      return { status: 200, body: { success: true, data: await tally.profiles.completion(query.userId) } };
+    async handler({ services, query, partnerId }) {
+      await readableUser(services, partnerId, query.userId);
+      return { status: 200, body: { success: true, data: await services.profiles.completion(query.userId) } };
     },
   }),
   route<Fields>({
@@ -141,8 +146,8 @@ export const profileRoutes = [
     summary: "Create the token user's personal profile.",
     body: ProfileBody,
     responses: { 201: { description: 'Created', schema: Success(Type.Object({ profile: ProfileView })) }, 409: { description: 'The profile already exists' } },
-    async handler({ tally, body, userId, partnerId, command }) {
-      return reply(201, await tally.profiles.create(partnerId, userId, toProfileFields(body), command()));
+    async handler({ services, body, userId, partnerId, command }) {
+      return reply(201, await services.profiles.create(partnerId, userId, toProfileFields(body), command()));
     },
   }),
   route({
@@ -152,8 +157,8 @@ export const profileRoutes = [
     tag: 'Profile',
     summary: "Read the token user's personal profile.",
     responses: { 200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) } },
-    async handler({ tally, userId }) {
-      return reply(200, await tally.profiles.require(userId));
+    async handler({ services, userId }) {
+      return reply(200, await services.profiles.require(userId));
     },
   }),
   route<Fields>({
@@ -167,8 +172,8 @@ export const profileRoutes = [
       200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) },
       409: { description: 'Verified identity fields cannot be changed' },
     },
-    async handler({ tally, body, userId, command }) {
-      return reply(200, await tally.profiles.update(userId, toProfileFields(body), command()));
+    async handler({ services, body, userId, command }) {
+      return reply(200, await services.profiles.update(userId, toProfileFields(body), command()));
     },
   }),
 ];

@@ -1,18 +1,16 @@
 import { type Static, Type } from '@sinclair/typebox';
-import type { Tally } from '../../compose/tally';
 import { normalizeEmail } from '../../domain/identity/user';
 import { renderDecisionPage, renderHostedPage } from '../../providers/identity/sandbox-page';
 import { SANDBOX_OUTCOMES, SandboxInquiryConflictError, type SandboxOutcome } from '../../providers/identity/sandbox';
 import { HttpError, MESSAGES } from '../../platform/http/errors';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { HtmlPage, StringEnum, Success } from '../schemas';
+import { type AppServices, sandboxOf } from '../services';
 
-/** The sandbox routes exist only while SANDBOX is on. */
-export function sandboxOf(tally: Tally) {
-  const sandbox = tally.providers.sandbox;
-  if (!sandbox) throw new HttpError(404, MESSAGES.notFound);
-  return sandbox;
-}
+/** The services these routes use. */
+const USES = ['providers', 'sql'] as const;
+type Services = Pick<AppServices, (typeof USES)[number]>;
+const route = routeFor<AppServices>()(USES);
 
 const EmailsQuery = Type.Object({ to: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'to must be a valid email address' }) });
 const InquiryParams = Type.Object({ inquiryId: Type.String({ maxLength: 100 }) });
@@ -20,17 +18,17 @@ const OutcomeBody = Type.Object({ outcome: StringEnum(SANDBOX_OUTCOMES) });
 const DecisionBody = Type.Object({ outcome: StringEnum(['approved', 'declined', 'needs_review'] as const) });
 
 /** A partner may drive only its own users' inquiries. */
-async function ownInquiry(tally: Tally, partnerId: string, inquiryId: string): Promise<void> {
-  const [row] = await tally.sql.query<{ partner_id: string }>(
+async function ownInquiry(services: Services, partnerId: string, inquiryId: string): Promise<void> {
+  const [row] = await services.sql.query<{ partner_id: string }>(
     'SELECT u.partner_id::text FROM rm_kyc_verifications k JOIN rm_users u ON u.user_id = k.user_id WHERE k.inquiry_id = $1',
     [inquiryId],
   );
   if (!row || row.partner_id !== partnerId) throw new HttpError(404, 'Inquiry not found');
 }
 
-async function complete(tally: Tally, inquiryId: string, outcome: SandboxOutcome): Promise<string> {
+async function complete(services: Services, inquiryId: string, outcome: SandboxOutcome): Promise<string> {
   try {
-    return await sandboxOf(tally).identity.complete(inquiryId, outcome);
+    return await sandboxOf(services).identity.complete(inquiryId, outcome);
   } catch (error) {
     if (error instanceof SandboxInquiryConflictError) throw new HttpError(409, error.message);
     throw error;
@@ -65,9 +63,9 @@ export const sandboxIdentityRoutes = [
         ),
       },
     },
-    async handler({ tally, query, partnerId }) {
-      const sandbox = sandboxOf(tally);
-      const [own] = await tally.sql.query('SELECT 1 FROM rm_users WHERE email = $1 AND partner_id = $2', [normalizeEmail(query.to), partnerId]);
+    async handler({ services, query, partnerId }) {
+      const sandbox = sandboxOf(services);
+      const [own] = await services.sql.query('SELECT 1 FROM rm_users WHERE email = $1 AND partner_id = $2', [normalizeEmail(query.to), partnerId]);
       if (!own) throw new HttpError(404, MESSAGES.userNotFound);
       return { status: 200, body: { success: true, data: await sandbox.outbox.list(query.to) } };
     },
@@ -84,10 +82,10 @@ export const sandboxIdentityRoutes = [
       202: { description: 'Decided and delivered', schema: Success(Type.Object({ inquiryId: Type.String(), outcome: Type.String(), eventId: Type.String() })) },
       409: { description: 'The inquiry was already decided otherwise' },
     },
-    async handler({ tally, params, body, partnerId }) {
-      sandboxOf(tally);
-      await ownInquiry(tally, partnerId, params.inquiryId);
-      const eventId = await complete(tally, params.inquiryId, body.outcome);
+    async handler({ services, params, body, partnerId }) {
+      sandboxOf(services);
+      await ownInquiry(services, partnerId, params.inquiryId);
+      const eventId = await complete(services, params.inquiryId, body.outcome);
       return { status: 202, body: { success: true, data: { inquiryId: params.inquiryId, outcome: body.outcome, eventId } } };
     },
   }),
@@ -99,8 +97,8 @@ export const sandboxIdentityRoutes = [
     summary: "The sandbox identity provider's hosted verification page (the verificationUrl).",
     params: InquiryParams,
     responses: { 200: { description: 'HTML page', schema: HtmlPage } },
-    async handler({ tally, params }) {
-      const sandbox = sandboxOf(tally);
+    async handler({ services, params }) {
+      const sandbox = sandboxOf(services);
       if (!(await sandbox.identity.findInquiry(params.inquiryId))) throw new HttpError(404, 'Inquiry not found');
       const inquiry = await sandbox.identity.markStarted(params.inquiryId);
       return { status: 200, body: renderHostedPage(inquiry), contentType: 'text/html; charset=utf-8' };
@@ -116,10 +114,10 @@ export const sandboxIdentityRoutes = [
     body: DecisionBody,
     forms: true,
     responses: { 200: { description: 'HTML page', schema: HtmlPage }, 409: { description: 'The inquiry was already decided otherwise' } },
-    async handler({ tally, params, body }) {
-      const sandbox = sandboxOf(tally);
+    async handler({ services, params, body }) {
+      const sandbox = sandboxOf(services);
       if (!(await sandbox.identity.findInquiry(params.inquiryId))) throw new HttpError(404, 'Inquiry not found');
-      await complete(tally, params.inquiryId, body.outcome);
+      await complete(services, params.inquiryId, body.outcome);
       const inquiry = await sandbox.identity.findInquiry(params.inquiryId);
       return {
         status: 200,

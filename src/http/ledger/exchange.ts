@@ -1,10 +1,15 @@
 import { type Static, Type } from '@sinclair/typebox';
-import type { Tally } from '../../compose/tally';
 import { quote } from '../../providers/ledger/rates/quote';
 import { HttpError } from '../../platform/http/errors';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { Success } from '../schemas';
 import { AmountField, asNumber, requireAmount } from './routes';
+import type { AppServices } from '../services';
+
+/** The services these routes use. */
+const USES = ['config', 'providers'] as const;
+type Services = Pick<AppServices, (typeof USES)[number]>;
+const route = routeFor<AppServices>()(USES);
 
 const QuoteBody = Type.Object({
   fromAsset: Type.String({ minLength: 1, maxLength: 10 }),
@@ -24,16 +29,16 @@ const QuoteView = Type.Object(
   { $id: 'Quote' },
 );
 
-async function quoteReply(tally: Tally, body: Static<typeof QuoteBody>) {
+async function quoteReply(services: Services, body: Static<typeof QuoteBody>) {
   const fromAmount = requireAmount(body.fromAmount, 'fromAmount');
-  const known = new Set(tally.providers.rates.assets().map((a) => a.asset));
+  const known = new Set(services.providers.rates.assets().map((a) => a.asset));
   for (const asset of [body.fromAsset, body.toAsset]) if (!known.has(asset)) throw new HttpError(400, `Unsupported asset: ${asset}`);
   const q = await quote({
     from: body.fromAsset,
     to: body.toAsset,
     fromAmount,
-    spreadBps: tally.config.exchangeSpreadBps,
-    rates: tally.providers.rates,
+    spreadBps: services.config.exchangeSpreadBps,
+    rates: services.providers.rates,
     now: new Date(),
   });
   if (!q) throw new HttpError(400, `Unsupported asset: ${body.toAsset}`);
@@ -56,8 +61,8 @@ export const exchangeRoutes = [
         schema: Success(Type.Array(Type.Object({ asset: Type.String(), name: Type.String(), decimals: Type.Integer() }, { $id: 'Asset' }))),
       },
     },
-    async handler({ tally }) {
-      return { status: 200, body: { success: true, data: tally.providers.rates.assets() } };
+    async handler({ services }) {
+      return { status: 200, body: { success: true, data: services.providers.rates.assets() } };
     },
   }),
   route<Static<typeof QuoteBody>>({
@@ -68,8 +73,8 @@ export const exchangeRoutes = [
     summary: 'An exchange quote between two assets (after spread); it lives 30 seconds.',
     body: QuoteBody,
     responses: { 200: { description: 'Quote', schema: Success(QuoteView) } },
-    async handler({ tally, body }) {
-      return quoteReply(tally, body);
+    async handler({ services, body }) {
+      return quoteReply(services, body);
     },
   }),
   route<Static<typeof QuoteBody>>({
@@ -80,8 +85,8 @@ export const exchangeRoutes = [
     summary: 'The public quote, for a logged-in user.',
     body: QuoteBody,
     responses: { 200: { description: 'Quote', schema: Success(QuoteView) } },
-    async handler({ tally, body }) {
-      return quoteReply(tally, body);
+    async handler({ services, body }) {
+      return quoteReply(services, body);
     },
   }),
 ];

@@ -3,8 +3,13 @@ import type { RequestContext } from '../../platform/http/route';
 import { DomainError } from '../../platform/decider';
 import { type Amount, checkAmount, isImpreciseNumber, parseAmount } from '../../domain/ledger/money';
 import { HttpError } from '../../platform/http/errors';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { FilledText, LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE, Uuid } from '../schemas';
+import type { AppServices } from '../services';
+
+/** The services these routes use. */
+const USES = ['ledger'] as const;
+const route = routeFor<AppServices>()(USES);
 
 /** Amounts arrive as JSON numbers (the interface) or decimal strings; either way never through float math. */
 export const AmountField = (name: string) => Type.Union([Type.Number(), Type.String({ maxLength: 40 })], { 'x-error': `${name} must be a number` });
@@ -167,8 +172,8 @@ export const ledgerRoutes = [
       },
     },
     readsAfterWrites: 'ledger',
-    async handler({ tally, userId }) {
-      const items = await tally.ledger.reads.accountsOf(userId);
+    async handler({ services, userId }) {
+      const items = await services.ledger.reads.accountsOf(userId);
       return { status: 200, body: { items, meta: { totalItems: items.length, currentPage: 1 } } };
     },
   }),
@@ -193,11 +198,11 @@ export const ledgerRoutes = [
     query: BalanceQuery,
     responses: { 200: { description: 'Balances', schema: Type.Object({ items: Type.Array(Account), meta: PageMeta }) } },
     readsAfterWrites: 'ledger',
-    async handler({ tally, userId, query }) {
-      let items = await tally.ledger.reads.accountsOf(userId);
+    async handler({ services, userId, query }) {
+      let items = await services.ledger.reads.accountsOf(userId);
       if (query.at) {
         const at = new Date(instantOf(query.at, 'at'));
-        items = await Promise.all(items.map(async (a) => ({ ...a, ...(await tally.ledger.accounts.balanceAt(a.id, at)) })));
+        items = await Promise.all(items.map(async (a) => ({ ...a, ...(await services.ledger.accounts.balanceAt(a.id, at)) })));
       }
       const page = items.slice((query.page - 1) * query.limit, query.page * query.limit);
       return { status: 200, body: { items: page, meta: pageMeta(items.length, query.page, query.limit) } };
@@ -233,10 +238,10 @@ export const ledgerRoutes = [
       422: { description: 'The idempotency key was used with another request' },
     },
     async handler(ctx) {
-      const { body, tally } = ctx;
+      const { body, services } = ctx;
       const amount = requireAmount(body.amount);
       if (body.currency !== 'USDC') throw new HttpError(400, 'currency must match the account asset (USDC)');
-      const { replayed, ...created } = await tally.ledger.deposits.deposit(
+      const { replayed, ...created } = await services.ledger.deposits.deposit(
         me(ctx),
         { toAccountId: body.toAccountId, amount, currency: body.currency, provider: body.provider, description: body.description, payer: body.metadata.payer },
         ctx.command(),
@@ -267,11 +272,11 @@ export const ledgerRoutes = [
       403: { description: 'The account is not the token user’s' },
     },
     async handler(ctx) {
-      const { tally, query } = ctx;
+      const { services, query } = ctx;
       const from = query.from === undefined ? undefined : dateBound(query.from, 'from').at;
       const to = query.to === undefined ? undefined : dateBound(query.to, 'to');
-      const accountId = await tally.ledger.accounts.ownAccount(ctx.userId, ctx.partnerId, query.accountId);
-      return { status: 200, body: await tally.ledger.reads.listTransactions(accountId, { limit: query.limit, page: query.page, from, to }) };
+      const accountId = await services.ledger.accounts.ownAccount(ctx.userId, ctx.partnerId, query.accountId);
+      return { status: 200, body: await services.ledger.reads.listTransactions(accountId, { limit: query.limit, page: query.page, from, to }) };
     },
   }),
   route<unknown, unknown, Static<typeof TransactionParams>>({
@@ -285,7 +290,7 @@ export const ledgerRoutes = [
     responses: { 200: { description: 'The transaction', schema: Transaction }, 403: { description: 'The transaction is not the token user’s' } },
     async handler(ctx) {
       if (!UUID_RE.test(ctx.params.id)) throw new DomainError('not_found', 'Transaction not found');
-      return { status: 200, body: await ctx.tally.ledger.reads.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
+      return { status: 200, body: await ctx.services.ledger.reads.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
     },
   }),
   route<Static<typeof TransferBody>>({
@@ -312,9 +317,9 @@ export const ledgerRoutes = [
       422: { description: 'The idempotency key was used with another request' },
     },
     async handler(ctx) {
-      const { body, tally } = ctx;
+      const { body, services } = ctx;
       const amount = requireAmount(body.amount);
-      const { transfer: done, replayed } = await tally.ledger.transfers.transfer(
+      const { transfer: done, replayed } = await services.ledger.transfers.transfer(
         me(ctx),
         { fromAccountId: body.fromAccountId, toAccountId: body.toAccountId, amount, description: body.description },
         ctx.command(),
@@ -349,9 +354,9 @@ export const ledgerRoutes = [
       502: { description: 'The payout provider refused the payout; the funds are returned' },
     },
     async handler(ctx) {
-      const { body, tally } = ctx;
+      const { body, services } = ctx;
       const amount = requireAmount(body.amount);
-      const answer = await tally.ledger.payouts.payout(
+      const answer = await services.ledger.payouts.payout(
         me(ctx),
         { ...body, amount, source: body.source as { metadata: Record<string, unknown> } },
         ctx.command(`payout:${body.transactionId.toLowerCase()}`),

@@ -1,21 +1,25 @@
 import { type Static, Type } from '@sinclair/typebox';
-import type { Tally } from '../../compose/tally';
 import { MockPaymentConflictError } from '../../providers/ledger/payments/mock';
 import { renderPaymentPage, renderPaymentResult } from '../../providers/ledger/payments/mock-page';
 import { MockPayoutConflictError } from '../../providers/ledger/payouts/mock';
 import { HttpError } from '../../platform/http/errors';
-import { route } from '../../platform/http/route';
-import { sandboxOf } from '../identity/sandbox';
+import { routeFor } from '../../platform/http/route';
+import { type AppServices, sandboxOf } from '../services';
 import { HtmlPage, StringEnum, Success, UUID_RE } from '../schemas';
 
+/** The services these routes use. */
+const USES = ['providers', 'sql'] as const;
+type Services = Pick<AppServices, (typeof USES)[number]>;
+const route = routeFor<AppServices>()(USES);
+
 /** A transaction of one of the partner's users, by uuid or by the provider's payment id. */
-async function ownTransaction(tally: Tally, partnerId: string, where: { uuid?: string; paymentId?: string }) {
+async function ownTransaction(services: Services, partnerId: string, where: { uuid?: string; paymentId?: string }) {
   const [row] = where.uuid
-    ? await tally.sql.query<{ uuid: string; partner_id: string; kind: string; payment_id: string | null }>(
+    ? await services.sql.query<{ uuid: string; partner_id: string; kind: string; payment_id: string | null }>(
         `SELECT uuid::text, partner_id::text, kind, details->>'paymentId' AS payment_id FROM rm_transactions WHERE uuid = $1`,
         [where.uuid],
       )
-    : await tally.sql.query<{ uuid: string; partner_id: string; kind: string; payment_id: string | null }>(
+    : await services.sql.query<{ uuid: string; partner_id: string; kind: string; payment_id: string | null }>(
         `SELECT uuid::text, partner_id::text, kind, details->>'paymentId' AS payment_id FROM rm_transactions WHERE details->>'paymentId' = $1`,
         [where.paymentId],
       );
@@ -39,10 +43,10 @@ const depositDecision = (action: 'confirm' | 'fail') =>
     summary: `The mock payment provider ${action === 'confirm' ? 'confirms' : 'fails'} a deposit's payment and sends its signed webhook.`,
     params: TransactionParams,
     responses: { 202: { description: 'Decided and delivered', schema: Decided }, 409: { description: 'Already decided otherwise' } },
-    async handler({ tally, params, partnerId }) {
-      const sandbox = sandboxOf(tally);
+    async handler({ services, params, partnerId }) {
+      const sandbox = sandboxOf(services);
       if (!UUID_RE.test(params.transactionId)) throw new HttpError(404, 'Transaction not found');
-      const txn = await ownTransaction(tally, partnerId, { uuid: params.transactionId.toLowerCase() });
+      const txn = await ownTransaction(services, partnerId, { uuid: params.transactionId.toLowerCase() });
       if (txn.kind !== 'DEPOSIT' || !txn.payment_id) throw new HttpError(404, 'Transaction not found');
       try {
         const eventId = await sandbox.payments.decide(txn.payment_id, action === 'confirm' ? 'confirmed' : 'failed');
@@ -64,9 +68,9 @@ const payoutDecision = (action: 'settle' | 'fail') =>
     params: PaymentParams,
     body: FailBody,
     responses: { 202: { description: 'Decided and delivered', schema: Decided }, 409: { description: 'Already decided otherwise' } },
-    async handler({ tally, params, body, partnerId }) {
-      const sandbox = sandboxOf(tally);
-      const txn = await ownTransaction(tally, partnerId, { paymentId: params.paymentId });
+    async handler({ services, params, body, partnerId }) {
+      const sandbox = sandboxOf(services);
+      const txn = await ownTransaction(services, partnerId, { paymentId: params.paymentId });
       if (txn.kind !== 'PAYOUT') throw new HttpError(404, 'Transaction not found');
       try {
         const eventId = await sandbox.payouts.decide(params.paymentId, action === 'settle' ? 'settled' : 'failed', body.reason);
@@ -91,8 +95,8 @@ export const sandboxLedgerRoutes = [
     summary: "The mock payment provider's hosted payment page (the deposit's paymentLink).",
     params: PaymentParams,
     responses: { 200: { description: 'HTML page', schema: HtmlPage } },
-    async handler({ tally, params }) {
-      const payment = await sandboxOf(tally).payments.findPayment(params.paymentId);
+    async handler({ services, params }) {
+      const payment = await sandboxOf(services).payments.findPayment(params.paymentId);
       if (!payment) throw new HttpError(404, 'Payment not found');
       return { status: 200, body: renderPaymentPage(payment), contentType: 'text/html; charset=utf-8' };
     },
@@ -107,8 +111,8 @@ export const sandboxLedgerRoutes = [
     body: DecisionBody,
     forms: true,
     responses: { 200: { description: 'HTML page', schema: HtmlPage } },
-    async handler({ tally, params, body }) {
-      const sandbox = sandboxOf(tally);
+    async handler({ services, params, body }) {
+      const sandbox = sandboxOf(services);
       if (!(await sandbox.payments.findPayment(params.paymentId))) throw new HttpError(404, 'Payment not found');
       try {
         await sandbox.payments.decide(params.paymentId, body.outcome);

@@ -1,8 +1,12 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { INBOX_KEEP, INBOX_SIGNATURE_ERROR } from '../../app/notifications/inbox';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import { IsoDateTime, Success } from '../schemas';
-import { sandboxOf } from '../identity/sandbox';
+import { type AppServices, sandboxOf } from '../services';
+
+/** The services these routes use. */
+const USES = ['notifications', 'providers'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const INBOX_PATH = '/sandbox/v1/webhook-inbox';
 
@@ -49,10 +53,10 @@ export const sandboxWebhookInboxRoutes = [
       200: { description: 'Kept', schema: Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'SandboxWebhookReceived' }) },
       401: { description: INBOX_SIGNATURE_ERROR },
     },
-    async handler({ tally, req }) {
-      sandboxOf(tally);
+    async handler({ services, req }) {
+      sandboxOf(services);
       const raw = (req.rawBody ?? Buffer.alloc(0)).toString('utf8');
-      await tally.notifications.inbox.receive(raw, {
+      await services.notifications.inbox.receive(raw, {
         id: one(req.headers['webhook-id']),
         timestamp: one(req.headers['webhook-timestamp']),
         signature: one(req.headers['webhook-signature']),
@@ -77,9 +81,9 @@ export const sandboxWebhookInboxRoutes = [
         ),
       },
     },
-    async handler({ tally, query, partnerId }) {
-      sandboxOf(tally);
-      const data = await tally.notifications.inbox.list(partnerId, query);
+    async handler({ services, query, partnerId }) {
+      sandboxOf(services);
+      const data = await services.notifications.inbox.list(partnerId, query);
       return { status: 200, body: { success: true, data } };
     },
   }),

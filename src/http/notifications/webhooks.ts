@@ -2,7 +2,7 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { ENDPOINT_NOT_CONFIGURED, MAX_URL_LENGTH, NOTIFICATION_TYPES } from '../../domain/notifications/endpoint';
 import { DELIVERY_NOT_FOUND, DELIVERY_STATUSES } from '../../app/notifications/deliveries';
 import { HttpError } from '../../platform/http/errors';
-import { route } from '../../platform/http/route';
+import { routeFor } from '../../platform/http/route';
 import type { WebhookSpec } from '../openapi';
 import { IsoDateTime, StringEnum, Success, User, UUID_RE } from '../schemas';
 import { CardTransaction } from '../cards/transactions';
@@ -10,6 +10,11 @@ import { Application, Card } from '../cards/routes';
 import { StatusView } from '../identity/kyc';
 import { sandboxWebhookInboxRoutes } from './sandbox-inbox';
 import { Transaction } from '../ledger/routes';
+import type { AppServices } from '../services';
+
+/** The services these routes use. */
+const USES = ['notifications'] as const;
+const route = routeFor<AppServices>()(USES);
 
 const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, 'x-error': 'events must be an array of event types' });
 
@@ -85,8 +90,8 @@ export const partnerWebhookRoutes = [
       200: { description: 'The endpoint and its secret', schema: Success(EndpointWithSecret) },
       400: { description: 'A url the rules refuse, or an unknown event type' },
     },
-    async handler({ tally, body, partnerId, command }) {
-      const data = await tally.notifications.endpoints.configure(partnerId, body, command());
+    async handler({ services, body, partnerId, command }) {
+      const data = await services.notifications.endpoints.configure(partnerId, body, command());
       return { status: 200, body: { success: true, data } };
     },
   }),
@@ -100,8 +105,8 @@ export const partnerWebhookRoutes = [
       200: { description: 'The endpoint', schema: Success(Endpoint) },
       404: { description: ENDPOINT_NOT_CONFIGURED },
     },
-    async handler({ tally, partnerId }) {
-      const data = await tally.notifications.endpoints.get(partnerId);
+    async handler({ services, partnerId }) {
+      const data = await services.notifications.endpoints.get(partnerId);
       if (!data) throw new HttpError(404, ENDPOINT_NOT_CONFIGURED);
       return { status: 200, body: { success: true, data } };
     },
@@ -119,8 +124,8 @@ export const partnerWebhookRoutes = [
       },
       404: { description: ENDPOINT_NOT_CONFIGURED },
     },
-    async handler({ tally, partnerId, command }) {
-      const data = await tally.notifications.endpoints.rotate(partnerId, command());
+    async handler({ services, partnerId, command }) {
+      const data = await services.notifications.endpoints.rotate(partnerId, command());
       return { status: 200, body: { success: true, data } };
     },
   }),
@@ -138,8 +143,8 @@ export const partnerWebhookRoutes = [
         schema: Success(Type.Object({ items: Type.Array(Delivery), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { $id: 'WebhookDeliveryPage' })),
       },
     },
-    async handler({ tally, query, partnerId }) {
-      const data = await tally.notifications.deliveries.list(partnerId, query);
+    async handler({ services, query, partnerId }) {
+      const data = await services.notifications.deliveries.list(partnerId, query);
       return { status: 200, body: { success: true, data } };
     },
   }),
@@ -154,9 +159,9 @@ export const partnerWebhookRoutes = [
       202: { description: 'Queued to be sent now', schema: Success(Delivery) },
       404: { description: DELIVERY_NOT_FOUND },
     },
-    async handler({ tally, params, partnerId }) {
+    async handler({ services, params, partnerId }) {
       if (!UUID_RE.test(params.id)) throw new HttpError(404, DELIVERY_NOT_FOUND);
-      const data = await tally.notifications.redeliver(partnerId, params.id.toLowerCase());
+      const data = await services.notifications.redeliver(partnerId, params.id.toLowerCase());
       return { status: 202, body: { success: true, data } };
     },
   }),

@@ -4,12 +4,13 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { CommandContext } from '../commands/commands';
 import { isOutage } from '../outage';
 import { uuidV7 } from '../ids';
-import { type Tally, writeScope } from '../../compose/tally';
+import type { Logger } from 'pino';
+import { writeScope } from '../consumers/read-your-writes';
 import { OverloadedError } from '../../eventstore/port';
 import { checkedJsonText, formParser, readJsonBody } from './body';
 import { toErrorReply } from './error-reply';
 import { HttpError, MESSAGES } from './errors';
-import type { HttpMetrics } from '../../http/metrics';
+import type { HttpMetrics } from './metrics';
 import { carriesOperatorToken } from './operator-token';
 import { RateLimiter } from './ratelimit';
 import type { Credential, HttpRequest, Reply, RequestContext, RouteSpec } from './route';
@@ -33,6 +34,23 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * What the request path needs of the service, and nothing else: who credentials name, the limits,
+ * the read-your-writes wait a route may declare, and where a store outage is reported.
+ */
+export interface RequestPorts {
+  log: Logger;
+  rateLimit: { partnerRps: number; userRps: number; ipRps: number };
+  /** The operator token: the operator API does not exist while it is unset. */
+  adminToken: string | undefined;
+  /** The partner an API key and secret name, or null. */
+  authenticatePartner(apiKey: string, apiSecret: string): Promise<string | null>;
+  /** The user and partner a bearer token names, or null. */
+  authenticateBearer(token: string): Promise<{ userId: string; partnerId: string } | null>;
+  readAfterWrites(scope: string, names: string[]): Promise<void>;
+  outage: { unavailable(error: unknown): void };
+}
+
 /** What a handler is given; its command() names who acts, from the request's credentials. */
 class Context implements RequestContext {
   body: unknown = undefined;
@@ -43,7 +61,7 @@ class Context implements RequestContext {
   userId = '';
 
   constructor(
-    readonly tally: Tally,
+    readonly services: unknown,
     readonly locals: Record<string, unknown>,
     readonly req: HttpRequest,
     readonly res: ServerResponse,
@@ -88,15 +106,15 @@ export class RequestPath {
   private readonly finished: (this: Response) => void;
 
   constructor(
-    private readonly tally: Tally,
+    private readonly ports: RequestPorts,
     private readonly locals: Record<string, unknown>,
     metrics: HttpMetrics,
     private readonly clientIp: (req: IncomingMessage) => string,
   ) {
-    this.partnerLimiter = new RateLimiter(tally.config.rateLimit.partnerRps);
-    this.ipLimiter = new RateLimiter(tally.config.rateLimit.ipRps);
-    this.userLimiter = new RateLimiter(tally.config.rateLimit.userRps);
-    this.finished = recordRequest(metrics, tally);
+    this.partnerLimiter = new RateLimiter(ports.rateLimit.partnerRps);
+    this.ipLimiter = new RateLimiter(ports.rateLimit.ipRps);
+    this.userLimiter = new RateLimiter(ports.rateLimit.userRps);
+    this.finished = recordRequest(metrics, ports.log);
   }
 
   /**
@@ -113,7 +131,7 @@ export class RequestPath {
       req.next = undefined;
       this.serveOne(table, req, res).catch((error: unknown) => {
         // fail() itself threw (the answer could not be written): the connection is all that is left.
-        this.tally.log.error({ err: error, requestId: (res.locals as RequestLocals).requestId }, 'request failed and could not be answered');
+        this.ports.log.error({ err: error, requestId: (res.locals as RequestLocals).requestId }, 'request failed and could not be answered');
         res.destroy();
       });
     };
@@ -134,7 +152,7 @@ export class RequestPath {
       readInput(spec, req, ctx);
       const reads = spec.readsAfterWrites;
       if (reads !== undefined)
-        for (const model of typeof reads === 'string' ? [reads] : reads) await this.tally.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
+        for (const model of typeof reads === 'string' ? [reads] : reads) await this.ports.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
       send(res, locals.requestId, await spec.handler(ctx));
     } catch (error) {
       this.fail(error, res, locals);
@@ -156,11 +174,11 @@ export class RequestPath {
   /** The error envelope for anything a request ran into. */
   private fail(error: unknown, res: ServerResponse, locals: RequestLocals): void {
     const { status, body, headers } = toErrorReply(error);
-    // A store out of reach is logged once per outage (tally.outage); each request only by its request line.
-    if (status === 503 && isOutage(error)) this.tally.outage.unavailable(error);
+    // A store out of reach is logged once per outage (ports.outage); each request only by its request line.
+    if (status === 503 && isOutage(error)) this.ports.outage.unavailable(error);
     // A full queue is load, not a fault: each such request is told by its request line (status 503).
     else if (status >= 500 && !(error instanceof OverloadedError))
-      this.tally.log.error({ err: error, requestId: locals.requestId, route: locals.routePath }, 'request failed');
+      this.ports.log.error({ err: error, requestId: locals.requestId, route: locals.routePath }, 'request failed');
     if (res.headersSent) {
       res.destroy();
       return;
@@ -170,12 +188,12 @@ export class RequestPath {
 
   /** The request's credentials, as the route requires them (401, or 429 past the partner's or user's limit). */
   private async authenticate(spec: RouteSpec, req: HttpRequest, res: ServerResponse, requestId: string, clientIp: string): Promise<Context> {
-    const ctx = new Context(this.tally, this.locals, req, res, requestId, clientIp, spec.auth);
+    const ctx = new Context(spec.services, this.locals, req, res, requestId, clientIp, spec.auth);
     switch (spec.auth) {
       case 'partner': {
         const key = header(req, 'x-api-key') ?? '';
         const secret = header(req, 'x-api-secret') ?? '';
-        const partnerId = key && secret ? await this.tally.partners.authenticate(key, secret) : null;
+        const partnerId = key && secret ? await this.ports.authenticatePartner(key, secret) : null;
         if (!partnerId) throw new HttpError(401, MESSAGES.invalidPartner);
         const wait = this.partnerLimiter.take(key);
         if (wait > 0) throw tooManyRequests(wait);
@@ -183,7 +201,7 @@ export class RequestPath {
         return ctx;
       }
       case 'admin': {
-        const token = this.tally.config.adminToken;
+        const token = this.ports.adminToken;
         // The operator API does not exist while ADMIN_TOKEN is unset.
         if (!token) throw new HttpError(404, MESSAGES.notFound);
         if (!carriesOperatorToken(header(req, 'authorization'), token)) throw new HttpError(401, 'Invalid admin token');
@@ -191,7 +209,7 @@ export class RequestPath {
       }
       case 'bearer': {
         const token = BEARER.exec(header(req, 'authorization') ?? '')?.[1];
-        const claims = token ? await this.tally.login.authenticateBearer(token) : null;
+        const claims = token ? await this.ports.authenticateBearer(token) : null;
         if (!claims) throw new HttpError(401, spec.bearerError ?? MESSAGES.invalidToken);
         const wait = this.userLimiter.take(claims.userId);
         if (wait > 0) throw tooManyRequests(wait);
@@ -206,7 +224,7 @@ export class RequestPath {
 }
 
 /** Once a request is answered: its metrics and its log line (a listener of the response's finish). */
-function recordRequest(metrics: HttpMetrics, tally: Tally): (this: Response) => void {
+function recordRequest(metrics: HttpMetrics, log: Logger): (this: Response) => void {
   return function finished(this: Response): void {
     const { requestId, routePath = 'unmatched', startedNs } = this.locals as RequestLocals;
     const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
@@ -214,7 +232,7 @@ function recordRequest(metrics: HttpMetrics, tally: Tally): (this: Response) => 
     metrics.requests.inc({ method, route: routePath, status: String(this.statusCode) });
     metrics.duration.observe({ method, route: routePath }, seconds);
     // Path only: query strings may carry emails or tokens.
-    tally.log.info({ requestId, method, route: routePath, status: this.statusCode, ms: Math.round(seconds * 1000) }, 'request');
+    log.info({ requestId, method, route: routePath, status: this.statusCode, ms: Math.round(seconds * 1000) }, 'request');
   };
 }
 

@@ -1,7 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CommandContext } from '../commands/commands';
-import type { Tally } from '../../compose/tally';
 
 /** A request as handlers see it: Node's, with the raw bytes of a body that was read. */
 /** `jsonText`: the text a JSON body was parsed from (its byte order mark dropped). */
@@ -11,8 +10,8 @@ export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed';
 
 /**
  * The read models some writes do not wait for (a transfer answers from its own events): each notes
- * its position under `<read model>:<partner id>` (Tally.noteWrite), and a read of that model waits
- * for it (Tally.readAfterWrites).
+ * its position under `<read model>:<partner id>` (ReadYourWrites.noteWrite), and a read of that model
+ * waits for it (ReadYourWrites.readAfterWrites).
  */
 export type ReadModelWrittenWithoutWaiting = 'ledger' | 'cards';
 
@@ -26,8 +25,9 @@ export interface Reply {
   contentType?: string;
 }
 
-export interface RequestContext<Body = unknown, Query = unknown, Params = unknown> {
-  tally: Tally;
+export interface RequestContext<Body = unknown, Query = unknown, Params = unknown, Services = unknown> {
+  /** The services the route's module declared it uses, and nothing else (bound by the composition root). */
+  services: Services;
   body: Body;
   query: Query;
   params: Params;
@@ -48,7 +48,7 @@ export interface RequestContext<Body = unknown, Query = unknown, Params = unknow
   command(commandId?: string): CommandContext;
 }
 
-export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
+export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown, Services = unknown> {
   method: Method;
   /** OpenAPI style: /api/v1/partner/users/{userId}. */
   path: string;
@@ -73,10 +73,29 @@ export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown> {
    */
   readsAfterWrites?: ReadModelWrittenWithoutWaiting | ReadModelWrittenWithoutWaiting[];
   responses: Record<number, { description: string; schema?: TSchema }>;
-  handler(ctx: RequestContext<Body, Query, Params>): Promise<Reply>;
+  handler(ctx: RequestContext<Body, Query, Params, Services>): Promise<Reply>;
+  /** The services its handler uses (routeFor), by name. */
+  uses?: readonly string[];
+  /** Set when the route is served: what `ctx.services` is (see bindRoutes). */
+  services?: Services;
 }
 
-/** Keeps the handler's types tied to its schemas at the definition site. */
+/** Keeps the handler's types tied to its schemas at the definition site (a route that uses no service). */
 export function route<Body = unknown, Query = unknown, Params = unknown>(spec: RouteSpec<Body, Query, Params>): RouteSpec {
   return spec as unknown as RouteSpec;
 }
+
+/**
+ * The `route` of a module whose handlers use some of the service's services: `routeFor<All>()(uses)`
+ * names them once; handlers see exactly those in `ctx.services` (typed `Pick<All, ...>`), and the
+ * route is served with exactly those (bindRoutes).
+ */
+export const routeFor =
+  <All>() =>
+  <K extends keyof All & string>(uses: readonly K[]) =>
+  <Body = unknown, Query = unknown, Params = unknown>(spec: RouteSpec<Body, Query, Params, Pick<All, K>>): RouteSpec =>
+    ({ ...spec, uses }) as unknown as RouteSpec;
+
+/** Routes as served: each with the services it named (routeFor), and no other. */
+export const bindRoutes = (routes: RouteSpec[], all: object): RouteSpec[] =>
+  routes.map((r) => ({ ...r, services: Object.fromEntries((r.uses ?? []).map((name) => [name, (all as Record<string, unknown>)[name]])) }));

@@ -1,0 +1,44 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { EventStore } from '../eventstore/port';
+import type { Sql } from '../eventstore/sql';
+import type { Projections } from '../platform/consumers/runner';
+import type { Outage } from '../platform/outage';
+import { HttpError, MESSAGES } from '../platform/http/errors';
+import type { BuiltProviders } from '../providers';
+import type { CardsService } from '../app/cards';
+import type { KycService, LoginService, PartnerService, ProfileService, UserService } from '../app/identity';
+import type { LedgerService } from '../app/ledger';
+import type { Notifications } from '../app/notifications';
+
+/**
+ * The services the HTTP layer is served with, as the composition root builds them. No route sees
+ * all of them: each route module declares the few it uses (a `Pick` of these), and is bound to
+ * exactly those (http/app.ts).
+ */
+export interface AppServices {
+  config: Config;
+  log: Logger;
+  store: EventStore;
+  /** For the sandbox's own reads only (the sandbox routes). */
+  sql: Sql;
+  engine: Projections;
+  outage: Outage;
+  providers: BuiltProviders;
+  partners: PartnerService;
+  users: UserService;
+  profiles: ProfileService;
+  kyc: KycService;
+  login: LoginService;
+  ledger: LedgerService;
+  cards: CardsService;
+  notifications: Notifications;
+  reads: { readAfterWrites(scope: string, names: string[]): Promise<void> };
+}
+
+/** The sandbox routes exist only while SANDBOX is on. */
+export function sandboxOf(services: Pick<AppServices, 'providers'>) {
+  const sandbox = services.providers.sandbox;
+  if (!sandbox) throw new HttpError(404, MESSAGES.notFound);
+  return sandbox;
+}
