@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
 import { accountDecider } from '../../src/domain/accounts/account';
-import { createPartner, type PartnerCredentials, type startTestApp } from '../support/app';
+import { ADMIN_TOKEN, createPartner, type PartnerCredentials, type startTestApp, uniqueEmail } from '../support/app';
 import { balanceOf, type Customer, customer, fund, PAYOUT_DESTINATION, startWithCustomers } from '../support/ledger';
 
 /**
@@ -43,6 +43,44 @@ describe('rules held over HTTP: token algorithms, control characters at the rang
         const res = await accounts(token);
         expect([res.status, res.body], algorithm).to.deep.equal([401, { success: false, error: 'Invalid or expired token' }]);
       }
+    });
+
+    it('stops a token at its expiry though it was accepted (and remembered) a moment before', async () => {
+      const decoded = jwt.decode(ada.token, { complete: true });
+      if (!decoded || typeof decoded.payload === 'string') throw new Error('not a JWT');
+      const key = app.tally.keys.signing.find((k) => k.kid === decoded.header.kid);
+      if (!key) throw new Error('the token names no signing key of the service');
+      const exp = Math.floor(Date.now() / 1000) + 2;
+      const shortLived = jwt.sign({ ...decoded.payload, exp }, key.secret, { algorithm: 'HS256', keyid: key.kid });
+      expect((await accounts(shortLived)).status).to.equal(200);
+      await new Promise((r) => setTimeout(r, exp * 1000 + 100 - Date.now()));
+      const res = await accounts(shortLived);
+      expect([res.status, res.body]).to.deep.equal([401, { success: false, error: 'Invalid or expired token' }]);
+    });
+  });
+
+  describe('login code sends', () => {
+    const send = (partner: PartnerCredentials, email: string) => app.http.post('/api/v1/partner/auth/send').set(partner.headers).send({ email });
+    const sixSends = async (partner: PartnerCredentials, email: string) => {
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) statuses.push((await send(partner, email)).status);
+      return statuses;
+    };
+
+    it("counts one partner's sends apart from another's: the same email still gets five from a second partner", async () => {
+      const email = uniqueEmail('two-partners');
+      expect(await sixSends(acme, email)).to.deep.equal([200, 200, 200, 200, 200, 429]);
+      expect(await sixSends(globex, email)).to.deep.equal([200, 200, 200, 200, 200, 429]);
+    });
+
+    it('counts the sends of the last hour: still 429 after 59 minutes, a send again after 61', async () => {
+      const email = uniqueEmail('hourly');
+      expect(await sixSends(acme, email)).to.deep.equal([200, 200, 200, 200, 200, 429]);
+      // The sends' times, moved back (the table only counts them).
+      await app.tally.sql.query(`UPDATE login_send_log SET sent_at = sent_at - interval '59 minutes'`);
+      expect((await send(acme, email)).status).to.equal(429);
+      await app.tally.sql.query(`UPDATE login_send_log SET sent_at = sent_at - interval '2 minutes'`);
+      expect((await send(acme, email)).status).to.equal(200);
     });
   });
 
@@ -158,6 +196,21 @@ describe('rules held over HTTP: token algorithms, control characters at the rang
       expect(await balanceOf(app.http, owner.who)).to.deep.equal({ credits: '40.00000000', debits: '5.00000000' });
       const mine = await ofCard(owner.who, owner.cardId);
       expect(mine.body.items.map((t: { id: string; spend: { status: string } }) => [t.id, t.spend.status])).to.deep.equal([[txnId, 'pending']]);
+    });
+  });
+
+  describe('card secrets by status', () => {
+    it('never reveals the PIN of a canceled card (409)', async () => {
+      const who = await customer(app.http, acme);
+      const applied = await app.http.post('/api/v1/cards/application').set(who.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
+      await app.http.post(`/sandbox/v1/cards/applications/${applied.body.data.application.id}/approve`).set(acme.headers).send({});
+      const issued = await app.http.post('/api/v1/cards').set(who.bearer).set({ 'x-idempotency-key': randomUUID() }).send({});
+      expect((await app.http.put('/api/v1/cards/pin').set(who.bearer).set({ 'x-idempotency-key': randomUUID() }).send({ pin: '4321' })).status).to.equal(200);
+      expect((await app.http.get('/api/v1/cards/pin').set(who.bearer)).body.data.pin).to.equal('4321');
+      const canceled = await app.http.post(`/admin/v1/cards/${issued.body.data.id}/cancel`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send();
+      expect(canceled.body.status).to.equal('canceled');
+      const res = await app.http.get('/api/v1/cards/pin').set(who.bearer);
+      expect([res.status, res.body.error]).to.deep.equal([409, 'Cannot reveal the PIN of a card in status canceled']);
     });
   });
 
