@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { accountDecider } from '../../src/domain/accounts/account';
+import { accountDecider } from '../../src/domain/ledger/account';
 import { decideDeposit, decidePaymentVerdict } from '../../src/domain/ledger/deposit';
 import { decidePayout, decidePayoutFailed, decidePayoutSettled } from '../../src/domain/ledger/payout';
 import type { TransactionEvent } from '../../src/domain/ledger/transaction';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { type AccountCommand, accountDecider } from '../../src/domain/accounts/account';
-import { DomainError } from '../../src/domain/decider';
+import { type AccountCommand, accountDecider } from '../../src/domain/ledger/account';
+import { DomainError } from '../../src/platform/decider';
 import { transactionDecider } from '../../src/domain/ledger/transaction';
 import { decideTransfer, decideTransfers, type TransferRequest } from '../../src/domain/ledger/transfer';
 import { AT, account, credited, opened, ROOMY, withCredits } from './ledger-support';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
-import { accountDecider } from '../../src/domain/accounts/account';
+import { accountDecider } from '../../src/domain/ledger/account';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, type startTestApp, uniqueEmail } from '../support/app';
 import { balanceOf, type Customer, customer, fund, PAYOUT_DESTINATION, startWithCustomers } from '../support/ledger';
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { DEFAULT_DISPATCH, retryWaitMs } from '../../src/notifications/dispatcher';
+import { DEFAULT_DISPATCH, retryWaitMs } from '../../src/app/notifications/dispatcher';
 
 /**
  * The retry schedule of decisions.md ("Partner notifications"): the first retry within 30 s, then
