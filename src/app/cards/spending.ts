@@ -17,7 +17,7 @@ import { type CardHolder, CardQueries, type CardTransactionView, cardTransaction
 import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
 import type { LedgerService } from '../ledger';
-import { inTurnOfDebitedAccount } from '../ledger/facts';
+import { inTurnOfDebitedAccount, readAccount } from '../ledger/facts';
 import { writeScope } from '../../platform/consumers/read-your-writes';
 import { OverloadedError } from '../../eventstore/port';
 import type { CommandHandler } from '../../platform/commands/command-handler';
@@ -119,7 +119,7 @@ export class CardSpending {
   /** Authorizations on one account, decided in order on its state and its cards' and appended together. */
   private async decideBatch(batch: Asked[], reads: Reads): Promise<Decision<AuthorizationDecided[]>> {
     const now = this.clock();
-    const account = await reads.account(batch[0]?.accountId as number);
+    const account = await readAccount(reads, batch[0]?.accountId as number);
     const cardIds = [...new Set(batch.map((asked) => asked.cardId))];
     const cards = new Map(await Promise.all(cardIds.map(async (id) => [id, await reads.stream(cardStream(id), cardDecider)] as const)));
     const requests = [];
@@ -168,7 +168,7 @@ export class CardSpending {
         // Not among the card's spends: a difference's ledger transaction, or a spend settled long ago the card no longer keeps.
         if (!card.state.spends[transactionId]) return this.notSettleable(partnerId, transactionId, action);
         const accountId = requireCard(card.state).accountId;
-        const account = await reads.account(accountId);
+        const account = await readAccount(reads, accountId);
         // The difference's ledger transaction is named after the card transaction: a decision made again names the same one.
         const difference = { uuid: uuidV5(`card-difference:${transactionId}`), id: await this.ledger.ids.next() };
         const decided = decide(card.state, account.state, txn.state, { transactionId, at: this.clock(), difference });

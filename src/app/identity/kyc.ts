@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../../platform/decider';
+import { ProviderAnsweredBadly } from '../../platform/failures';
 import { decideStart, type KycDocumentData, kycDecider, kycStream } from '../../domain/identity/kyc';
 import type { KycStatus } from '../../domain/identity/kyc-statuses';
 import { userDecider, userStream } from '../../domain/identity/user';
@@ -39,7 +40,8 @@ interface VerificationRow {
 const COLUMNS = `verification_id::text, inquiry_id, provider, verification_url, verification_level, status, risk_level, risk_score::text,
   rejection_reasons, document, ${['created_at', 'submitted_at', 'reviewed_at', 'approved_at', 'expires_at'].map(ts).join(', ')}`;
 
-export class ProviderFailure extends Error {}
+/** The identity provider answered badly or not at all: nothing was recorded (502). */
+export class ProviderFailure extends ProviderAnsweredBadly {}
 
 export interface KycServiceDeps {
   commands: CommandHandler;

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { accountDecider, accountStream, userAccountDecider, userAccountStream } from '../../domain/ledger/account';
 import { DomainError } from '../../platform/decider';
+import { TooManyTries } from '../../platform/failures';
 import { INVALID_CODE, loginDecider, loginStream, MAX_SENDS_PER_HOUR } from '../../domain/identity/login';
 import { INVALID_TOKEN, sessionDecider, sessionStream } from '../../domain/identity/session';
 import { normalizeEmail, userDecider, userStream } from '../../domain/identity/user';
@@ -17,7 +18,12 @@ import type { TokenService } from './tokens';
 
 export const SEND_MESSAGE = 'If the email is registered, a code has been sent';
 
-export class TooManySends extends Error {}
+/** Login codes sent to one email (per partner) in the last hour are at the limit: again in an hour. */
+export class TooManySends extends TooManyTries {
+  constructor() {
+    super('Too many login codes sent', 3_600);
+  }
+}
 
 export interface LoginResult {
   success: true;

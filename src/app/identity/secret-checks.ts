@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { verifySecret } from './secrets';
+import { TooManyTries } from '../../platform/failures';
 
 /** A verified (key, secret) pair is remembered this long after its last use. */
 const VERIFIED_TTL_MS = 5 * 60_000;
@@ -27,10 +28,10 @@ interface KeyChecks {
  * The key's budget of secret checks is spent: nothing is known about this secret, so the answer is
  * "come back in `retryAfterSeconds`" (429 Too many requests), not "wrong credentials".
  */
-export class TooManySecretChecks extends Error {
+export class TooManySecretChecks extends TooManyTries {
   override readonly name = 'TooManySecretChecks';
-  constructor(readonly retryAfterSeconds: number) {
-    super('Too many secret checks for this API key');
+  constructor(retryAfterSeconds: number) {
+    super('Too many secret checks for this API key', retryAfterSeconds);
   }
 }
 

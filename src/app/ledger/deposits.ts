@@ -14,6 +14,7 @@ import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { Logger } from 'pino';
 import type { BuiltProviders } from '../../providers/index';
+import { readAccount } from './facts';
 
 interface DepositInput {
   toAccountId: number;
@@ -134,7 +135,7 @@ export class Deposits {
       const txn = await reads.stream(transactionStream(event.transactionId), transactionDecider, { cached: false });
       const accountId = txn.state.created?.creditAccountId;
       if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
-      const account = await reads.account(accountId);
+      const account = await readAccount(reads, accountId);
       const verdict = { eventId: event.eventId, outcome: event.outcome, amount: event.amount, currency: event.currency, at: event.occurredAt };
       const decided = decidePaymentVerdict(txn.state, account.state, verdict);
       return {

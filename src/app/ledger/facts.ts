@@ -1,4 +1,12 @@
-import { accountStream, userAccountDecider, userAccountStream } from '../../domain/ledger/account';
+import {
+  type AccountState,
+  accountCreditStream,
+  accountDecider,
+  accountStream,
+  userAccountDecider,
+  userAccountStream,
+  withCredits,
+} from '../../domain/ledger/account';
 import { DomainError } from '../../platform/decider';
 import { kycDecider, kycStream } from '../../domain/identity/kyc';
 import { type Limits, limitsAt } from '../../domain/ledger/limits';
@@ -9,7 +17,7 @@ import type { Config } from '../../config';
 import type { EventStore } from '../../eventstore/port';
 import type { Sql } from '../../eventstore/sql';
 import type { CommandHandler, Reads } from '../../platform/commands/command-handler';
-import { load, type StateCache } from '../../platform/commands/commands';
+import { type Loaded, load, type StateCache } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
 
 /** The limits of an approved user, as configured (decisions.md). */
@@ -105,4 +113,13 @@ export class TransactionIds {
       });
     return this.loading;
   }
+}
+
+/** An account as debits are decided on it: its stream at its revision, with its credit stream's credits. */
+export async function readAccount(reads: Reads, accountId: number): Promise<Loaded<AccountState>> {
+  const [main, credits] = await Promise.all([
+    reads.stream(accountStream(accountId), accountDecider),
+    reads.stream(accountCreditStream(accountId), accountDecider),
+  ]);
+  return { state: withCredits(main.state, credits.state), revision: main.revision };
 }

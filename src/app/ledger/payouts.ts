@@ -8,7 +8,7 @@ import { type TransactionState, transactionDecider, transactionStream } from '..
 import { type AcceptedPayout, PayoutRefused, type PayoutRequest as ProviderPayout, type PayoutWebhookEvent } from '../../providers/ledger/payouts/port';
 import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
-import { accountOfUser, inTurnOfDebitedAccount, limitsOf, type TransactionIds } from './facts';
+import { accountOfUser, inTurnOfDebitedAccount, limitsOf, type TransactionIds, readAccount } from './facts';
 import { type IdempotencyKeys, madeUnderKeyElsewhere, partnerKey, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
 import type { CommandHandler } from '../../platform/commands/command-handler';
@@ -102,7 +102,7 @@ export class Payouts {
   /** Payouts out of one account, decided in order against its state. */
   private async decideHolds(batch: Asked[], reads: Reads): Promise<Decision<Array<Held | DomainError>>> {
     const now = new Date().toISOString();
-    const account = await reads.account(batch[0]?.request.accountId as number);
+    const account = await readAccount(reads, batch[0]?.request.accountId as number);
     let state = account.state;
     const appends: Append[] = [];
     const results: Array<Held | DomainError> = [];
@@ -226,7 +226,7 @@ export class Payouts {
         const txn = await reads.stream(stream, transactionDecider, { cached: false });
         const accountId = txn.state.created?.debitAccountId;
         if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
-        const account = await reads.account(accountId);
+        const account = await readAccount(reads, accountId);
         const reversal = { uuid: reversalUuid, id: await this.ids.next() };
         const decided = decidePayoutFailed(txn.state, account.state, { reason, details, at: new Date().toISOString(), reversal });
         return {
@@ -259,7 +259,7 @@ export class Payouts {
         const txn = await reads.stream(stream, transactionDecider, { cached: false });
         const accountId = txn.state.created?.debitAccountId;
         if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
-        const account = await reads.account(accountId);
+        const account = await readAccount(reads, accountId);
         const decided = decidePayoutSettled(txn.state, account.state, { eventId: event.eventId, at: event.occurredAt });
         return {
           appends: [

@@ -10,7 +10,7 @@ import { type Append, at, type Batches, type Decision, type Reads } from '../../
 import { type CommandContext, type Loaded, load } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
 import { writeScope } from '../../platform/consumers/read-your-writes';
-import { accountOfUser, type TransactionIds, viewOf } from './facts';
+import { accountOfUser, type TransactionIds, viewOf, readAccount } from './facts';
 import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
 import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
@@ -132,7 +132,7 @@ export class Transfers {
   /** Transfers out of one account, decided in order against its state and appended together. */
   private async decideBatch(batch: Asked[], reads: Reads): Promise<Decision<Array<TransferDone | DomainError>>> {
     const now = new Date().toISOString();
-    const source = await reads.account(batch[0]?.request.fromAccountId as number);
+    const source = await readAccount(reads, batch[0]?.request.fromAccountId as number);
     const keyed = batch.some((asked) => asked.keyed);
     const results: Array<TransferDone | DomainError | undefined> = keyed ? await Promise.all(batch.map((asked) => this.madeBefore(asked, reads))) : [];
     const toDecide = batch.flatMap((asked, i) => (results[i] === undefined ? [{ asked, index: i }] : []));

@@ -1,4 +1,3 @@
-import { type AccountState, accountCreditStream, accountDecider, accountStream, withCredits } from '../../domain/ledger/account';
 import { type Decider, DomainError, type DomainEvent, invariant } from '../decider';
 import {
   type AppendResult,
@@ -56,15 +55,6 @@ export class Reads {
       : (load(this.store, stream, decider as Evolving, { cache, trustCache: this.trusted && cache !== undefined }) as Promise<Loaded<State>>);
     this.loaded.set(stream, { decider, loading });
     return loading;
-  }
-
-  /** An account as debits are decided on it: its stream at its revision, with its credit stream's credits. */
-  async account(accountId: number): Promise<Loaded<AccountState>> {
-    const [main, credits] = await Promise.all([
-      this.stream(accountStream(accountId), accountDecider),
-      this.stream(accountCreditStream(accountId), accountDecider),
-    ]);
-    return { state: withCredits(main.state, credits.state), revision: main.revision };
   }
 }
 

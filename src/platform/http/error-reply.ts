@@ -1,8 +1,6 @@
-import { ProviderFailure } from '../../app/identity/kyc';
-import { LedgerProviderFailure } from '../../app/ledger';
-import { TooManySends } from '../../app/identity/login';
 import { isOutage } from '../outage';
 import { DomainError } from '../decider';
+import { ProviderAnsweredBadly, ProviderUnavailable, TooManyTries } from '../failures';
 import { OverloadedError, StoreUnavailableError, WrongExpectedRevisionError } from '../../eventstore/port';
 import { HttpError, MESSAGES, STATUS_OF } from './errors';
 
@@ -15,19 +13,14 @@ export interface ErrorReply {
 /** The error envelope of section 7 for anything a request ran into. */
 export function toErrorReply(error: unknown): ErrorReply {
   if (error instanceof HttpError) return { status: error.status, body: { success: false, error: error.message, ...error.extra }, headers: error.headers };
-  if (error instanceof ProviderFailure) return { status: 502, body: { success: false, error: error.message }, headers: {} };
+  if (error instanceof ProviderAnsweredBadly) return { status: 502, body: { success: false, error: error.message }, headers: {} };
   // A payment or payout provider out of reach: nothing half-written (a held payout is handed over
   // again on retry), so the decided 503.
-  if (error instanceof LedgerProviderFailure) return { status: 503, body: { success: false, error: MESSAGES.unavailable }, headers: { 'Retry-After': '1' } };
-  // A partner key's budget of secret checks is spent (app/identity/secret-checks.ts): come back later, never
-  // "wrong credentials". Told by its name, as the class is not imported here.
-  if (error instanceof Error && error.name === 'TooManySecretChecks')
-    return {
-      status: 429,
-      body: { success: false, error: MESSAGES.tooManyRequests },
-      headers: { 'Retry-After': String((error as Error & { retryAfterSeconds: number }).retryAfterSeconds) },
-    };
-  if (error instanceof TooManySends) return { status: 429, body: { success: false, error: MESSAGES.tooManyRequests }, headers: { 'Retry-After': '3600' } };
+  if (error instanceof ProviderUnavailable) return { status: 503, body: { success: false, error: MESSAGES.unavailable }, headers: { 'Retry-After': '1' } };
+  // Too many tries (a partner key's secret checks, a login code's sends): come back later, never
+  // "wrong credentials".
+  if (error instanceof TooManyTries)
+    return { status: 429, body: { success: false, error: MESSAGES.tooManyRequests }, headers: { 'Retry-After': String(error.retryAfterSeconds) } };
   // A bounded queue is full (a hot account, the event log): nothing was done, come back shortly.
   if (error instanceof OverloadedError) return { status: 503, body: { success: false, error: MESSAGES.unavailable }, headers: { 'Retry-After': '1' } };
   if (error instanceof WrongExpectedRevisionError)
