@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
-import { WebhookSignatureError } from '../providers/identity/port';
+import { WebhookSignatureError } from '../providers/errors';
 import { HttpError, MESSAGES } from '../platform/http/errors';
 import { type HttpRequest, type RequestContext, routeFor } from '../platform/http/route';
 import type { AppServices } from './services';

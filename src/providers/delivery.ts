@@ -1,6 +1,6 @@
 import type { Sql } from '../eventstore/sql';
-import { ProviderError } from './identity/port';
-import { currentUnixSeconds, signPayload } from './identity/signature';
+import { ProviderError } from './errors';
+import { currentUnixSeconds, signPayload } from './signature';
 
 /** The sandbox providers' shared plumbing: error text, store failures, signed webhook delivery. */
 export function errorText(error: unknown): string {

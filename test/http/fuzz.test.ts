@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { KYC_STATUSES } from '../../src/domain/identity/kyc-statuses';
 import { allRoutes } from '../../src/http/app';
 import type { RouteSpec } from '../../src/platform/http/route';
-import { signPayload } from '../../src/providers/identity/signature';
+import { signPayload } from '../../src/providers/signature';
 import { ADMIN_TOKEN } from '../support/app';
 import { customer } from '../support/ledger';
 import {

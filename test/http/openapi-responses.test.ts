@@ -3,7 +3,7 @@ import type Ajv2020 from 'ajv/dist/2020';
 import type { ValidateFunction } from 'ajv/dist/2020';
 import { expect } from 'chai';
 import type supertest from 'supertest';
-import { signPayload } from '../../src/providers/identity/signature';
+import { signPayload } from '../../src/providers/signature';
 import { ADMIN_TOKEN, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { COMPLETE_PROFILE, latestCode } from '../support/identity';
 import { openApiAjv, strict } from '../support/openapi';

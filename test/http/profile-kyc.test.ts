@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { ProviderError } from '../../src/providers/identity/port';
+import { ProviderError } from '../../src/providers/errors';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { activeUser, COMPLETE_PROFILE, login, registerUser } from '../support/identity';
-import { signPayload } from '../../src/providers/identity/signature';
+import { signPayload } from '../../src/providers/signature';
 
 describe('identity: profile and KYC over HTTP', () => {
   let app: Awaited<ReturnType<typeof startTestApp>>;

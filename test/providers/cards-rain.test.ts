@@ -4,7 +4,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type { IssuerApplicationRequest } from '../../src/providers/cards/port';
 import { decryptSecret, encryptSecret, limitInCents, pinBlock, pinFromBlock, RainCardIssuer } from '../../src/providers/cards/rain';
-import { ProviderError, WebhookSignatureError } from '../../src/providers/identity/port';
+import { ProviderError, WebhookSignatureError } from '../../src/providers/errors';
 
 const fixture = (name: string) => readFileSync(path.join(__dirname, 'fixtures', name), 'utf8');
 const WEBHOOK_SECRET = 'rain_webhook_secret_test';

@@ -6,8 +6,8 @@ import { PgliteSql } from '../../src/eventstore/sql';
 import { isLuhnValid, type IssuerApplicationRequest } from '../../src/providers/cards/port';
 import { SANDBOX_BIN, SandboxApplicationConflictError, SandboxCardIssuer, SandboxCardNotFoundError } from '../../src/providers/cards/sandbox';
 import { CardVault } from '../../src/providers/cards/vault';
-import { WebhookSignatureError } from '../../src/providers/identity/port';
-import { signPayload } from '../../src/providers/identity/signature';
+import { WebhookSignatureError } from '../../src/providers/errors';
+import { signPayload } from '../../src/providers/signature';
 
 const SECRET = 'wbhsec_sandbox_cards_test';
 

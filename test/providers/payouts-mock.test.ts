@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { PgliteSql } from '../../src/eventstore/sql';
-import { ProviderError, WebhookSignatureError } from '../../src/providers/identity/port';
-import { signPayload } from '../../src/providers/identity/signature';
+import { ProviderError, WebhookSignatureError } from '../../src/providers/errors';
+import { signPayload } from '../../src/providers/signature';
 import {
   DEFAULT_FAILURE_REASON,
   MockPayoutConflictError,

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { PERSONA_API_VERSION, PersonaIdentityProvider, type PersonaOptions } from '../../src/providers/identity/persona';
-import { ProviderError, WebhookSignatureError } from '../../src/providers/identity/port';
-import { signPayload } from '../../src/providers/identity/signature';
+import { ProviderError, WebhookSignatureError } from '../../src/providers/errors';
+import { signPayload } from '../../src/providers/signature';
 
 const WEBHOOK_SECRET = 'wbhsec_persona_test_5f2c1e';
 

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { PgliteSql } from '../../src/eventstore/sql';
-import { type IdentityWebhookEvent, ProviderError, WebhookSignatureError } from '../../src/providers/identity/port';
+import type { IdentityWebhookEvent } from '../../src/providers/identity/port';
+import { ProviderError, WebhookSignatureError } from '../../src/providers/errors';
 import {
   SandboxIdentityProvider,
   type SandboxIdentityOptions,
@@ -10,7 +11,7 @@ import {
   SandboxInquiryNotFoundError,
 } from '../../src/providers/identity/sandbox';
 import { renderDecisionPage, renderHostedPage } from '../../src/providers/identity/sandbox-page';
-import { signPayload } from '../../src/providers/identity/signature';
+import { signPayload } from '../../src/providers/signature';
 
 const SECRET = 'wbhsec_sandbox_identity_test';
 const BASE_URL = 'http://tally.test:3000';

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
-import { WebhookSignatureError } from '../../src/providers/identity/port';
-import { computeSignature, headerValue, signPayload, verifySignature } from '../../src/providers/identity/signature';
+import { WebhookSignatureError } from '../../src/providers/errors';
+import { computeSignature, headerValue, signPayload, verifySignature } from '../../src/providers/signature';
 
 const SECRET = 'wbhsec_test_0123456789abcdef';
 const NOW = 1_760_000_000;

@@ -9,6 +9,8 @@ import { NOTIFICATIONS_SCHEMA } from './schema';
 
 export type NotificationsDeps = WebhookEndpointsDeps & OutboxDeps & { sql: Sql };
 
+export { registerNotificationMetrics } from './metrics';
+
 /** Partner notifications: endpoint configuration, the outbox fed by the log, and delivery. */
 export class Notifications {
   readonly endpoints: WebhookEndpoints;

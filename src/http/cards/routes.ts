@@ -8,7 +8,7 @@ import { maskPan } from '../../providers/cards/port';
 import { HttpError } from '../../platform/http/errors';
 import { type RequestContext, routeFor } from '../../platform/http/route';
 import { IsoDateTime, StringEnum, Success, Uuid } from '../schemas';
-import { AmountField, asNumber, IdempotencyHeader, idempotencyKeyOf, REPLAYED, requireAmount } from '../ledger/routes';
+import { AmountField, asNumber, IdempotencyHeader, idempotencyKeyOf, REPLAYED, requireAmount } from '../ledger';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */

@@ -5,7 +5,7 @@ import { decodeCursor } from '../../projections/cards';
 import { HttpError } from '../../platform/http/errors';
 import { routeFor } from '../../platform/http/route';
 import { IsoDateTime, StringEnum, Success, UUID_RE, Uuid } from '../schemas';
-import { AmountField, requireAmount } from '../ledger/routes';
+import { AmountField, requireAmount } from '../ledger';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */

@@ -5,11 +5,10 @@ import { HttpError } from '../../platform/http/errors';
 import { routeFor } from '../../platform/http/route';
 import type { WebhookSpec } from '../openapi';
 import { IsoDateTime, StringEnum, Success, User, UUID_RE } from '../schemas';
-import { CardTransaction } from '../cards/transactions';
-import { Application, Card } from '../cards/routes';
-import { StatusView } from '../identity/kyc';
+import { Application, Card, CardTransaction } from '../cards';
+import { StatusView } from '../identity';
 import { sandboxWebhookInboxRoutes } from './sandbox-inbox';
-import { Transaction } from '../ledger/routes';
+import { Transaction } from '../ledger';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */

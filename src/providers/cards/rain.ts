@@ -2,9 +2,9 @@ import { constants, createDecipheriv, createCipheriv, createHmac, publicEncrypt,
 import BigNumber from 'bignumber.js';
 import type { ApplicationStatus, CardType } from '../../domain/cards/application';
 import type { CardLimit } from '../../domain/cards/limit';
-import { isObject, isoOrNull, type JsonObject, objectAt, parseJson, stringAt } from '../identity/json';
-import { ProviderError, WebhookSignatureError } from '../identity/port';
-import { headerValue } from '../identity/signature';
+import { isObject, isoOrNull, type JsonObject, objectAt, parseJson, stringAt } from '../json';
+import { ProviderError, WebhookSignatureError } from '../errors';
+import { headerValue } from '../signature';
 import type { CardIssuer, CardIssuerWebhookEvent, CardSecrets, IssuedCard, IssuerApplication, IssuerApplicationRequest } from './port';
 
 /**

@@ -1,16 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { KycStatus } from '../../domain/identity/kyc-statuses';
-import { arrayAt, isObject, isoOrNull, type JsonObject, objectAt, parseJson, stringAt } from './json';
-import {
-  type CreatedInquiry,
-  type IdentityProvider,
-  type IdentityWebhookEvent,
-  type InquiryPrefill,
-  type InquirySnapshot,
-  type KycDocument,
-  ProviderError,
-} from './port';
-import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from './signature';
+import { arrayAt, isObject, isoOrNull, type JsonObject, objectAt, parseJson, stringAt } from '../json';
+import type { CreatedInquiry, IdentityProvider, IdentityWebhookEvent, InquiryPrefill, InquirySnapshot, KycDocument } from './port';
+import { ProviderError } from '../errors';
+import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../signature';
 
 /**
  * The identity port on Persona's REST API (JSON:API, kebab-case keys, version pinned by header).

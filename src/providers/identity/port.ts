@@ -58,24 +58,6 @@ export interface IdentityWebhookEvent {
   snapshot: InquirySnapshot | null;
 }
 
-export class ProviderError extends Error {
-  constructor(
-    message: string,
-    readonly provider: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'ProviderError';
-  }
-}
-
-export class WebhookSignatureError extends Error {
-  constructor(message = 'Invalid webhook signature') {
-    super(message);
-    this.name = 'WebhookSignatureError';
-  }
-}
-
 export interface IdentityProvider {
   readonly name: string;
   /** Throws ProviderError on failure or timeout; nothing is created on our side then. */

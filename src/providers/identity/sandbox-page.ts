@@ -1,5 +1,6 @@
 import type { KycStatus } from '../../domain/identity/kyc-statuses';
 import type { InquiryPrefill, InquirySnapshot } from './port';
+import { escapeHtml } from '../html';
 
 /**
  * The sandbox identity provider's hosted pages: what a user sees at the `verificationUrl`. Plain,
@@ -7,10 +8,6 @@ import type { InquiryPrefill, InquirySnapshot } from './port';
  * strict Content-Security-Policy. Every value from the inquiry is escaped: prefill data comes from
  * partners and users.
  */
-
-export function escapeHtml(value: string): string {
-  return value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
-}
 
 /** Statuses in which the sandbox still takes a decision (needs_review: a reviewer decides). */
 const DECIDABLE: readonly KycStatus[] = ['created', 'pending', 'in_progress', 'completed', 'needs_review'];

@@ -2,17 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { KYC_STATUSES, type KycStatus } from '../../domain/identity/kyc-statuses';
 import type { SqlQueryable } from '../../eventstore/sql';
 import { deliveryFor, type SandboxWebhookOptions, throughStore, type WebhookDelivery } from '../delivery';
-import { isObject, isoOrNull, objectAt, parseJson, stringArray, stringAt } from './json';
-import {
-  type CreatedInquiry,
-  type IdentityProvider,
-  type IdentityWebhookEvent,
-  type InquiryPrefill,
-  type InquirySnapshot,
-  type KycDocument,
-  ProviderError,
-} from './port';
-import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from './signature';
+import { isObject, isoOrNull, objectAt, parseJson, stringArray, stringAt } from '../json';
+import type { CreatedInquiry, IdentityProvider, IdentityWebhookEvent, InquiryPrefill, InquirySnapshot, KycDocument } from './port';
+import { ProviderError } from '../errors';
+import { currentUnixSeconds, DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../signature';
 
 /**
  * The sandbox identity provider. It simulates an external party: its inquiries live in its own

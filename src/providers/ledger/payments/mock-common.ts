@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import type { Sql } from '../../../eventstore/sql';
-import { isoOrNull, objectAt, parseJson, stringAt } from '../../identity/json';
-import { ProviderError } from '../../identity/port';
-import { DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../../identity/signature';
+import { isoOrNull, objectAt, parseJson, stringAt } from '../../json';
+import { ProviderError } from '../../errors';
+import { DEFAULT_TOLERANCE_SECONDS, headerValue, verifySignature } from '../../signature';
 import { deliveryFor, type SandboxWebhookOptions, throughStore, type WebhookDelivery } from '../../delivery';
 import type { SqlQueryable } from '../../../eventstore/sql';
-import { currentUnixSeconds } from '../../identity/signature';
+import { currentUnixSeconds } from '../../signature';
 
 /**
  * What the mock payment and payout providers share: how they deliver a signed webhook over real
@@ -33,10 +32,6 @@ export function isAssetCode(value: unknown): value is string {
 
 export function isNonEmptyString(value: unknown): value is string {
   return typeof value === 'string' && value.trim() !== '';
-}
-
-export function randomId(prefix: string): string {
-  return `${prefix}${randomBytes(12).toString('hex')}`;
 }
 
 /** ISO 8601 UTC with milliseconds, as Postgres renders it in the sandboxes' SELECTs. */

@@ -1,4 +1,4 @@
-import { escapeHtml } from '../../identity/sandbox-page';
+import { escapeHtml } from '../../html';
 import type { MockPayment, MockPaymentStatus } from './mock';
 
 /**

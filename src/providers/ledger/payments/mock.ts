@@ -1,7 +1,8 @@
 import type { SandboxWebhookOptions } from '../../delivery';
-import { isObject, stringAt } from '../../identity/json';
-import { ProviderError } from '../../identity/port';
-import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, type MockKind, MockProviderTable, randomId } from './mock-common';
+import { isObject, stringAt } from '../../json';
+import { ProviderError } from '../../errors';
+import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, type MockKind, MockProviderTable } from './mock-common';
+import { randomId } from '../../random-id';
 import type { CreatedPayment, PaymentOutcome, PaymentProvider, PaymentRequest, PaymentWebhookEvent } from './port';
 
 /**

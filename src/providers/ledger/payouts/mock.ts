@@ -1,7 +1,8 @@
 import type { SandboxWebhookOptions } from '../../delivery';
-import { isObject, objectAt, stringAt } from '../../identity/json';
-import { ProviderError } from '../../identity/port';
-import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, type MockKind, MockProviderTable, randomId } from '../payments/mock-common';
+import { isObject, objectAt, stringAt } from '../../json';
+import { ProviderError } from '../../errors';
+import { ISO_FORMAT, isAssetCode, isNonEmptyString, isPositiveDecimal, isUuid, type MockKind, MockProviderTable } from '../payments/mock-common';
+import { randomId } from '../../random-id';
 import { type AcceptedPayout, type PayoutOutcome, type PayoutProvider, PayoutRefused, type PayoutRequest, type PayoutWebhookEvent } from './port';
 
 /**

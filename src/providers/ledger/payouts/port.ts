@@ -1,4 +1,4 @@
-import { ProviderError } from '../../identity/port';
+import { ProviderError } from '../../errors';
 
 /** The payout provider port: sends funds to an external bank account, asynchronously. */
 export interface PayoutRequest {

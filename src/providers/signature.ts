@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { WebhookSignatureError } from './port';
+import { WebhookSignatureError } from './errors';
 
 /**
  * Webhook signatures in the Stripe/Persona style:
