@@ -4,6 +4,7 @@ import type { EventStore } from '../eventstore/port';
 import { type NoteWrite, ReadYourWrites, type WaitForReadModels } from '../platform/consumers/read-your-writes';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
+import { LedgerQueries } from '../projections/ledger';
 import { ProjectionEngine, type Projections } from '../platform/consumers/runner';
 import { ProjectionThread } from '../platform/consumers/thread';
 import { PostgresEventStore } from '../eventstore/postgres';
@@ -95,7 +96,7 @@ export class Tally {
     this.tokens = new TokenService(keys);
     this.sessionGate = new SessionGate(sql, engine, store, stateCache);
     this.login = new LoginService({ ...kit, providers, tokens: this.tokens, sessionGate: this.sessionGate });
-    this.ledger = new LedgerService({ ...kit, noteWrite, config, providers });
+    this.ledger = new LedgerService({ ...kit, noteWrite, config, providers, ledgerQueries: new LedgerQueries(sql) });
     this.cards = new CardsService({
       ...kit,
       noteWrite,
