@@ -4,6 +4,7 @@ import type { EventStore } from '../eventstore/port';
 import { type NoteWrite, ReadYourWrites, type WaitForReadModels } from '../platform/consumers/read-your-writes';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
+import { IdentityQueries } from '../projections/identity';
 import { LedgerQueries } from '../projections/ledger';
 import { ProjectionEngine, type Projections } from '../platform/consumers/runner';
 import { ProjectionThread } from '../platform/consumers/thread';
@@ -50,6 +51,8 @@ export class Tally {
   readonly ledger: LedgerService;
   readonly cards: CardsService;
   readonly sessionGate: SessionGate;
+  /** What is read of identity's read models (the services take their part; the sandbox routes read it too). */
+  readonly identityReads: IdentityQueries;
   /** Partner webhooks: endpoints, the outbox fed by the log, delivery. */
   readonly notifications: Notifications;
   /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
@@ -89,13 +92,15 @@ export class Tally {
     const readYourWrites: WaitForReadModels = (position, names) => this.reads.waitFor(position, names);
     const noteWrite: NoteWrite = (scope, position) => this.reads.noteWrite(scope, position);
     const kit = { commands, store, sql, stateCache, readYourWrites, log };
-    this.partners = new PartnerService({ ...kit, engine });
-    this.users = new UserService(kit);
-    this.profiles = new ProfileService(kit);
-    this.kyc = new KycService({ ...kit, config, providers, profiles: this.profiles });
+    const identity = new IdentityQueries(sql);
+    this.identityReads = identity;
+    this.partners = new PartnerService({ ...kit, engine, partnerQueries: identity.partners });
+    this.users = new UserService({ ...kit, userQueries: identity.users });
+    this.profiles = new ProfileService({ ...kit, profileQueries: identity.profiles });
+    this.kyc = new KycService({ ...kit, config, providers, profiles: this.profiles, kycQueries: identity.kyc });
     this.tokens = new TokenService(keys);
-    this.sessionGate = new SessionGate(sql, engine, store, stateCache);
-    this.login = new LoginService({ ...kit, providers, tokens: this.tokens, sessionGate: this.sessionGate });
+    this.sessionGate = new SessionGate(identity.sessions, engine, store, stateCache);
+    this.login = new LoginService({ ...kit, providers, tokens: this.tokens, sessionGate: this.sessionGate, userQueries: identity.users });
     this.ledger = new LedgerService({ ...kit, noteWrite, config, providers, ledgerQueries: new LedgerQueries(sql) });
     this.cards = new CardsService({
       ...kit,
