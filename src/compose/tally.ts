@@ -113,7 +113,7 @@ export class Tally {
       ledger: this.ledger,
     });
     this.notifications = new Notifications(
-      { ...kit, engine, config, keys, users: this.users, kyc: this.kyc, ledger: this.ledger, cards: this.cards },
+      { ...kit, engine, config, keys, users: this.users, userQueries: identity.users, kyc: this.kyc, ledger: this.ledger, cards: this.cards },
       log,
       engine.nodeId,
     );

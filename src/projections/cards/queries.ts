@@ -204,6 +204,12 @@ export class CardQueries {
     return money(row?.pending ?? '0');
   }
 
+  /** The partner a card transaction belongs to, or null when unknown. */
+  async partnerOf(id: string): Promise<string | null> {
+    const [row] = await this.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_card_transactions WHERE id = $1', [id]);
+    return row ? row.partner_id : null;
+  }
+
   /** One card transaction of the partner's users, or null. */
   async get(partnerId: string, id: string): Promise<CardTransactionView | null> {
     const [row] = await this.sql.query<Row>(`${SELECT} WHERE t.id = $1 AND t.partner_id = $2`, [id, partnerId]);

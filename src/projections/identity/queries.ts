@@ -115,6 +115,20 @@ export class UserQueries {
     const [row] = await this.sql.query<{ email: string }>('SELECT email FROM rm_users WHERE user_id = $1', [userId]);
     return row ? row.email : null;
   }
+
+  async partnerOf(userId: string): Promise<string | null> {
+    const [row] = await this.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_users WHERE user_id = $1', [userId]);
+    return row ? row.partner_id : null;
+  }
+
+  /** The partner of each of the users found, by user id. */
+  async partnersOf(userIds: string[]): Promise<Map<string, string>> {
+    const rows = await this.sql.query<{ user_id: string; partner_id: string }>(
+      'SELECT user_id::text, partner_id::text FROM rm_users WHERE user_id = ANY($1::uuid[])',
+      [userIds],
+    );
+    return new Map(rows.map((r) => [r.user_id, r.partner_id]));
+  }
 }
 
 export interface PartnerRecord {
