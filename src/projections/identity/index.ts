@@ -3,6 +3,7 @@ export { partnersProjection } from './partners';
 export { kycProjection, profilesProjection, sessionsProjection } from './profiles-kyc-sessions';
 export { usersProjection } from './users';
 export {
+  holderJoin,
   IdentityQueries,
   KycQueries,
   PartnerQueries,

@@ -201,6 +201,16 @@ export class ProfileQueries {
   }
 }
 
+/**
+ * The holder of another read model's row, joined in that read model's own statement (one round
+ * trip, not two): `columns` (email, first_name, last_name) to select, `joins` to follow its FROM,
+ * `userId` the row's user id column. The aliases u and p are taken.
+ */
+export const holderJoin = (userId: string) => ({
+  columns: `coalesce(u.email, '') AS email, coalesce(p.fields->>'firstName', '') AS first_name, p.fields->>'lastName' AS last_name`,
+  joins: `LEFT JOIN rm_users u ON u.user_id = ${userId} LEFT JOIN rm_profiles p ON p.user_id = ${userId}`,
+});
+
 const ts = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', ${ISO}) AS ${column}`;
 
 export interface VerificationRow {
