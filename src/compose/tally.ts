@@ -17,7 +17,7 @@ import { CommandHandler } from '../platform/commands/command-handler';
 import { StateCache } from '../platform/commands/commands';
 import { KycService } from '../app/identity/kyc';
 import { LedgerService } from '../app/ledger';
-import { LoginService } from '../app/identity/login';
+import { LOGIN_SCHEMA, LoginService } from '../app/identity/login';
 import { Outage } from '../platform/outage';
 import { PartnerService } from '../app/identity/partners';
 import { ProfileService } from '../app/identity/profiles';
@@ -26,13 +26,11 @@ import { SNAPSHOTS_SCHEMA, SnapshotStore } from '../platform/commands/snapshots'
 import { TokenService } from '../app/identity/tokens';
 import { UserService } from '../app/identity/users';
 
-/** Tables that belong to no projection: id allocation and operational counters. */
+/** Tables that belong to no projection: id allocation and operational counters (login's send counter is login's own). */
 const SERVICE_SCHEMA = `
 CREATE SEQUENCE IF NOT EXISTS account_id_seq START WITH 1000;
 CREATE SEQUENCE IF NOT EXISTS transaction_id_seq START WITH 1;
-CREATE TABLE IF NOT EXISTS login_send_log (email_hash text NOT NULL, sent_at timestamptz NOT NULL);
-CREATE INDEX IF NOT EXISTS login_send_log_email ON login_send_log (email_hash, sent_at);
-`;
+${LOGIN_SCHEMA}`;
 
 /**
  * The composition root: builds every service of the running service from the narrow dependencies

@@ -29,6 +29,11 @@ export interface LoginResult {
   user: { id: string; email: string; status: 'active' };
 }
 
+/** The send counter: one row per code sent, kept for an hour (created at start by the composition root). */
+export const LOGIN_SCHEMA = `CREATE TABLE IF NOT EXISTS login_send_log (email_hash text NOT NULL, sent_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS login_send_log_email ON login_send_log (email_hash, sent_at);
+`;
+
 /** The send counter's key: per partner and email, so one partner's sends never use up another's. */
 const sendKey = (partnerId: string, email: string) =>
   createHash('sha256')
