@@ -8,6 +8,7 @@ import { cardHoldsCheck } from './audit-cards';
 import { ledgerCheck } from './audit-ledger';
 import { foldEvents } from './deciders';
 import { logPages } from './events';
+import { SnapshotStore } from '../platform/commands/snapshots';
 
 /** One difference an audit check found. */
 export interface AuditFinding {
@@ -102,9 +103,7 @@ export const snapshotCheck: AuditCheck = {
     };
     add(accountDecider);
     add(cardDecider);
-    const rows = await tally.sql.query<{ stream_id: string; kind: string; revision: string; state: JsonObject }>(
-      'SELECT stream_id, kind, revision::text AS revision, state FROM state_snapshots ORDER BY stream_id, kind',
-    );
+    const rows = await new SnapshotStore(tally.sql).all();
     const findings: AuditFinding[] = [];
     let ignored = 0;
     for (const row of rows) {

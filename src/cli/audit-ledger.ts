@@ -71,9 +71,7 @@ export const ledgerCheck: AuditCheck = {
         details: { balances: fixed(balances), deposits: fixed(deposits), payouts: fixed(payouts) },
       });
     }
-    const rows = await tally.sql.query<{ account_id: string; credits: string; debits: string }>(
-      'SELECT account_id::text, credits::text, debits::text FROM rm_accounts',
-    );
+    const rows = await tally.ledger.reads.balances();
     const seen = new Set<number>();
     for (const row of rows) {
       const id = Number(row.account_id);

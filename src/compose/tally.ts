@@ -4,6 +4,8 @@ import type { EventStore } from '../eventstore/port';
 import { type NoteWrite, ReadYourWrites, type WaitForReadModels } from '../platform/consumers/read-your-writes';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
+import { IdentityQueries } from '../projections/identity';
+import { LedgerQueries } from '../projections/ledger';
 import { ProjectionEngine, type Projections } from '../platform/consumers/runner';
 import { ProjectionThread } from '../platform/consumers/thread';
 import { PostgresEventStore } from '../eventstore/postgres';
@@ -15,7 +17,7 @@ import { CommandHandler } from '../platform/commands/command-handler';
 import { StateCache } from '../platform/commands/commands';
 import { KycService } from '../app/identity/kyc';
 import { LedgerService } from '../app/ledger';
-import { LoginService } from '../app/identity/login';
+import { LOGIN_SCHEMA, LoginService } from '../app/identity/login';
 import { Outage } from '../platform/outage';
 import { PartnerService } from '../app/identity/partners';
 import { ProfileService } from '../app/identity/profiles';
@@ -24,13 +26,11 @@ import { SNAPSHOTS_SCHEMA, SnapshotStore } from '../platform/commands/snapshots'
 import { TokenService } from '../app/identity/tokens';
 import { UserService } from '../app/identity/users';
 
-/** Tables that belong to no projection: id allocation and operational counters. */
+/** Tables that belong to no projection: id allocation and operational counters (login's send counter is login's own). */
 const SERVICE_SCHEMA = `
 CREATE SEQUENCE IF NOT EXISTS account_id_seq START WITH 1000;
 CREATE SEQUENCE IF NOT EXISTS transaction_id_seq START WITH 1;
-CREATE TABLE IF NOT EXISTS login_send_log (email_hash text NOT NULL, sent_at timestamptz NOT NULL);
-CREATE INDEX IF NOT EXISTS login_send_log_email ON login_send_log (email_hash, sent_at);
-`;
+${LOGIN_SCHEMA}`;
 
 /**
  * The composition root: builds every service of the running service from the narrow dependencies
@@ -49,6 +49,8 @@ export class Tally {
   readonly ledger: LedgerService;
   readonly cards: CardsService;
   readonly sessionGate: SessionGate;
+  /** What is read of identity's read models (the services take their part; the sandbox routes read it too). */
+  readonly identityReads: IdentityQueries;
   /** Partner webhooks: endpoints, the outbox fed by the log, delivery. */
   readonly notifications: Notifications;
   /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
@@ -88,14 +90,16 @@ export class Tally {
     const readYourWrites: WaitForReadModels = (position, names) => this.reads.waitFor(position, names);
     const noteWrite: NoteWrite = (scope, position) => this.reads.noteWrite(scope, position);
     const kit = { commands, store, sql, stateCache, readYourWrites, log };
-    this.partners = new PartnerService({ ...kit, engine });
-    this.users = new UserService(kit);
-    this.profiles = new ProfileService(kit);
-    this.kyc = new KycService({ ...kit, config, providers, profiles: this.profiles });
+    const identity = new IdentityQueries(sql);
+    this.identityReads = identity;
+    this.partners = new PartnerService({ ...kit, engine, partnerQueries: identity.partners });
+    this.users = new UserService({ ...kit, userQueries: identity.users });
+    this.profiles = new ProfileService({ ...kit, profileQueries: identity.profiles });
+    this.kyc = new KycService({ ...kit, config, providers, profiles: this.profiles, kycQueries: identity.kyc });
     this.tokens = new TokenService(keys);
-    this.sessionGate = new SessionGate(sql, engine, store, stateCache);
-    this.login = new LoginService({ ...kit, providers, tokens: this.tokens, sessionGate: this.sessionGate });
-    this.ledger = new LedgerService({ ...kit, noteWrite, config, providers });
+    this.sessionGate = new SessionGate(identity.sessions, engine, store, stateCache);
+    this.login = new LoginService({ ...kit, providers, tokens: this.tokens, sessionGate: this.sessionGate, userQueries: identity.users });
+    this.ledger = new LedgerService({ ...kit, noteWrite, config, providers, ledgerQueries: new LedgerQueries(sql) });
     this.cards = new CardsService({
       ...kit,
       noteWrite,
@@ -107,7 +111,7 @@ export class Tally {
       ledger: this.ledger,
     });
     this.notifications = new Notifications(
-      { ...kit, engine, config, keys, users: this.users, kyc: this.kyc, ledger: this.ledger, cards: this.cards },
+      { ...kit, engine, config, keys, users: this.users, userQueries: identity.users, kyc: this.kyc, ledger: this.ledger, cards: this.cards },
       log,
       engine.nodeId,
     );

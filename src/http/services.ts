@@ -10,6 +10,7 @@ import type { CardsService } from '../app/cards';
 import type { KycService, LoginService, PartnerService, ProfileService, UserService } from '../app/identity';
 import type { LedgerService } from '../app/ledger';
 import type { Notifications } from '../app/notifications';
+import type { IdentityQueries } from '../projections/identity';
 
 /**
  * The services the HTTP layer is served with, as the composition root builds them. No route sees
@@ -20,8 +21,10 @@ export interface AppServices {
   config: Config;
   log: Logger;
   store: EventStore;
-  /** For the sandbox's own reads only (the sandbox routes). */
+  /** For the notification metrics' own reads only. */
   sql: Sql;
+  /** Identity's read models, for the reads no identity service answers (the sandbox routes). */
+  identityReads: IdentityQueries;
   engine: Projections;
   outage: Outage;
   providers: BuiltProviders;

@@ -1,9 +1,7 @@
 import type { Projection } from '../platform/consumers/projection';
-import { partnersProjection } from './identity/partners';
-import { kycProjection, profilesProjection, sessionsProjection } from './identity/profiles-kyc-sessions';
+import { kycProjection, partnersProjection, profilesProjection, sessionsProjection, usersProjection } from './identity';
 import { cardsProjection } from './cards';
 import { ledgerProjection } from './ledger';
-import { usersProjection } from './identity/users';
 
 /** Every read model of the service. */
 export const allProjections: Projection[] = [

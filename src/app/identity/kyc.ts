@@ -2,43 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { DomainError } from '../../platform/decider';
 import { ProviderAnsweredBadly } from '../../platform/failures';
 import { decideStart, type KycDocumentData, kycDecider, kycStream } from '../../domain/identity/kyc';
-import type { KycStatus } from '../../domain/identity/kyc-statuses';
 import { userDecider, userStream } from '../../domain/identity/user';
 import type { IdentityProvider, IdentityWebhookEvent, InquiryPrefill, InquirySnapshot } from '../../providers/identity/port';
 import { at } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
 import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
-import type { Sql } from '../../eventstore/sql';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import type { BuiltProviders } from '../../providers/index';
+import type { KycQueries, VerificationRow } from '../../projections/identity';
 import type { ProfileService } from './profiles';
-
-const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
-const ts = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', ${ISO}) AS ${column}`;
-
-interface VerificationRow {
-  verification_id: string;
-  inquiry_id: string;
-  provider: string;
-  verification_url: string;
-  verification_level: string;
-  status: KycStatus;
-  risk_level: string | null;
-  risk_score: string | null;
-  rejection_reasons: string[] | null;
-  document: KycDocumentData | null;
-  created_at: string;
-  submitted_at: string | null;
-  reviewed_at: string | null;
-  approved_at: string | null;
-  expires_at: string | null;
-}
-
-const COLUMNS = `verification_id::text, inquiry_id, provider, verification_url, verification_level, status, risk_level, risk_score::text,
-  rejection_reasons, document, ${['created_at', 'submitted_at', 'reviewed_at', 'approved_at', 'expires_at'].map(ts).join(', ')}`;
 
 /** The identity provider answered badly or not at all: nothing was recorded (502). */
 export class ProviderFailure extends ProviderAnsweredBadly {}
@@ -46,9 +21,9 @@ export class ProviderFailure extends ProviderAnsweredBadly {}
 export interface KycServiceDeps {
   commands: CommandHandler;
   store: EventStore;
-  sql: Sql;
   readYourWrites: WaitForReadModels;
   log: Logger;
+  kycQueries: Pick<KycQueries, 'userOfInquiry' | 'history' | 'latest'>;
   config: Pick<Config, 'identityProvider' | 'kycLimits'>;
   providers: Pick<BuiltProviders, 'identity'>;
   profiles: Pick<ProfileService, 'require'>;
@@ -190,8 +165,8 @@ export class KycService {
   }
 
   private async userOfInquiry(inquiryId: string, referenceId: string): Promise<string | null> {
-    const [row] = await this.deps.sql.query<{ user_id: string }>('SELECT user_id::text FROM rm_kyc_verifications WHERE inquiry_id = $1', [inquiryId]);
-    if (row) return row.user_id;
+    const known = await this.deps.kycQueries.userOfInquiry(inquiryId);
+    if (known) return known;
     // The callback may outrun our projection: the provider's reference id is our user id.
     if (/^[0-9a-f-]{36}$/i.test(referenceId)) {
       const kyc = await load(this.deps.store, kycStream(referenceId), kycDecider);
@@ -201,18 +176,11 @@ export class KycService {
   }
 
   async history(userId: string): Promise<VerificationRow[]> {
-    return this.deps.sql.query<VerificationRow>(
-      `SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 100`,
-      [userId],
-    );
+    return this.deps.kycQueries.history(userId);
   }
 
   async latest(userId: string): Promise<VerificationRow | null> {
-    const [row] = await this.deps.sql.query<VerificationRow>(
-      `SELECT ${COLUMNS} FROM rm_kyc_verifications WHERE user_id = $1 ORDER BY created_at DESC, verification_id DESC LIMIT 1`,
-      [userId],
-    );
-    return row ?? null;
+    return this.deps.kycQueries.latest(userId);
   }
 
   /** The status view of section 2.3. */

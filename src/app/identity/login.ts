@@ -13,6 +13,7 @@ import type { Sql } from '../../eventstore/sql';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { Logger } from 'pino';
 import type { BuiltProviders } from '../../providers/index';
+import type { UserQueries } from '../../projections/identity';
 import type { SessionGate } from './session-gate';
 import type { TokenService } from './tokens';
 
@@ -34,6 +35,11 @@ export interface LoginResult {
   user: { id: string; email: string; status: 'active' };
 }
 
+/** The send counter: one row per code sent, kept for an hour (created at start by the composition root). */
+export const LOGIN_SCHEMA = `CREATE TABLE IF NOT EXISTS login_send_log (email_hash text NOT NULL, sent_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS login_send_log_email ON login_send_log (email_hash, sent_at);
+`;
+
 /** The send counter's key: per partner and email, so one partner's sends never use up another's. */
 const sendKey = (partnerId: string, email: string) =>
   createHash('sha256')
@@ -48,6 +54,7 @@ export interface LoginServiceDeps {
   providers: Pick<BuiltProviders, 'email'>;
   tokens: TokenService;
   sessionGate: Pick<SessionGate, 'isActive'>;
+  userQueries: Pick<UserQueries, 'byEmail' | 'emailOf'>;
 }
 
 /** Emailed-code login, sessions with rotating refresh tokens, and the account opened at first login. */
@@ -55,11 +62,7 @@ export class LoginService {
   constructor(private readonly deps: LoginServiceDeps) {}
 
   private async partnerUser(partnerId: string, email: string): Promise<{ id: string; email: string } | null> {
-    const [row] = await this.deps.sql.query<{ id: string; email: string }>(
-      'SELECT user_id::text AS id, email FROM rm_users WHERE email = $1 AND partner_id = $2',
-      [normalizeEmail(email), partnerId],
-    );
-    return row ?? null;
+    return this.deps.userQueries.byEmail(partnerId, normalizeEmail(email));
   }
 
   /**
@@ -195,14 +198,14 @@ export class LoginService {
     const { userId, revoked } = done.result;
     if (done.position) await this.deps.readYourWrites(done.position, ['sessions']);
     if (revoked) throw new DomainError('unauthenticated', INVALID_TOKEN);
-    const [row] = await this.deps.sql.query<{ email: string }>('SELECT email FROM rm_users WHERE user_id = $1', [userId]);
+    const email = await this.deps.userQueries.emailOf(userId);
     return {
       success: true,
       accessToken: this.deps.tokens.issueAccessToken({ userId, partnerId, sessionId: parsed.sessionId }),
       refreshToken: next.token,
       tokenType: 'Bearer',
       expiresIn: 900,
-      user: { id: userId, email: row?.email ?? '', status: 'active' },
+      user: { id: userId, email: email ?? '', status: 'active' },
     };
   }
 

@@ -7,32 +7,27 @@ import { SecretChecks } from './secret-checks';
 import { hashSecret, newApiKeyPair } from './secrets';
 import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
-import type { Sql } from '../../eventstore/sql';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { StateCache } from '../../platform/commands/commands';
 import type { Projections } from '../../platform/consumers/runner';
+import type { PartnerQueries, PartnerRecord, StoredKey } from '../../projections/identity';
 
-export interface PartnerRecord {
-  id: string;
-  name: string;
-  sandbox: boolean;
-  createdAt: string;
-}
+export type { PartnerRecord } from '../../projections/identity';
 
 export interface PartnerServiceDeps {
   commands: CommandHandler;
   store: EventStore;
-  sql: Sql;
   stateCache: StateCache;
   readYourWrites: WaitForReadModels;
   engine: Projections;
+  partnerQueries: Pick<PartnerQueries, 'get' | 'list' | 'count' | 'activeKey'>;
 }
 
 export class PartnerService {
   /** Remembered right and wrong pairs, and each key's budget of scrypt checks. */
   readonly secretChecks = new SecretChecks();
   /** Unrevoked keys as read from rm_partner_keys, remembered while this node runs the partners projection. */
-  readonly keys: ReadModelMemo<{ partner_id: string; secret_hash: string }>;
+  readonly keys: ReadModelMemo<StoredKey>;
 
   constructor(private readonly deps: PartnerServiceDeps) {
     this.keys = new ReadModelMemo(deps.engine, ['partners'], {
@@ -69,26 +64,16 @@ export class PartnerService {
   }
 
   async get(partnerId: string): Promise<PartnerRecord | null> {
-    const [row] = await this.deps.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string }>(
-      `SELECT partner_id::text, name, sandbox, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at FROM rm_partners WHERE partner_id = $1`,
-      [partnerId],
-    );
-    return row ? { id: row.partner_id, name: row.name, sandbox: row.sandbox, createdAt: row.created_at } : null;
+    return this.deps.partnerQueries.get(partnerId);
   }
 
   /** Every partner, oldest first, with how many of its keys are active (the operator's list). */
   async list(): Promise<Array<PartnerRecord & { activeKeys: number }>> {
-    const rows = await this.deps.sql.query<{ partner_id: string; name: string; sandbox: boolean; created_at: string; active_keys: string }>(
-      `SELECT p.partner_id::text, p.name, p.sandbox, to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
-              (SELECT count(*) FROM rm_partner_keys k WHERE k.partner_id = p.partner_id AND k.revoked_at IS NULL)::text AS active_keys
-         FROM rm_partners p ORDER BY p.created_at, p.partner_id`,
-    );
-    return rows.map((r) => ({ id: r.partner_id, name: r.name, sandbox: r.sandbox, createdAt: r.created_at, activeKeys: Number(r.active_keys) }));
+    return this.deps.partnerQueries.list();
   }
 
   async count(): Promise<number> {
-    const [row] = await this.deps.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_partners');
-    return Number(row?.n ?? 0);
+    return this.deps.partnerQueries.count();
   }
 
   /**
@@ -103,14 +88,11 @@ export class PartnerService {
     return ok ? row.partner_id : null;
   }
 
-  private async storedKey(apiKey: string): Promise<{ partner_id: string; secret_hash: string } | null> {
+  private async storedKey(apiKey: string): Promise<StoredKey | null> {
     const known = this.keys.get(apiKey);
     if (known) return known;
     const generation = this.keys.generation;
-    const [row] = await this.deps.sql.query<{ partner_id: string; secret_hash: string }>(
-      'SELECT partner_id::text, secret_hash FROM rm_partner_keys WHERE api_key = $1 AND revoked_at IS NULL',
-      [apiKey],
-    );
+    const row = await this.deps.partnerQueries.activeKey(apiKey);
     if (!row) return null;
     if (this.deps.engine.isStopped('partners')) {
       const { state } = await load(this.deps.store, partnerStream(row.partner_id), partnerDecider, { cache: this.deps.stateCache });

@@ -4,22 +4,18 @@ import { kycDecider, kycStream } from '../../domain/identity/kyc';
 import { type CommandContext, load } from '../../platform/commands/commands';
 import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
-import type { Sql } from '../../eventstore/sql';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
+import type { ProfileQueries, ProfileView } from '../../projections/identity';
 
-export interface ProfileView extends ProfileFields {
-  userId: string;
-  createdAt: string;
-  updatedAt: string;
-}
+export type { ProfileView } from '../../projections/identity';
 
 const today = () => new Date().toISOString().slice(0, 10);
 
 export interface ProfileServiceDeps {
   commands: CommandHandler;
   store: EventStore;
-  sql: Sql;
   readYourWrites: WaitForReadModels;
+  profileQueries: Pick<ProfileQueries, 'get'>;
 }
 
 /** Personal profiles: partner routes name the user (after the ownership check), bearer routes are the token's user. */
@@ -62,13 +58,7 @@ export class ProfileService {
   }
 
   async get(userId: string): Promise<ProfileView | null> {
-    const [row] = await this.deps.sql.query<{ fields: ProfileFields; created_at: string; updated_at: string }>(
-      `SELECT fields, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
-              to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
-         FROM rm_profiles WHERE user_id = $1`,
-      [userId],
-    );
-    return row ? { userId, ...row.fields, createdAt: row.created_at, updatedAt: row.updated_at } : null;
+    return this.deps.profileQueries.get(userId);
   }
 
   async require(userId: string): Promise<ProfileView> {

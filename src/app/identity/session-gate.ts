@@ -1,10 +1,10 @@
 import { sessionDecider, sessionStream } from '../../domain/identity/session';
 import { userDecider, userStream } from '../../domain/identity/user';
 import type { EventStore, RecordedEvent } from '../../eventstore/port';
-import type { Sql } from '../../eventstore/sql';
 import type { Projections } from '../../platform/consumers/runner';
 import { load, type StateCache } from '../../platform/commands/commands';
 import { ReadModelMemo } from '../../platform/consumers/read-model-memo';
+import type { SessionQueries } from '../../projections/identity';
 
 /** Most remembered sessions; past it, all are forgotten (and checked in SQL again). */
 const MAX_ENTRIES = 100_000;
@@ -33,7 +33,7 @@ export class SessionGate {
   readonly stats = { hits: 0, queries: 0, logReads: 0 };
 
   constructor(
-    private readonly sql: Sql,
+    private readonly sessions: Pick<SessionQueries, 'state'>,
     private readonly engine: Projections,
     private readonly store: EventStore,
     private readonly cache: StateCache,
@@ -50,19 +50,13 @@ export class SessionGate {
     }
     const generation = this.memo.generation;
     this.stats.queries++;
-    const [row] = await this.sql.query<{ status: string; revoked: boolean }>(
-      // A session started before its user's last suspension or ban is over, whatever the status now.
-      `SELECT u.status, (s.revoked_at IS NOT NULL OR s.user_generation < u.session_generation) AS revoked
-         FROM rm_sessions s JOIN rm_users u ON u.user_id = s.user_id
-        WHERE s.session_id = $1 AND s.user_id = $2 AND s.partner_id = $3`,
-      [claims.sessionId, claims.userId, claims.partnerId],
-    );
+    const row = await this.sessions.state(claims);
     const ok = !!row && !row.revoked && row.status === 'active';
     if (ok) this.memo.remember(claims.sessionId, claims, [`session:${claims.sessionId}`, `user:${claims.userId}`], generation);
     return ok;
   }
 
-  /** The same rule as the query above, on the states folded from the log. */
+  /** The same rule as SessionQueries.state, on the states folded from the log. */
   private async isActiveInLog(claims: Claims): Promise<boolean> {
     this.stats.logReads++;
     const [session, user] = await Promise.all([

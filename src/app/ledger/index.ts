@@ -1,4 +1,4 @@
-import { LedgerQueries } from '../../projections/ledger';
+import type { LedgerQueries } from '../../projections/ledger';
 import type { Config } from '../../config';
 import type { Sql } from '../../eventstore/sql';
 import type { Logger } from 'pino';
@@ -20,6 +20,7 @@ export type LedgerServiceDeps = DepositsDeps &
     sql: Sql;
     log: Logger;
     config: Pick<Config, 'kycLimits'>;
+    ledgerQueries: LedgerQueries;
   };
 
 /** The ledger's application services, one per kind of movement. */
@@ -44,6 +45,6 @@ export class LedgerService {
     this.transfers = new Transfers(deps, ids, keys, limits);
     this.deposits = new Deposits(deps, ids, keys);
     this.payouts = new Payouts(deps, ids, keys, limits);
-    this.reads = new LedgerQueries(deps.sql);
+    this.reads = deps.ledgerQueries;
   }
 }

@@ -13,11 +13,11 @@ import { type IdempotencyKeys, madeUnderKeyElsewhere, partnerKey, requestHashOf 
 import { LedgerProviderFailure } from './provider-failure';
 import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
-import type { Sql } from '../../eventstore/sql';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { StateCache } from '../../platform/commands/commands';
 import type { Logger } from 'pino';
 import type { BuiltProviders } from '../../providers/index';
+import type { LedgerQueries } from '../../projections/ledger';
 
 /** The answer when the provider refused the payout (its funds went back). */
 const PAYOUT_REFUSED = 'Payout refused by the provider; the funds were returned';
@@ -54,10 +54,10 @@ export interface PayoutsDeps {
   commands: CommandHandler;
   store: EventStore;
   stateCache: StateCache;
-  sql: Sql;
   readYourWrites: WaitForReadModels;
   log: Logger;
   providers: Pick<BuiltProviders, 'payouts' | 'rates'>;
+  ledgerQueries: Pick<LedgerQueries, 'stalePayouts'>;
 }
 
 /** Payouts: held at acceptance, settled or failed (and reversed) by the provider; idempotent by transactionId. */
@@ -198,14 +198,9 @@ export class Payouts {
    * next sweep. Returns how many were accepted (or settled, or refused) meanwhile.
    */
   async resubmitStale(olderThanSeconds: number): Promise<number> {
-    const rows = await this.deps.sql.query<{ uuid: string }>(
-      `SELECT uuid::text FROM rm_transactions
-        WHERE kind = 'PAYOUT' AND status = 'PENDING' AND NOT (details ? 'paymentId') AND updated <= now() - make_interval(secs => $1)
-        ORDER BY created LIMIT 100`,
-      [olderThanSeconds],
-    );
+    const uuids = await this.deps.ledgerQueries.stalePayouts(olderThanSeconds);
     let handed = 0;
-    for (const { uuid } of rows) {
+    for (const uuid of uuids) {
       const ctx: CommandContext = { commandId: `payout-resubmit:${uuid}`, metadata: { actor: { kind: 'system', id: 'payout-resubmit' } } };
       try {
         await this.submitPayout(uuid, ctx);

@@ -1,21 +1,21 @@
 import type { NotificationType } from '../../domain/notifications/endpoint';
 import type { EventStore, RecordedEvent } from '../../eventstore/port';
-import type { Sql } from '../../eventstore/sql';
 import type { StateCache } from '../../platform/commands/commands';
 import type { CardQueries } from '../../projections/cards';
+import type { UserQueries } from '../../projections/identity';
 import type { LedgerQueries } from '../../projections/ledger';
 import type { KycService, UserService } from '../identity';
 import { CARD_APPLICATION_EVENTS, CARD_EVENTS, CARD_TRANSACTION_EVENTS, cardApplicationUpdated, cardTransaction, cardUpdated } from './card-builders';
 
 /** What a notification's data is read from: the log, the read models, and the services that answer the API. */
 export interface NotificationSources {
-  sql: Sql;
   store: EventStore;
   stateCache: StateCache;
   users: Pick<UserService, 'get'>;
+  userQueries: Pick<UserQueries, 'partnerOf' | 'partnersOf'>;
   kyc: Pick<KycService, 'statusView'>;
   ledger: { reads: Pick<LedgerQueries, 'transaction' | 'transactions'> };
-  cards: { spending: { queries: Pick<CardQueries, 'get'> } };
+  cards: { spending: { queries: Pick<CardQueries, 'get' | 'partnerOf'> } };
 }
 
 /** The events the outbox turns into notifications. */
@@ -78,9 +78,9 @@ export async function notificationFor(sources: NotificationSources, event: Recor
 async function partnerOfUser(sources: NotificationSources, batch: BatchReads, userId: string, event: RecordedEvent): Promise<string> {
   const known = batch.userPartners.get(userId);
   if (known) return known;
-  const [row] = await sources.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_users WHERE user_id = $1', [userId]);
-  if (!row) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
-  return row.partner_id;
+  const partnerId = await sources.userQueries.partnerOf(userId);
+  if (!partnerId) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
+  return partnerId;
 }
 
 async function userStatus(sources: NotificationSources, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
@@ -123,15 +123,11 @@ const userOf = (e: RecordedEvent): string | undefined => {
 export async function batchReads(sources: NotificationSources, events: RecordedEvent[]): Promise<BatchReads> {
   const uuids = [...new Set(events.filter(readsTransaction).map((e) => String((e.data as { uuid: unknown }).uuid)))];
   const users = [...new Set(events.map(userOf).filter((u) => u !== undefined))];
-  const [transactions, rows] = await Promise.all([
+  const [transactions, userPartners] = await Promise.all([
     uuids.length > 0 ? sources.ledger.reads.transactions(uuids) : new Map<string, FoundTransaction>(),
-    users.length > 0
-      ? sources.sql.query<{ user_id: string; partner_id: string }>('SELECT user_id::text, partner_id::text FROM rm_users WHERE user_id = ANY($1::uuid[])', [
-          users,
-        ])
-      : [],
+    users.length > 0 ? sources.userQueries.partnersOf(users) : new Map<string, string>(),
   ]);
-  return { transactions, userPartners: new Map(rows.map((r) => [r.user_id, r.partner_id])) };
+  return { transactions, userPartners };
 }
 
 /** The partner an event is for, when the event itself or the batch's reads tell it without reading its data. */

@@ -64,11 +64,10 @@ async function foldUpTo<State, E extends DomainEvent>(
  */
 export async function cardTransaction(sources: NotificationSources, event: RecordedEvent): Promise<Notification> {
   const e = { type: event.type, data: event.data } as CardSpendEvent;
-  const [row] = await sources.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_card_transactions WHERE id = $1', [e.data.transactionId]);
-  const read = row && (await sources.cards.spending.queries.get(row.partner_id, e.data.transactionId));
-  if (!row || !read) throw new Error(`card transaction ${e.data.transactionId} of event ${event.id} is not in the cards read model`);
-  if (e.type !== 'CardSpendAuthorized' && e.type !== 'CardSpendDeclined')
-    return { partnerId: row.partner_id, type: 'card.transaction.updated', eventId: event.id, data: read };
+  const partnerId = await sources.cards.spending.queries.partnerOf(e.data.transactionId);
+  const read = partnerId && (await sources.cards.spending.queries.get(partnerId, e.data.transactionId));
+  if (!partnerId || !read) throw new Error(`card transaction ${e.data.transactionId} of event ${event.id} is not in the cards read model`);
+  if (e.type !== 'CardSpendAuthorized' && e.type !== 'CardSpendDeclined') return { partnerId, type: 'card.transaction.updated', eventId: event.id, data: read };
   const d: CardSpendData = e.data;
   const declinedReason = e.type === 'CardSpendDeclined' ? e.data.declinedReason : null;
   const view = cardTransactionView(

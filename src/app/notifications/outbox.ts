@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { NotificationType } from '../../domain/notifications/endpoint';
 import { comparePositions, type RecordedEvent } from '../../eventstore/port';
-import type { SqlQueryable } from '../../eventstore/sql';
+import type { Sql, SqlQueryable } from '../../eventstore/sql';
 import { batchReads, type Notification, type NotificationSources, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
 import type { Projections } from '../../platform/consumers/runner';
 
@@ -37,6 +37,7 @@ class CheckpointMoved extends Error {}
 type Subscriptions = Map<string, NotificationType[] | null>;
 
 export type OutboxDeps = NotificationSources & {
+  sql: Sql;
   engine: Pick<Projections, 'waitFor'>;
 };
 

@@ -8,7 +8,7 @@ import { HtmlPage, StringEnum, Success } from '../schemas';
 import { type AppServices, sandboxOf } from '../services';
 
 /** The services these routes use. */
-const USES = ['providers', 'sql'] as const;
+const USES = ['providers', 'identityReads'] as const;
 type Services = Pick<AppServices, (typeof USES)[number]>;
 const route = routeFor<AppServices>()(USES);
 
@@ -19,11 +19,8 @@ const DecisionBody = Type.Object({ outcome: StringEnum(['approved', 'declined', 
 
 /** A partner may drive only its own users' inquiries. */
 async function ownInquiry(services: Services, partnerId: string, inquiryId: string): Promise<void> {
-  const [row] = await services.sql.query<{ partner_id: string }>(
-    'SELECT u.partner_id::text FROM rm_kyc_verifications k JOIN rm_users u ON u.user_id = k.user_id WHERE k.inquiry_id = $1',
-    [inquiryId],
-  );
-  if (!row || row.partner_id !== partnerId) throw new HttpError(404, 'Inquiry not found');
+  const owner = await services.identityReads.kyc.partnerOfInquiry(inquiryId);
+  if (!owner || owner !== partnerId) throw new HttpError(404, 'Inquiry not found');
 }
 
 async function complete(services: Services, inquiryId: string, outcome: SandboxOutcome): Promise<string> {
@@ -65,7 +62,7 @@ export const sandboxIdentityRoutes = [
     },
     async handler({ services, query, partnerId }) {
       const sandbox = sandboxOf(services);
-      const [own] = await services.sql.query('SELECT 1 FROM rm_users WHERE email = $1 AND partner_id = $2', [normalizeEmail(query.to), partnerId]);
+      const own = await services.identityReads.users.hasEmail(partnerId, normalizeEmail(query.to));
       if (!own) throw new HttpError(404, MESSAGES.userNotFound);
       return { status: 200, body: { success: true, data: await sandbox.outbox.list(query.to) } };
     },

@@ -8,21 +8,13 @@ import { type AppServices, sandboxOf } from '../services';
 import { HtmlPage, StringEnum, Success, UUID_RE } from '../schemas';
 
 /** The services these routes use. */
-const USES = ['providers', 'sql'] as const;
+const USES = ['providers', 'ledger'] as const;
 type Services = Pick<AppServices, (typeof USES)[number]>;
 const route = routeFor<AppServices>()(USES);
 
 /** A transaction of one of the partner's users, by uuid or by the provider's payment id. */
 async function ownTransaction(services: Services, partnerId: string, where: { uuid?: string; paymentId?: string }) {
-  const [row] = where.uuid
-    ? await services.sql.query<{ uuid: string; partner_id: string; kind: string; payment_id: string | null }>(
-        `SELECT uuid::text, partner_id::text, kind, details->>'paymentId' AS payment_id FROM rm_transactions WHERE uuid = $1`,
-        [where.uuid],
-      )
-    : await services.sql.query<{ uuid: string; partner_id: string; kind: string; payment_id: string | null }>(
-        `SELECT uuid::text, partner_id::text, kind, details->>'paymentId' AS payment_id FROM rm_transactions WHERE details->>'paymentId' = $1`,
-        [where.paymentId],
-      );
+  const row = await services.ledger.reads.paymentOf(where);
   if (!row || row.partner_id !== partnerId) throw new HttpError(404, 'Transaction not found');
   return row;
 }

@@ -1,6 +1,7 @@
 import { merchantCategoryOf } from '../../domain/cards/merchant-categories';
 import { type Amount, fixed, money } from '../../domain/ledger/money';
 import type { Sql } from '../../eventstore/sql';
+import { holderJoin } from '../identity';
 
 /** A card transaction as the interface shows it (2.10): amounts as JSON numbers, as it types them. */
 export interface CardTransactionView {
@@ -100,13 +101,18 @@ export function cardTransactionView(f: CardTransactionFacts, holder: CardHolder)
 }
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
-/** The row with its holder: the users and profiles read models name and reach the user. */
+/** The holder's part of the row, as identity's read models give it. */
+const HOLDER = holderJoin('t.user_id');
+/**
+ * The row with its holder: the users and profiles read models name and reach the user. Joined in
+ * this one statement (identity's join, not a second query) so a page costs one round trip.
+ */
 const SELECT = `SELECT t.id::text, t.position, t.card_id::text, t.card_type, t.user_id::text, t.partner_id::text, t.status, t.declined_reason,
   t.amount::text, t.authorized_amount::text, t.currency, t.local_amount::text, t.local_currency, t.merchant_name, t.merchant_category_code,
   t.authorization_method, to_char(t.authorized_at AT TIME ZONE 'UTC', ${ISO}) AS authorized_at,
   to_char(t.posted_at AT TIME ZONE 'UTC', ${ISO}) AS posted_at,
-  coalesce(u.email, '') AS email, coalesce(p.fields->>'firstName', '') AS first_name, p.fields->>'lastName' AS last_name
-  FROM rm_card_transactions t LEFT JOIN rm_users u ON u.user_id = t.user_id LEFT JOIN rm_profiles p ON p.user_id = t.user_id`;
+  ${HOLDER.columns}
+  FROM rm_card_transactions t ${HOLDER.joins}`;
 
 interface Row {
   id: string;
@@ -202,6 +208,12 @@ export class CardQueries {
       [userId],
     );
     return money(row?.pending ?? '0');
+  }
+
+  /** The partner a card transaction belongs to, or null when unknown. */
+  async partnerOf(id: string): Promise<string | null> {
+    const [row] = await this.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_card_transactions WHERE id = $1', [id]);
+    return row ? row.partner_id : null;
   }
 
   /** One card transaction of the partner's users, or null. */

@@ -43,6 +43,14 @@ const toView = (r: TxnRow, withUpdated: boolean): TransactionView => ({
   ...(withUpdated ? { updated: r.updated } : {}),
 });
 
+/** What the sandbox's provider decisions read of a transaction. */
+export interface PaymentOf {
+  uuid: string;
+  partner_id: string;
+  kind: string;
+  payment_id: string | null;
+}
+
 export interface AccountRow {
   id: number;
   asset: string;
@@ -102,6 +110,38 @@ export class LedgerQueries {
       [uuids],
     );
     return new Map(rows.map((row) => [row.uuid, { view: toView(row, true), kind: row.kind, partnerId: row.partner_id }]));
+  }
+
+  /** A transaction's partner, kind and provider payment id, by uuid or by that payment id (the sandbox's provider decisions); null when unknown. */
+  async paymentOf(where: { uuid?: string; paymentId?: string }): Promise<PaymentOf | null> {
+    const [row] = where.uuid
+      ? await this.sql.query<PaymentOf>(`SELECT uuid::text, partner_id::text, kind, details->>'paymentId' AS payment_id FROM rm_transactions WHERE uuid = $1`, [
+          where.uuid,
+        ])
+      : await this.sql.query<PaymentOf>(
+          `SELECT uuid::text, partner_id::text, kind, details->>'paymentId' AS payment_id FROM rm_transactions WHERE details->>'paymentId' = $1`,
+          [where.paymentId],
+        );
+    return row ?? null;
+  }
+
+  /**
+   * Up to 100 payouts, oldest first, held for at least `olderThanSeconds` and never accepted by
+   * their provider (no payment id): the uuids Payouts.resubmitStale hands over again.
+   */
+  async stalePayouts(olderThanSeconds: number): Promise<string[]> {
+    const rows = await this.sql.query<{ uuid: string }>(
+      `SELECT uuid::text FROM rm_transactions
+        WHERE kind = 'PAYOUT' AND status = 'PENDING' AND NOT (details ? 'paymentId') AND updated <= now() - make_interval(secs => $1)
+        ORDER BY created LIMIT 100`,
+      [olderThanSeconds],
+    );
+    return rows.map((r) => r.uuid);
+  }
+
+  /** Every account's credits and debits as stored (decimal strings), for the audit. */
+  async balances(): Promise<Array<{ account_id: string; credits: string; debits: string }>> {
+    return this.sql.query<{ account_id: string; credits: string; debits: string }>('SELECT account_id::text, credits::text, debits::text FROM rm_accounts');
   }
 
   /** A transaction the token user is party to (owns its debit or credit account). */
