@@ -24,7 +24,7 @@ import { cpuSnapshot, envNumber, fmtInt, localPostmaster, printTable, processCpu
  * the store and the projections without the request path's cost.
  * A difference of a few percent needs an A/A run beside it (BENCH_COMPARE_WITH a worktree of this
  * very commit): the build started first ("this") has read a few percent low at 2 accounts whichever
- * build it was (the README's performance section has the figures).
+ * build it was (docs/performance.md has the figures).
  */
 
 interface Build {

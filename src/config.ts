@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 
-/** Everything the service reads from the environment (decisions.md, "Configuration"). */
+/** Everything the service reads from the environment (docs/decisions.md, "Configuration"; the README's table). */
 export interface Config {
   port: number;
   dataDir: string;
@@ -32,7 +32,7 @@ export interface Config {
   rates?: string;
   /** Spread of exchange quotes, in basis points. */
   exchangeSpreadBps: number;
-  /** Derived operating limits after KYC approval at level basic (decisions.md). */
+  /** Derived operating limits after KYC approval at level basic (docs/decisions.md, "KYC"). */
   kycLimits: { maxTransactionAmount: number; dailyTransactionLimit: number };
   /** Group commit of the Postgres event log (PostgresEventStoreOptions); undefined = the adapter's default. */
   appendBatch: { maxInFlight?: number; minConcurrentBatch?: number; minConcurrentEvents?: number };

@@ -83,7 +83,7 @@ function requestPorts(services: AppServices): RequestPorts {
  * (app.request, app.response) from the start. Express sets those prototypes on every request it
  * handles; on objects born with them that is a no-op, while swapping the prototype of a live
  * request and response makes V8 keep them, and what they hold, much longer (they outlive young
- * collections and fill the old space): the README's performance section has the figures. The
+ * collections and fill the old space): docs/performance.md has the figures. The
  * classes' prototypes take the place of app.request and app.response (the same chain: express's
  * methods, then node's), so that node sizes the objects as it sizes its own.
  */

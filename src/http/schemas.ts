@@ -112,7 +112,7 @@ export const PrometheusText = Type.String({ contentMediaType: 'text/plain', desc
 
 export const UserStatus = StringEnum(USER_STATUSES);
 
-/** The user as registration answers it (interface 2.1). */
+/** The user as registration answers it (docs/interface.md, "Resources"). */
 export const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: UserStatus, createdAt: IsoDateTime }, { $id: 'UserSummary' });
 
 /** The full user record of the single-user read, the list and the operator actions. */

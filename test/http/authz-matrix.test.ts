@@ -25,7 +25,7 @@ import { asText, jsonText, percentEncode, type Schema, valid } from '../support/
 
 /**
  * The authorization matrix (issue 13, item 4), built from the route table: every route x every wrong
- * caller that applies to its credential type. Only the decided 401/403/404 (decisions.md: "Errors",
+ * caller that applies to its credential type. Only the decided 401/403/404 (docs/decisions.md: "Errors",
  * "Login and tokens", "Sandbox", "Operator API"), and nothing written (the log's head does not move).
  *
  * Cases by credential type:

@@ -204,7 +204,7 @@ describe('card spending over HTTP: authorizations, clearing, reversal, balance a
       const first = await authorize(h, purchase(10));
       const named = { userFirstName: 'Ada', userLastName: 'Lovelace', userEmail: h.who.email };
       expect(first.body.data.spend).to.include(named);
-      // A card needs an approved KYC, after which the verified names are fixed (decisions.md, "Profile").
+      // A card needs an approved KYC, after which the verified names are fixed (docs/decisions.md, "Profile").
       for (const path of ['/api/v1/auth/profile', '/api/v1/user/profile']) {
         const change = path.includes('auth')
           ? app.http.patch(path).set(h.who.bearer).send({ firstName: 'Augusta', lastName: 'King' })

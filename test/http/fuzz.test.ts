@@ -90,7 +90,7 @@ interface Finding {
 const KNOWN_FINDINGS: Array<{ kind: Finding['kind']; route: RegExp; match: RegExp; report: string }> = [];
 
 /**
- * Writes that decisions.md makes part of a 4xx answer, by route and the exact events written; any
+ * Writes that docs/decisions.md makes part of a 4xx answer, by route and the exact events written; any
  * other write after a 4xx is a finding. "Login and tokens": 5 wrong tries burn a code (so a wrong try
  * is recorded: 401 + LoginCodeAttemptFailed); a spent refresh token presented again revokes the whole
  * session (reuse detection: 401 + SessionRevoked).

@@ -19,10 +19,10 @@ import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from './ledg
 
 export const routeKey = (r: { method: string; path: string }) => `${r.method.toUpperCase()} ${r.path}`;
 
-/** Where the contract's route list is: TALLY_ROUTES_TXT, else the shared spec beside the repository. */
+/** Where the contract's route list is: TALLY_ROUTES_TXT, else a path outside the repository (see docs/testing.md, "Knobs"). */
 export const ROUTES_TXT = process.env.TALLY_ROUTES_TXT ?? join(__dirname, '..', '..', '..', 'shared', 'spec', 'routes.txt');
 
-/** The routes of the contract (`routes.txt` of the shared spec): METHOD PATH CREDENTIALS AREA; null when absent. */
+/** The routes of the contract's route list: METHOD PATH CREDENTIALS AREA per line; null when absent. */
 export function contractRoutes(): Array<{ method: string; path: string; auth: string }> | null {
   if (!existsSync(ROUTES_TXT)) return null;
   return readFileSync(ROUTES_TXT, 'utf8')
@@ -35,7 +35,7 @@ export function contractRoutes(): Array<{ method: string; path: string; auth: st
     });
 }
 
-/** routes.txt entries the app serves, and those it does not (yet); null when routes.txt is absent. */
+/** The route list's entries the app serves, and those it does not (yet); null when the list is absent. */
 export function servedContractRoutes(routes: RouteSpec[] = allRoutes()) {
   const contract = contractRoutes();
   if (!contract) return null;

@@ -51,7 +51,7 @@ describe('card notifications delivered to a real receiver', function () {
     const declined = await authorize('600');
     expect(declined.body.data.spend.status).to.equal('declined');
 
-    // In log order: first attempts go out in it, but may arrive in another (decisions.md: `sequence`).
+    // In log order: first attempts go out in it, but may arrive in another (docs/interface.md, "Notifications (webhooks)": `sequence`).
     const of = (got: Received[], type: string) => got.filter((r) => r.body.type === type).sort((a, b) => a.body.sequence - b.body.sequence);
     const all = await receiver.waitFor(
       (got) =>

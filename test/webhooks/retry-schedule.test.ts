@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { DEFAULT_DISPATCH, retryWaitMs } from '../../src/app/notifications/dispatcher';
 
 /**
- * The retry schedule of decisions.md ("Partner notifications"): the first retry within 30 s, then
+ * The retry schedule of docs/decisions.md ("Partner notifications"): the first retry within 30 s, then
  * the wait doubles, with jitter, capped. The jitter only shortens a wait to no less than half of it,
  * so no retry comes later than the schedule says.
  */

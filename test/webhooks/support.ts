@@ -61,7 +61,7 @@ export class Receiver {
   }
 }
 
-/** Every hex `v1=` signature of X-Webhook-Signature: the partner-side check of decisions.md's first scheme. */
+/** Every hex `v1=` signature of X-Webhook-Signature: the partner-side check of the first scheme of docs/interface.md ("Notifications (webhooks)"). */
 export function verifiesXWebhookSignature(received: Received, secret: string): boolean {
   const header = String(received.headers['x-webhook-signature'] ?? '');
   const parts = header.split(',').map((p) => p.split('=', 2) as [string, string]);

@@ -240,7 +240,7 @@ export class CardCommands {
     });
   }
 
-  /** The operator's cancel, by card id: final (decisions.md). */
+  /** The operator's cancel, by card id: final (docs/decisions.md, "Cards"). */
   async cancel(cardId: string, ctx: CommandContext): Promise<{ id: string; status: string }> {
     const done = await this.deps.commands.run(
       ctx,
@@ -271,7 +271,7 @@ export class CardCommands {
 
   /**
    * A card the user names: 404 when unknown or another partner's (its existence is not theirs to
-   * learn), 403 when another user's of the same partner (as accounts are, decisions.md "Errors").
+   * learn), 403 when another user's of the same partner (as accounts are, docs/decisions.md, "Errors").
    */
   async requireOwnCard(cardId: string, user: User): Promise<Card> {
     const { state } = await load(this.deps.store, cardStream(cardId), cardDecider, { cache: this.deps.stateCache });

@@ -46,7 +46,7 @@ export interface StoredKey {
  * request shares: a flood of wrong secrets for one key could queue seconds of scrypt in front of
  * another partner's first call. So a pair is scrypted only when it is neither known right nor known
  * wrong, and not already being checked, and each key has a small budget of checks that refills
- * slowly (decisions.md, "Input and hardening": failed checks bounded per key, remembered briefly).
+ * slowly (docs/decisions.md, "Input and hardening": failed checks bounded per key, remembered briefly).
  * Past the budget, an unknown pair is not checked: the caller is told to come back when the budget
  * refills (TooManySecretChecks, a 429), never that the secret is wrong, since it may be the partner's
  * own right secret arriving behind someone else's flood. A right check gives its budget back and is

@@ -20,7 +20,7 @@ import type { CommandHandler, Reads } from '../../platform/commands/command-hand
 import { type Loaded, load, type StateCache } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
 
-/** The limits of an approved user, as configured (decisions.md). */
+/** The limits of an approved user, as configured (docs/decisions.md, "KYC"). */
 export const approvedLimits = (config: Pick<Config, 'kycLimits'>): Limits => ({
   maxTransactionAmount: money(String(config.kycLimits.maxTransactionAmount)),
   dailyTransactionLimit: money(String(config.kycLimits.dailyTransactionLimit)),

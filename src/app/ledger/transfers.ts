@@ -31,7 +31,7 @@ interface Asked {
 
 /**
  * A waiting request as decided at `at`. Written out field by field, like the request itself in
- * `submit`: spread copies of it outlived young collections (the README's performance section).
+ * `submit`: spread copies of it outlived young collections (docs/performance.md).
  */
 function decidedAt(r: Asked['request'], at: string): TransferRequest {
   return {

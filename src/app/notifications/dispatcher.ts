@@ -9,7 +9,7 @@ import type { WebhookEndpoints } from './endpoints';
 
 const HOUR_MS = 3_600_000;
 
-/** Delivery settings (decisions.md: 10 s per attempt, first retry within 30 s, doubling with jitter, 24 hours). */
+/** Delivery settings (docs/decisions.md, "Partner notifications": 10 s per attempt, first retry within 30 s, doubling with jitter, 24 hours). */
 export interface DispatchOptions {
   timeoutMs: number;
   firstRetryMs: number;

@@ -1,17 +1,17 @@
 import { DomainError, type Decider } from '../../platform/decider';
 
-/** Card types (interface 2.8). */
+/** Card types (docs/interface.md, "Resources"). */
 export const CARD_TYPES = ['virtual', 'physical'] as const;
 export type CardType = (typeof CARD_TYPES)[number];
 
-/** Card application statuses (interface 3.5): pending until the issuer decides. */
+/** Card application statuses (docs/interface.md, "Resources"): pending until the issuer decides. */
 export const APPLICATION_STATUSES = ['pending', 'approved', 'declined'] as const;
 export type ApplicationStatus = (typeof APPLICATION_STATUSES)[number];
 
-/** The profile fields a card application carries (interface 2.9). */
+/** The profile fields a card application carries (docs/interface.md, "Resources"). */
 export const APPLICATION_PROFILE_FIELDS = ['occupation', 'annualSalary', 'accountPurpose', 'expectedMonthlyVolume'] as const;
 
-/** One application, as submitted and as the issuer decided it (interface 2.9, without the share token). */
+/** One application, as submitted and as the issuer decided it (docs/interface.md, "Resources", without the share token). */
 export type CardApplicationData = {
   id: string;
   accountId: number;

@@ -17,7 +17,7 @@ export type AuthorizationDecided =
   /** The amount held on the account: a PENDING ledger transaction until it is cleared or reversed. */
   | { outcome: 'approved'; card: CardEvent[]; debit: AccountEvent[]; transaction: TransactionEvent[] };
 
-/** The first rule the authorization breaks, in the order decisions.md gives: status, funds, limit. */
+/** The first rule the authorization breaks, in the order docs/decisions.md ("Cards") gives: status, funds, limit. */
 function declineReason(card: Card, history: SpendHistory, account: AccountState, request: AuthorizationRequest): DeclinedReason | null {
   if (card.status !== 'active') return 'CARD_NOT_ACTIVE';
   if (available(account).lt(money(request.amount))) return 'INSUFFICIENT_FUNDS';

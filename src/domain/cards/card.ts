@@ -5,7 +5,7 @@ import { CARD_TYPES, type CardType } from './application';
 import { type CardLimit, DEFAULT_CARD_LIMIT, isLimitFrequency } from './limit';
 import { type CardSpend, type CardSpendEvent, type CardSpends, evolveSpends, type SpendHistory } from './spend';
 
-/** Card statuses (interface 3.4). */
+/** Card statuses (docs/interface.md, "Cards"). */
 export const CARD_STATUSES = ['notActivated', 'active', 'locked', 'canceled'] as const;
 export type CardStatus = (typeof CARD_STATUSES)[number];
 
@@ -72,10 +72,10 @@ export const cardStream = (cardId: string) => `card-${cardId}`;
 /** The status a new card starts in: virtual cards are usable at once, physical ones once activated. */
 export const initialStatus = (type: CardType): CardStatus => (type === 'virtual' ? 'active' : 'notActivated');
 
-/** The one message for an action the card's status forbids (decisions.md, card rows of "Errors"). */
+/** The one message for an action the card's status forbids (docs/decisions.md, card rows of "Errors"). */
 export const cannot = (action: string, status: CardStatus) => new DomainError('conflict', `Cannot ${action} a card in status ${status}`);
 
-/** A PIN is exactly four digits (decisions.md); it is checked before anything is stored. */
+/** A PIN is exactly four digits (docs/decisions.md, "Cards"); it is checked before anything is stored. */
 export function checkPin(pin: unknown): string {
   if (typeof pin !== 'string' || !/^[0-9]{4}$/.test(pin)) throw new DomainError('invalid', 'pin must be exactly 4 digits');
   return pin;

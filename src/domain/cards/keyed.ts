@@ -2,7 +2,7 @@ import { DomainError, type Decider } from '../../platform/decider';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
-/** The card calls an idempotency key may be sent with (interface section 8, and the issue call). */
+/** The card calls an idempotency key may be sent with (docs/interface.md, "Idempotency"). */
 export type CardRequestKind = 'issue' | 'activate' | 'lock' | 'unlock' | 'limit' | 'pin';
 
 /**

@@ -1,7 +1,7 @@
 import { DomainError } from '../../platform/decider';
 import { type Amount, checkAmount, fixed, MONEY_DECIMALS, money, parseAmount, ZERO } from '../ledger/money';
 
-/** The spending limit's frequencies (interface section 8), in Rain's spelling. */
+/** The spending limit's frequencies (docs/interface.md, "Cards"), in Rain's spelling. */
 export const LIMIT_FREQUENCIES = ['per24HourPeriod', 'per7DayPeriod', 'per30DayPeriod', 'perYearPeriod', 'perAuthorization', 'allTime'] as const;
 export type LimitFrequency = (typeof LIMIT_FREQUENCIES)[number];
 
@@ -11,13 +11,13 @@ export type CardLimit = {
   frequency: LimitFrequency;
 };
 
-/** What a new card starts with (decisions.md, "Cards"). */
+/** What a new card starts with (docs/decisions.md, "Cards"). */
 export const DEFAULT_CARD_LIMIT: CardLimit = { amount: fixed(money('1000')), frequency: 'per24HourPeriod' };
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 
-/** The rolling windows' lengths; `perYearPeriod` is 365 days (decisions.md), whatever the calendar says. */
+/** The rolling windows' lengths; `perYearPeriod` is 365 days (docs/decisions.md, "Cards"), whatever the calendar says. */
 const WINDOW_MS: Readonly<Record<Exclude<LimitFrequency, 'perAuthorization' | 'allTime'>, number>> = {
   per24HourPeriod: DAY_MS,
   per7DayPeriod: 7 * DAY_MS,

@@ -2,7 +2,7 @@ import { type Amount, fixed, money } from '../ledger/money';
 import type { CardType } from './application';
 import type { Spend } from './limit';
 
-/** Why an authorization was declined (decisions.md, "Cards"), checked in this order. */
+/** Why an authorization was declined (docs/decisions.md, "Cards"), checked in this order. */
 export const DECLINED_REASONS = ['CARD_NOT_ACTIVE', 'INSUFFICIENT_FUNDS', 'SPEND_LIMIT_EXCEEDED'] as const;
 export type DeclinedReason = (typeof DECLINED_REASONS)[number];
 

@@ -93,7 +93,7 @@ export const latest = (state: KycState): Verification | null => state.verificati
 
 export type StartDecision = { kind: 'existing'; verification: Verification } | { kind: 'new' };
 
-/** The start rules of decisions.md: resume, 409, 422, or (none yet / expired) a new verification. */
+/** The start rules of docs/decisions.md ("KYC"): resume, 409, 422, or (none yet / expired) a new verification. */
 export function decideStart(state: KycState): StartDecision {
   const current = latest(state);
   if (!current || current.status === 'expired') return { kind: 'new' };

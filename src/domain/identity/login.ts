@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { DomainError, type Decider } from '../../platform/decider';
 
-/** Login codes: 6 digits, 10 minutes, single use, burned after 5 wrong tries (decisions.md). */
+/** Login codes: 6 digits, 10 minutes, single use, burned after 5 wrong tries (docs/decisions.md, "Login and tokens"). */
 export const CODE_LIFETIME_SECONDS = 600;
 export const MAX_WRONG_ATTEMPTS = 5;
 export const MAX_SENDS_PER_HOUR = 5;

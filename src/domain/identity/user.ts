@@ -42,7 +42,7 @@ export interface UserState {
   statusBeforeSuspension: UserStatus | null;
   /**
    * How many times the user was suspended or banned. Each time ends every session of the user: a
-   * session started at a lower count is dead, also after reinstatement (decisions.md).
+   * session started at a lower count is dead, also after reinstatement (docs/decisions.md, "Login and tokens").
    */
   sessionGeneration: number;
 }

@@ -17,7 +17,7 @@ export function isApprovedAt(kyc: KycState, at: string): boolean {
 }
 
 /**
- * The operating limits of the KYC state (decisions.md): the approved level's limits while approved,
+ * The operating limits of the KYC state (docs/decisions.md, "KYC"): the approved level's limits while approved,
  * nothing before an approval or once it expired. A stale state can only be less approved than the
  * stored one (statuses only move forward), so a decision on it refuses at worst, never allows more.
  */

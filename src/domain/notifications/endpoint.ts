@@ -1,6 +1,6 @@
 import { DomainError, type Decider, invariant } from '../../platform/decider';
 
-/** Partner notification types (decisions.md, "Partner notifications"). */
+/** Partner notification types (docs/decisions.md, "Partner notifications"). */
 export const NOTIFICATION_TYPES = [
   'user.status.updated',
   'kyc.status.updated',

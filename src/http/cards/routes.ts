@@ -17,7 +17,7 @@ const route = routeFor<AppServices>()(USES);
 
 const me = (ctx: RequestContext) => ({ userId: ctx.userId, partnerId: ctx.partnerId });
 
-/** Lock, unlock, limit and PUT pin take a key (interface section 8; decisions.md, "Errors"). */
+/** Lock, unlock, limit and PUT pin take a key (docs/interface.md, "Idempotency"; docs/decisions.md, "Errors"). */
 function requiredKey(headers: Record<string, string | undefined>): string {
   const key = idempotencyKeyOf(headers);
   if (key === undefined)

@@ -14,7 +14,7 @@ const route = routeFor<AppServices>()(USES);
 
 const Nullable = <T extends ReturnType<typeof Type.String | typeof Type.Number>>(schema: T) => Type.Union([schema, Type.Null()]);
 
-/** A card transaction (interface 2.10): its three top-level fields always present. */
+/** A card transaction (docs/interface.md, "Resources"): its three top-level fields always present. */
 export const CardTransaction = Type.Object(
   {
     id: Uuid,

@@ -108,7 +108,7 @@ const TransactionsQuery = Type.Object({
 const TransactionParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 /**
- * Optional on the routes that take it: the card routes' header, as decisions.md words its messages,
+ * Optional on the routes that take it: the card routes' header, as docs/decisions.md ("Errors") words its messages,
  * or the IETF one (`Idempotency-Key`); both name the same key.
  */
 export const IdempotencyHeader = Type.Object({

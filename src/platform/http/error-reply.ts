@@ -10,7 +10,7 @@ export interface ErrorReply {
   headers: Record<string, string>;
 }
 
-/** The error envelope of section 7 for anything a request ran into. */
+/** The error envelope (docs/interface.md, "Errors") for anything a request ran into. */
 export function toErrorReply(error: unknown): ErrorReply {
   if (error instanceof HttpError) return { status: error.status, body: { success: false, error: error.message, ...error.extra }, headers: error.headers };
   if (error instanceof ProviderAnsweredBadly) return { status: 502, body: { success: false, error: error.message }, headers: {} };

@@ -26,7 +26,7 @@ const created = (d: CardSpendData, position: string, status: 'pending' | 'declin
 });
 
 /**
- * Card transactions (interface 2.10), one row per authorization, approved or declined. `position` is
+ * Card transactions (docs/interface.md, "Resources"), one row per authorization, approved or declined. `position` is
  * the log position of the authorization: the projection applies events in log order and never sees
  * one below a position it has passed, so a newest-first walk keyed on it sees every row exactly once,
  * however many arrive meanwhile (they arrive above where the walk is).
