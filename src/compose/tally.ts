@@ -4,7 +4,7 @@ import type { EventStore } from '../eventstore/port';
 import { type NoteWrite, ReadYourWrites, type WaitForReadModels } from '../platform/consumers/read-your-writes';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
-import { ProjectionEngine, type Projections } from '../platform/consumers/runner';
+import { ProjectionEngine, type Projections } from '../platform/consumers/projections';
 import { ProjectionThread } from '../platform/consumers/thread';
 import { PostgresEventStore } from '../eventstore/postgres';
 import { Notifications } from '../app/notifications';
@@ -150,8 +150,16 @@ export class Tally {
  */
 function projectionsFor(config: Config, store: EventStore, sql: Sql, log: Logger): Projections {
   if (config.projectionsThread === 'worker' && config.databaseUrl && sql.kind === 'postgres' && store instanceof PostgresEventStore)
-    return new ProjectionThread(store, sql, allProjections, { databaseUrl: config.databaseUrl, paceMs: config.projectionsPaceMs, log });
+    return new ProjectionThread(store, sql, allProjections, {
+      databaseUrl: config.databaseUrl,
+      projectionsModule: PROJECTIONS_MODULE,
+      paceMs: config.projectionsPaceMs,
+      log,
+    });
   const engine = new ProjectionEngine(store, sql, allProjections, log);
   engine.paceMs = config.projectionsPaceMs;
   return engine;
 }
+
+/** The module the projection thread's worker loads the projections from (allProjections). */
+const PROJECTIONS_MODULE = require.resolve('../projections');

@@ -1,8 +1,8 @@
 import client from 'prom-client';
 import type { EventStore } from '../eventstore/port';
 import type { Outage } from '../platform/outage';
-import type { Projections } from '../platform/consumers/runner';
-import type { ProjectionStatus } from '../platform/consumers/runner';
+import type { Projections } from '../platform/consumers/projections';
+import type { ProjectionStatus } from '../platform/consumers/projections';
 export { type HttpMetrics, httpMetrics } from '../platform/http/metrics';
 
 /**

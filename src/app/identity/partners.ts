@@ -10,7 +10,7 @@ import type { EventStore } from '../../eventstore/port';
 import type { Sql } from '../../eventstore/sql';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { StateCache } from '../../platform/commands/commands';
-import type { Projections } from '../../platform/consumers/runner';
+import type { Projections } from '../../platform/consumers/projections';
 
 export interface PartnerRecord {
   id: string;

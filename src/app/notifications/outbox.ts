@@ -5,7 +5,7 @@ import type { NotificationType } from '../../domain/notifications/endpoint';
 import { comparePositions, type RecordedEvent } from '../../eventstore/port';
 import type { SqlQueryable } from '../../eventstore/sql';
 import { batchReads, type Notification, type NotificationSources, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
-import type { Projections } from '../../platform/consumers/runner';
+import type { Projections } from '../../platform/consumers/projections';
 
 const BATCH_SIZE = 200;
 /** Short, so a crashed node holds up notifications for seconds. */
