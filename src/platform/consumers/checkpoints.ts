@@ -1,6 +1,5 @@
 import type { EventStore } from '../../eventstore/port';
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
-import type { ProjectionFailure } from './failures';
 
 /**
  * One row per consumer of the log (every projection, every reactor): its position, its lease, and
@@ -39,6 +38,22 @@ export class CheckpointsOfAnotherLogError extends Error {
     );
     this.name = 'CheckpointsOfAnotherLogError';
   }
+}
+
+/**
+ * A consumer (a projection, a reactor) stopped on an event it cannot handle. Only it stops: the
+ * others go on, and it retries the event with backoff until the cause is fixed (or, a projection, it
+ * is rebuilt). Kept in its checkpoint row, so every node, the operator API and the CLI see it.
+ */
+export interface ProjectionFailure {
+  /** When it first failed on this event (ISO 8601). */
+  since: string;
+  /** Its checkpoint: every event of its types before `event` is handled. */
+  position: string;
+  event: { position: string; id: string; stream: string; type: string };
+  error: string;
+  attempts: number;
+  nextRetryAt: string;
 }
 
 export interface CheckpointRow {

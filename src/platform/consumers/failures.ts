@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { RecordedEvent } from '../../eventstore/port';
 import { storableText } from '../../eventstore/storable';
 import { isOutage } from '../outage';
-import type { Checkpoints } from './checkpoints';
+import type { Checkpoints, ProjectionFailure } from './checkpoints';
 
 /** A consumer that cannot handle an event retries it after 1 s, 2 s, 4 s ... and then every minute. */
 const FAILURE_BACKOFF_MS = 1_000;
@@ -24,22 +24,6 @@ export class RetryLater extends Error {
 const TRANSIENT_STATES = new Set(['40001', '40P01', '55P03', '57014']);
 export const isTransientFailure = (error: unknown): boolean =>
   error instanceof RetryLater || isOutage(error) || TRANSIENT_STATES.has(String((error as { code?: unknown } | null)?.code ?? ''));
-
-/**
- * A consumer (a projection, a reactor) stopped on an event it cannot handle. Only it stops: the
- * others go on, and it retries the event with backoff until the cause is fixed (or, a projection, it
- * is rebuilt). Kept in its checkpoint row, so every node, the operator API and the CLI see it.
- */
-export interface ProjectionFailure {
-  /** When it first failed on this event (ISO 8601). */
-  since: string;
-  /** Its checkpoint: every event of its types before `event` is handled. */
-  position: string;
-  event: { position: string; id: string; stream: string; type: string };
-  error: string;
-  attempts: number;
-  nextRetryAt: string;
-}
 
 type Known = ProjectionFailure & { retryAtMs: number };
 

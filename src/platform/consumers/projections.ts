@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { comparePositions, type EventStore } from '../../eventstore/port';
 import type { Sql } from '../../eventstore/sql';
+import type { ProjectionFailure } from './checkpoints';
 import { LogConsumer } from './engine';
-import type { ProjectionFailure } from './failures';
 import { type EngineState, PROJECTION_LOOP, type ProjectionObserver, projectionHandler } from './handler';
 import { liveTables, type Projection } from './projection';
 import { waitForPositions } from './read-your-writes';

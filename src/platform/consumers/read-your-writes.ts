@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { comparePositions } from '../../eventstore/port';
 import type { SqlQueryable } from '../../eventstore/sql';
-import type { Projections } from './projections';
 
 /** What a node knows of its projections, for waitForPositions. */
 export interface Known {
@@ -52,6 +51,13 @@ export type NoteWrite = (scope: string, position: string | undefined) => void;
  */
 export const writeScope = (model: string, partnerId: string) => `${model}:${partnerId}`;
 
+/** What read-your-writes asks of the projections (Projections, wherever they run). */
+export interface ReadModels {
+  waitFor(position: string, options?: { names?: string[]; timeoutMs?: number }): Promise<boolean>;
+  isStopped(name: string): boolean;
+  passed(position: string, names: string[]): boolean;
+}
+
 /**
  * Read-your-writes, the one mechanism: a request that wrote waits for the projections it reads to pass
  * its position (waitFor). Writes whose route answers from its own events (a transfer) do not wait;
@@ -64,7 +70,7 @@ export class ReadYourWrites {
   private readonly lastWrites = new Map<string, string>();
 
   constructor(
-    private readonly engine: Pick<Projections, 'waitFor' | 'isStopped' | 'passed'>,
+    private readonly engine: ReadModels,
     private readonly timeoutMs: number,
     private readonly log: Logger,
   ) {}
