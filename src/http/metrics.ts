@@ -61,7 +61,12 @@ export function registerDomainMetrics(
       this.set(sources.outage.down ? 0 : 1);
     },
   });
-  const stats = (sources.store as { stats?: { requests: number; batches: number; fallbacks: number } }).stats;
+  registerLogAppendMetrics(registry, sources.store);
+}
+
+/** The Postgres log's group commit: appends, batches, fallbacks (other stores keep no such figures). */
+function registerLogAppendMetrics(registry: client.Registry, store: EventStore): void {
+  const stats = (store as { stats?: { requests: number; batches: number; fallbacks: number } }).stats;
   if (!stats) return;
   for (const [name, help, key] of [
     ['tally_log_append_requests_total', 'Append requests (appendMany calls) that reached the Postgres log', 'requests'],
