@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { PostgresEventStore } from '../src/eventstore/postgres';
 import type { PgSql } from '../src/eventstore/sql';
 import { allProjections } from '../src/projections';
-import { ProjectionEngine } from '../src/platform/consumers/runner';
+import { ProjectionEngine } from '../src/platform/consumers/projections';
 import { CallTimings, statementStats, cpuSnapshot, describeCpu, fmtInt, fmtMs, percentile, timedStore } from './support';
 
 const LOAD_CHUNK = 100_000;

@@ -46,7 +46,11 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
   const config = deps.config ?? (() => loadConfig());
   const io = deps.io ?? processIo();
   const program = new Command('tally').description('Tally operator CLI').showHelpAfterError().addHelpText('after', HELP_FOOTER);
+  for (const add of [addEventCommands, addProjectionCommands, addAuditCommands, addPartnerCommands, addWebhookCommands]) add(program, config, io);
+  return program;
+}
 
+function addEventCommands(program: Command, config: () => Config, io: CliIo): void {
   const events = program.command('events').description('read the event log');
   events
     .command('read <stream>')
@@ -73,7 +77,9 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
     .action(async (opts: { from: string; to: string; out?: string }) => {
       await interruptible(io, (io) => exportEvents(config(), opts, io));
     });
+}
 
+function addProjectionCommands(program: Command, config: () => Config, io: CliIo): void {
   const projections = program.command('projections').description('inspect and rebuild read models');
   projections
     .command('list')
@@ -87,7 +93,9 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
     .action(async (name: string) => {
       await rebuildProjection(config(), name, io);
     });
+}
 
+function addAuditCommands(program: Command, config: () => Config, io: CliIo): void {
   program
     .command('audit')
     .description('verify the log and the read models')
@@ -98,7 +106,9 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
       // The report is already printed: only the exit code is left to say.
       if (!report.ok) throw new CliError('', EXIT.auditFailed);
     });
+}
 
+function addPartnerCommands(program: Command, config: () => Config, io: CliIo): void {
   const partners = program.command('partners').description('manage partners and their API keys');
   partners
     .command('create <name>')
@@ -127,6 +137,9 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
     .action(async (partnerId: string, apiKey: string) => {
       await revokePartnerKey(config(), partnerId, apiKey, io);
     });
+}
+
+function addWebhookCommands(program: Command, config: () => Config, io: CliIo): void {
   program
     .command('webhooks')
     .description('partner notifications')
@@ -138,7 +151,6 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
     .action(async (opts: { partner: string; status?: string; limit?: string }) => {
       await listDeliveries(config(), opts, io);
     });
-  return program;
 }
 
 /** Runs the CLI and resolves to the exit code; failures become one line on stderr, not a stack. */

@@ -1,5 +1,5 @@
 import type { Config } from '../config';
-import type { ProjectionStatus } from '../platform/consumers/runner';
+import type { ProjectionStatus } from '../platform/consumers/projections';
 import { CliError, type CliIo, withTally } from './context';
 import { progressBar } from './progress';
 

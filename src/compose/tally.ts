@@ -6,7 +6,8 @@ import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
 import { IdentityQueries } from '../projections/identity';
 import { LedgerQueries } from '../projections/ledger';
-import { ProjectionEngine, type Projections } from '../platform/consumers/runner';
+import { ProjectionEngine, type Projections } from '../platform/consumers/projections';
+import { Reactors } from '../platform/consumers/reactors';
 import { ProjectionThread } from '../platform/consumers/thread';
 import { PostgresEventStore } from '../eventstore/postgres';
 import { Notifications } from '../app/notifications';
@@ -59,6 +60,8 @@ export class Tally {
   readonly stateCache = new StateCache();
   /** Every command goes through it: load, decide, append at the revisions decided on, retry. */
   readonly commands: CommandHandler;
+  /** The reactors on the log (the notifications' outbox), on this thread, wherever the projections run. */
+  readonly reactors: Reactors;
   /** Read-your-writes: a request that wrote waits for the read models it reads (one per node). */
   readonly reads: ReadYourWrites;
   /** Hands stale held payouts to their provider again (Payouts.resubmitStale), while the server runs. */
@@ -115,6 +118,7 @@ export class Tally {
       log,
       engine.nodeId,
     );
+    this.reactors = new Reactors(store, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */
@@ -124,8 +128,10 @@ export class Tally {
     await this.providers.prepare();
     await this.engine.prepare();
     await this.notifications.prepare();
+    await this.reactors.prepare();
     if (options.runProjections) {
       this.engine.start();
+      this.reactors.start();
       this.notifications.start();
       const every = this.config.payoutResubmitSeconds;
       if (every > 0) {
@@ -140,6 +146,7 @@ export class Tally {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.outage.close();
+    await this.reactors.stop();
     await this.notifications.stop();
     await this.engine.stop();
     await this.store.close();
@@ -154,8 +161,16 @@ export class Tally {
  */
 function projectionsFor(config: Config, store: EventStore, sql: Sql, log: Logger): Projections {
   if (config.projectionsThread === 'worker' && config.databaseUrl && sql.kind === 'postgres' && store instanceof PostgresEventStore)
-    return new ProjectionThread(store, sql, allProjections, { databaseUrl: config.databaseUrl, paceMs: config.projectionsPaceMs, log });
+    return new ProjectionThread(store, sql, allProjections, {
+      databaseUrl: config.databaseUrl,
+      projectionsModule: PROJECTIONS_MODULE,
+      paceMs: config.projectionsPaceMs,
+      log,
+    });
   const engine = new ProjectionEngine(store, sql, allProjections, log);
   engine.paceMs = config.projectionsPaceMs;
   return engine;
 }
+
+/** The module the projection thread's worker loads the projections from (allProjections). */
+const PROJECTIONS_MODULE = require.resolve('../projections');

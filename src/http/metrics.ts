@@ -1,8 +1,8 @@
 import client from 'prom-client';
 import type { EventStore } from '../eventstore/port';
 import type { Outage } from '../platform/outage';
-import type { Projections } from '../platform/consumers/runner';
-import type { ProjectionStatus } from '../platform/consumers/runner';
+import type { Projections } from '../platform/consumers/projections';
+import type { ProjectionStatus } from '../platform/consumers/projections';
 export { type HttpMetrics, httpMetrics } from '../platform/http/metrics';
 
 /**
@@ -61,7 +61,12 @@ export function registerDomainMetrics(
       this.set(sources.outage.down ? 0 : 1);
     },
   });
-  const stats = (sources.store as { stats?: { requests: number; batches: number; fallbacks: number } }).stats;
+  registerLogAppendMetrics(registry, sources.store);
+}
+
+/** The Postgres log's group commit: appends, batches, fallbacks (other stores keep no such figures). */
+function registerLogAppendMetrics(registry: client.Registry, store: EventStore): void {
+  const stats = (store as { stats?: { requests: number; batches: number; fallbacks: number } }).stats;
   if (!stats) return;
   for (const [name, help, key] of [
     ['tally_log_append_requests_total', 'Append requests (appendMany calls) that reached the Postgres log', 'requests'],

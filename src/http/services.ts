@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { EventStore } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
-import type { Projections } from '../platform/consumers/runner';
+import type { Projections } from '../platform/consumers/projections';
 import type { Outage } from '../platform/outage';
 import { HttpError, MESSAGES } from '../platform/http/errors';
 import type { BuiltProviders } from '../providers';

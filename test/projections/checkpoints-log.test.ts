@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import type { EventStore } from '../../src/eventstore/port';
 import { PgliteSql } from '../../src/eventstore/sql';
-import { CheckpointsOfAnotherLogError, ProjectionEngine } from '../../src/platform/consumers/runner';
+import { CheckpointsOfAnotherLogError } from '../../src/platform/consumers/checkpoints';
+import { ProjectionEngine } from '../../src/platform/consumers/projections';
 
 /** prepare() reads nothing of the log but its kind. */
 const storeOfKind = (kind: EventStore['kind']) => ({ kind }) as EventStore;

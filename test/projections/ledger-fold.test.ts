@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { comparePositions } from '../../src/eventstore/port';
 import { ledgerProjection } from '../../src/projections/ledger';
 import { suffixedTables, type Tables } from '../../src/platform/consumers/projection';
-import { splitStatements } from '../../src/platform/consumers/runner';
+import { splitStatements } from '../../src/platform/consumers/rebuild';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 

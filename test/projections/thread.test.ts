@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config';
-import { ProjectionEngine } from '../../src/platform/consumers/runner';
+import { ProjectionEngine } from '../../src/platform/consumers/projections';
 import { ProjectionThread } from '../../src/platform/consumers/thread';
 import { startTestApp } from '../support/app';
 import { balanceOf, startWithCustomers } from '../support/ledger';

@@ -121,7 +121,7 @@ describe('partner notifications delivered to a real receiver', function () {
     const silent = await createPartner(app.http, 'Not listening');
     const tally = app.tally;
     // The outbox waits while both partners act, so that what it reads of their events is all it reads then.
-    await tally.notifications.outbox.stop();
+    await tally.reactors.stop();
     const ada = await customer(app.http, silent);
     const bob = await customer(app.http, silent);
     const deposit = await fund(app.http, silent, ada, '10');
@@ -148,7 +148,7 @@ describe('partner notifications delivered to a real receiver', function () {
       return original.query.call(tally.sql, text, params);
     }) as typeof tally.sql.query;
     try {
-      tally.notifications.outbox.start();
+      tally.reactors.start();
       // The listening partner's deposit comes after all of them in the log: the outbox has passed them.
       await receiver.waitFor((got) => got.some((r) => r.body.data.uuid === heard));
       expect([silent.id, ada.id, bob.id, deposit, transfer.body.uuid].filter((x) => read.has(x))).to.deep.equal([]);
@@ -157,7 +157,7 @@ describe('partner notifications delivered to a real receiver', function () {
       Object.assign(tally.users, { get: original.get });
       Object.assign(tally.kyc, { statusView: original.statusView });
       Object.assign(tally.sql, { query: original.query });
-      tally.notifications.outbox.start();
+      tally.reactors.start();
     }
   });
 
@@ -260,12 +260,13 @@ describe('partner notifications delivered to a real receiver', function () {
 
   it('makes no second delivery of any event when the outbox reads the log again from an earlier checkpoint', async () => {
     const count = async () => (await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM webhook_deliveries'))[0]?.n;
-    const checkpoint = async () => (await app.tally.sql.query<{ position: string }>(`SELECT position FROM webhook_outbox_checkpoint`))[0]?.position ?? '';
+    const checkpoint = async () =>
+      (await app.tally.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = 'outbox'`))[0]?.position ?? '';
     const head = await app.tally.store.headPosition();
     await until(checkpoint, (p) => p >= head, 'the outbox to reach the head');
     const before = await count();
     expect(Number(before)).to.be.above(5);
-    await app.tally.sql.query(`UPDATE webhook_outbox_checkpoint SET position = ''`);
+    await app.tally.sql.query(`UPDATE projection_checkpoints SET position = '' WHERE name = 'outbox'`);
     await until(checkpoint, (p) => p >= head, 'the outbox to read the log again');
     expect(await count()).to.equal(before);
   });

@@ -18,14 +18,15 @@ describe('the notifications outbox while no partner listens', function () {
     await receiver.close();
   });
 
-  const checkpoint = async () => (await app.tally.sql.query<{ position: string }>(`SELECT position FROM webhook_outbox_checkpoint`))[0]?.position ?? '';
+  const checkpoint = async () =>
+    (await app.tally.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = 'outbox'`))[0]?.position ?? '';
   const deliveries = async () =>
     app.tally.sql
       .query<{ type: string; body: string }>(`SELECT type, body FROM webhook_deliveries ORDER BY sequence`)
       .then((rows) => rows.map((r) => [r.type, (JSON.parse(r.body) as { data: { uuid: string } }).data.uuid]));
 
   it('moves past the events before the first endpoint, then notifies every event after it, in one pass over the log', async () => {
-    await app.tally.notifications.outbox.stop();
+    await app.tally.reactors.stop();
     const partner = await createPartner(app.http, 'Late listener');
     const who = await customer(app.http, partner);
     const before = await fund(app.http, partner, who, '2');
@@ -38,7 +39,7 @@ describe('the notifications outbox while no partner listens', function () {
     const head = await app.tally.store.headPosition();
 
     // Stepped by hand: the first steps stop at the endpoint's configuration, the next read from it.
-    for (let step = 0; step < 10 && comparePositions(await checkpoint(), head) < 0; step++) await app.tally.notifications.outbox.step();
+    for (let step = 0; step < 10 && comparePositions(await checkpoint(), head) < 0; step++) await app.tally.reactors.step();
     expect(comparePositions(await checkpoint(), head)).to.be.at.least(0);
     const made = await deliveries();
     expect(made).to.deep.equal([['deposit.completed', afterIt]]);
@@ -46,7 +47,7 @@ describe('the notifications outbox while no partner listens', function () {
   });
 
   it('commits nothing once another node holds the lease, though this node renews its own only every few seconds', async () => {
-    const outbox = app.tally.notifications.outbox;
+    const outbox = app.tally.reactors;
     await outbox.stop();
     const partner = await createPartner(app.http, 'Taken over');
     const who = await customer(app.http, partner);
@@ -55,11 +56,34 @@ describe('the notifications outbox while no partner listens', function () {
     expect(await outbox.step()).to.equal(true);
     await fund(app.http, partner, who, '2');
     const before = await checkpoint();
-    await app.tally.sql.query(`UPDATE webhook_outbox_checkpoint SET owner = 'another-node', lease_until = now() + interval '1 minute'`);
+    await app.tally.sql.query(`UPDATE projection_checkpoints SET owner = 'another-node', lease_until = now() + interval '1 minute' WHERE name = 'outbox'`);
     await outbox.step();
     expect(await checkpoint()).to.equal(before);
     // Told at its commit, it asks for the lease again, and does not get it.
     expect(await outbox.step()).to.equal(false);
     expect(await checkpoint()).to.equal(before);
+  });
+
+  it('goes on from the checkpoint it kept in a table of its own before it was a reactor, once (a node upgraded over an existing database)', async () => {
+    const { sql } = app.tally;
+    await app.tally.reactors.stop();
+    const partner = await createPartner(app.http, 'Upgraded');
+    const who = await customer(app.http, partner);
+    await fund(app.http, partner, who, '1');
+    const old = await app.tally.store.headPosition();
+    // The database as the release before left it: the outbox's checkpoint in its own table, none among the projections'.
+    await sql.query(`CREATE TABLE webhook_outbox_checkpoint (name text PRIMARY KEY, position text NOT NULL DEFAULT '', owner text, lease_until timestamptz)`);
+    try {
+      await sql.query(`INSERT INTO webhook_outbox_checkpoint (name, position) VALUES ('outbox', $1)`, [old]);
+      await sql.query(`DELETE FROM projection_checkpoints WHERE name = 'outbox'`);
+      await app.tally.reactors.prepare();
+      expect(await checkpoint()).to.equal(old);
+      // Carried over once: the old table is not read again.
+      await sql.query(`UPDATE webhook_outbox_checkpoint SET position = ''`);
+      await app.tally.reactors.prepare();
+      expect(await checkpoint()).to.equal(old);
+    } finally {
+      await sql.query(`DROP TABLE webhook_outbox_checkpoint`);
+    }
   });
 });

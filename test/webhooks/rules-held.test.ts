@@ -100,7 +100,7 @@ describe('notification rules held: mixed DNS answers, the outbox transaction, th
   /** The outbox stepped by hand (stopped first), with its checkpoint and deliveries read from the database. */
   const outboxOf = (app: () => App) => ({
     async checkpoint(): Promise<string> {
-      return (await app().tally.sql.query<{ position: string }>(`SELECT position FROM webhook_outbox_checkpoint WHERE name = 'outbox'`))[0]?.position ?? '';
+      return (await app().tally.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = 'outbox'`))[0]?.position ?? '';
     },
     async deliveredUuids(partnerId: string): Promise<string[]> {
       const rows = await app().tally.sql.query<{ body: string }>(`SELECT body FROM webhook_deliveries WHERE partner_id = $1 ORDER BY sequence`, [partnerId]);
@@ -109,7 +109,7 @@ describe('notification rules held: mixed DNS answers, the outbox transaction, th
     /** Steps until the checkpoint reaches the log's head (a step that throws is let throw). */
     async drain(): Promise<void> {
       const head = await app().tally.store.headPosition();
-      for (let i = 0; i < 20 && comparePositions(await this.checkpoint(), head) < 0; i++) await app().tally.notifications.outbox.step();
+      for (let i = 0; i < 20 && comparePositions(await this.checkpoint(), head) < 0; i++) await app().tally.reactors.step();
       expect(comparePositions(await this.checkpoint(), head), 'the outbox reached the head').to.be.at.least(0);
     },
   });
@@ -119,7 +119,7 @@ describe('notification rules held: mixed DNS answers, the outbox transaction, th
     const outbox = outboxOf(() => app);
     before(async () => {
       app = await startTestApp();
-      await app.tally.notifications.outbox.stop();
+      await app.tally.reactors.stop();
     });
     after(() => app?.close());
 
@@ -145,18 +145,22 @@ describe('notification rules held: mixed DNS answers, the outbox transaction, th
     const outbox = outboxOf(() => app);
     before(async () => {
       app = await startTestApp();
-      await app.tally.notifications.outbox.stop();
+      await app.tally.reactors.stop();
     });
     after(async () => {
       await app.tally.sql.query(`DROP TRIGGER IF EXISTS test_fault ON webhook_deliveries`);
-      await app.tally.sql.query(`DROP TRIGGER IF EXISTS test_fault ON webhook_outbox_checkpoint`);
+      await app.tally.sql.query(`DROP TRIGGER IF EXISTS test_fault ON projection_checkpoints`);
       await app?.close();
     });
 
-    /** A fault in one statement of the step: the trigger raises until dropped. */
-    async function withFault(table: 'webhook_deliveries' | 'webhook_outbox_checkpoint', when: string, fn: () => Promise<void>): Promise<void> {
+    /**
+     * A fault in one statement of the step: the trigger raises until dropped. On the checkpoints, only
+     * the outbox's row (the projections' checkpoints share the table).
+     */
+    async function withFault(table: 'webhook_deliveries' | 'projection_checkpoints', when: string, fn: () => Promise<void>): Promise<void> {
+      const only = table === 'projection_checkpoints' ? ` WHEN (NEW.name = 'outbox')` : '';
       await app.tally.sql.query(`CREATE OR REPLACE FUNCTION test_fault() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'planted fault'; END $$ LANGUAGE plpgsql`);
-      await app.tally.sql.query(`CREATE TRIGGER test_fault BEFORE ${when} ON ${table} FOR EACH ROW EXECUTE FUNCTION test_fault()`);
+      await app.tally.sql.query(`CREATE TRIGGER test_fault BEFORE ${when} ON ${table} FOR EACH ROW${only} EXECUTE FUNCTION test_fault()`);
       try {
         await fn();
       } finally {
@@ -178,7 +182,7 @@ describe('notification rules held: mixed DNS answers, the outbox transaction, th
       const before = await outbox.checkpoint();
       await withFault('webhook_deliveries', 'INSERT', async () => {
         let error: unknown;
-        await app.tally.notifications.outbox.step().catch((e: unknown) => {
+        await app.tally.reactors.step().catch((e: unknown) => {
           error = e;
         });
         expect(String(error)).to.contain('planted fault');
@@ -192,9 +196,9 @@ describe('notification rules held: mixed DNS answers, the outbox transaction, th
       const { partner, who } = await listening('Checkpoint fault');
       const deposit = await fund(app.http, partner, who, '5');
       const before = await outbox.checkpoint();
-      await withFault('webhook_outbox_checkpoint', 'UPDATE OF position', async () => {
+      await withFault('projection_checkpoints', 'UPDATE OF position', async () => {
         let error: unknown;
-        await app.tally.notifications.outbox.step().catch((e: unknown) => {
+        await app.tally.reactors.step().catch((e: unknown) => {
           error = e;
         });
         expect(String(error)).to.contain('planted fault');

@@ -9,7 +9,7 @@ import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { StateCache } from '../../platform/commands/commands';
-import type { Projections } from '../../platform/consumers/runner';
+import type { Projections } from '../../platform/consumers/projections';
 import type { PartnerQueries, PartnerRecord, StoredKey } from '../../projections/identity';
 
 export type { PartnerRecord } from '../../projections/identity';

@@ -1,7 +1,7 @@
 import { sessionDecider, sessionStream } from '../../domain/identity/session';
 import { userDecider, userStream } from '../../domain/identity/user';
 import type { EventStore, RecordedEvent } from '../../eventstore/port';
-import type { Projections } from '../../platform/consumers/runner';
+import type { Projections } from '../../platform/consumers/projections';
 import { load, type StateCache } from '../../platform/commands/commands';
 import { ReadModelMemo } from '../../platform/consumers/read-model-memo';
 import type { SessionQueries } from '../../projections/identity';

@@ -11,7 +11,7 @@ export type NotificationsDeps = WebhookEndpointsDeps & OutboxDeps & { sql: Sql }
 
 export { registerNotificationMetrics } from './metrics';
 
-/** Partner notifications: endpoint configuration, the outbox fed by the log, and delivery. */
+/** Partner notifications: endpoint configuration, the outbox (a reactor on the log), and delivery. */
 export class Notifications {
   readonly endpoints: WebhookEndpoints;
   readonly outbox: Outbox;
@@ -26,7 +26,7 @@ export class Notifications {
     nodeId: string,
   ) {
     this.endpoints = new WebhookEndpoints(deps);
-    this.outbox = new Outbox(deps, log.child({ component: 'webhooks-outbox' }), nodeId);
+    this.outbox = new Outbox(deps);
     const delivery = { sql: deps.sql, config: deps.config, endpoints: this.endpoints };
     this.dispatcher = new Dispatcher(delivery, log.child({ component: 'webhooks-dispatch' }), nodeId);
     this.deliveries = new DeliveryLog(deps.sql);
@@ -45,13 +45,12 @@ export class Notifications {
     await this.deps.sql.exec(NOTIFICATIONS_SCHEMA);
   }
 
+  /** Delivery; the outbox is a reactor, run by the node's reactors (compose/tally.ts). */
   start(): void {
-    this.outbox.start();
     this.dispatcher.start();
   }
 
   async stop(): Promise<void> {
-    await this.outbox.stop();
     await this.dispatcher.stop();
   }
 }

@@ -1,38 +1,19 @@
-import { BackgroundLoop } from '../../platform/consumers/background-loop';
 import { randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
 import type { NotificationType } from '../../domain/notifications/endpoint';
-import { comparePositions, type RecordedEvent } from '../../eventstore/port';
+import type { RecordedEvent } from '../../eventstore/port';
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
+import { RetryLater } from '../../platform/consumers/failures';
+import type { Selection, Writes } from '../../platform/consumers/handler';
+import type { Projections } from '../../platform/consumers/projections';
+import type { Reactor } from '../../platform/consumers/reactors';
 import { batchReads, type Notification, type NotificationSources, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
-import type { Projections } from '../../platform/consumers/runner';
 
-const BATCH_SIZE = 200;
-/** Short, so a crashed node holds up notifications for seconds. */
-const LEASE_SECONDS = 10;
-/**
- * The lease is renewed this often while held, not on every batch (a durable write each): in between,
- * a batch starts from the checkpoint this node last committed, and its commit checks that the
- * checkpoint and the lease are still this node's.
- */
-const LEASE_RENEW_EVERY_MS = 3_000;
-/**
- * After a batch that did not fill up, the next one waits until this long after it began: under a
- * stream of appends the outbox takes them a batch at a time, not one round of reads and a commit
- * per append. Notifications wait at most this much longer.
- */
-const PACE_MS = 40;
-const IDLE_WAIT_MS = 250;
-const FAILURE_BACKOFF_MS = 1_000;
-const FAILURE_BACKOFF_MAX_MS = 60_000;
-/** How long a batch waits for the read models its data comes from before trying again. */
+/** How long a batch waits for the read models its data comes from before it is retried. */
 const READ_MODELS_WAIT_MS = 5_000;
 
 const CONFIG_EVENT = 'WebhookEndpointConfigured';
 /** Notification data read at once by a batch: enough to overlap round trips, few beside the pool's connections. */
 const READ_CONCURRENCY = 8;
-
-class CheckpointMoved extends Error {}
 
 type Subscriptions = Map<string, NotificationType[] | null>;
 
@@ -42,109 +23,68 @@ export type OutboxDeps = NotificationSources & {
 };
 
 /**
- * The outbox: one more consumer of the log, with its own checkpoint. Each batch of events becomes
- * the deliveries it makes, inserted in the same transaction that moves the checkpoint (compare-and-
- * set), so a crash loses none and makes none twice. Which partner wants which type is folded from
- * the endpoint events in the same order, so a notification follows the configuration of its moment.
- * One node at a time runs it (a lease), so sequences follow the log.
+ * The outbox: a reactor on the log consumer's loop (platform/consumers), its checkpoint the row
+ * 'outbox' among the projections'. Each batch of events becomes the deliveries it makes, inserted
+ * in the same transaction that moves the checkpoint (compare-and-set), so a crash loses none and
+ * makes none twice. Which partner wants which type is folded from the endpoint events in the same
+ * order, so a notification follows the configuration of its moment. One node at a time runs it (the
+ * loop's lease), so sequences follow the log.
  */
-export class Outbox {
-  private readonly background = new BackgroundLoop(() => this.run());
-  private failures = 0;
-  /** While this node holds the lease: the checkpoint it last committed, and when to renew the lease. */
-  private lease: { position: string; renewAt: number } | undefined;
-  /** The last batch was full: more events wait. */
-  private backlog = false;
+export class Outbox implements Reactor {
+  readonly name = 'outbox';
+  readonly eventTypes = [...NOTIFYING_EVENTS, CONFIG_EVENT];
+  /** Who listens to what, as of the batch being read (select reads it). */
+  private subscriptions: Subscriptions = new Map();
+  /** The batch being committed made deliveries. */
+  private made = false;
   /** Told after each batch that inserted deliveries. */
   onDeliveries: () => void = () => {};
 
-  constructor(
-    private readonly deps: OutboxDeps,
-    private readonly log: Logger,
-    private readonly nodeId: string,
-  ) {}
+  constructor(private readonly deps: OutboxDeps) {}
 
-  start(): void {
-    this.background.start();
+  /**
+   * With no partner listening, events notify nobody until an endpoint is configured: only that
+   * configuration is read (up to the first one), not every event; the checkpoint moves past the rest.
+   */
+  async select(): Promise<Selection> {
+    const rows = await this.deps.sql.query<{ partner_id: string; events: NotificationType[] | null }>(
+      'SELECT partner_id::text, events FROM webhook_subscriptions',
+    );
+    this.subscriptions = new Map(rows.map((r) => [r.partner_id, r.events]));
+    return this.subscriptions.size > 0 ? { eventTypes: this.eventTypes } : { eventTypes: [CONFIG_EVENT], maxCount: 1 };
   }
 
-  async stop(): Promise<void> {
-    await this.background.stop();
-    this.lease = undefined;
-    await this.deps.sql
-      .query(`UPDATE webhook_outbox_checkpoint SET owner = NULL, lease_until = NULL WHERE name = 'outbox' AND owner = $1`, [this.nodeId])
-      .catch((error) => this.log.warn({ err: error }, 'outbox lease not released at stop: it lapses by itself'));
+  /** The batch's deliveries, built once the read models their data comes from have passed its events. */
+  async handle(events: RecordedEvent[]): Promise<Writes> {
+    const last = events[events.length - 1]?.position ?? '';
+    if (!(await this.deps.engine.waitFor(last, { names: READ_MODELS, timeoutMs: READ_MODELS_WAIT_MS })))
+      throw new RetryLater(`the read models notifications are built from (${READ_MODELS.join(', ')}) have not reached ${last}`);
+    const { notifications, changed } = await this.build(events, this.subscriptions);
+    this.made = notifications.length > 0;
+    return async (tx) => {
+      for (const [partnerId, types] of changed)
+        await tx.query(`INSERT INTO webhook_subscriptions (partner_id, events) VALUES ($1, $2) ON CONFLICT (partner_id) DO UPDATE SET events = $2`, [
+          partnerId,
+          types,
+        ]);
+      await insertDeliveries(tx, notifications, events);
+    };
   }
 
-  private async run(): Promise<void> {
-    while (this.background.running) {
-      let worked = false;
-      const started = Date.now();
-      try {
-        worked = await this.step();
-        this.failures = 0;
-      } catch (error) {
-        this.failures++;
-        const delayMs = Math.min(FAILURE_BACKOFF_MAX_MS, FAILURE_BACKOFF_MS * 2 ** (this.failures - 1));
-        this.log.error({ err: error, attempts: this.failures, retryInMs: delayMs }, 'notification outbox batch failed; retrying');
-        await this.background.sleep(delayMs);
-        continue;
-      }
-      if (!worked) await Promise.race([this.deps.store.waitForAppend(IDLE_WAIT_MS), this.background.sleep(IDLE_WAIT_MS)]);
-      else if (!this.backlog && started + PACE_MS > Date.now()) await this.background.sleep(started + PACE_MS - Date.now());
-    }
+  afterCommit(): void {
+    if (this.made) this.onDeliveries();
+    this.made = false;
   }
 
-  /** One batch; false when there was nothing to do (or another node holds the outbox). */
-  async step(): Promise<boolean> {
-    const position = await this.holdLease();
-    if (position === null) return false;
-    const head = await this.deps.store.headPosition();
-    const subscriptions = await this.subscriptions();
-    // With no partner listening, events notify nobody until an endpoint is configured: only that
-    // configuration is read (up to the first one), not every event.
-    const listening = subscriptions.size > 0;
-    const maxCount = listening ? BATCH_SIZE : 1;
-    const events = await this.deps.store.readAll({
-      fromPosition: position || undefined,
-      filter: { eventTypes: listening ? [...NOTIFYING_EVENTS, CONFIG_EVENT] : [CONFIG_EVENT] },
-      maxCount,
-      projectionOnly: true,
-    });
-    this.backlog = events.length === maxCount;
-    const last = events[events.length - 1]?.position ?? position;
-    // A short read drained every visible event of these types up to `head` (read before it): the
-    // checkpoint may move there, past events the outbox does not need.
-    const to = events.length < maxCount && comparePositions(head, last) > 0 ? head : last;
-    if (comparePositions(to, position) <= 0) return false;
-    // With no partner listening (and none starting to), the batch only moves the checkpoint: no read model is needed.
-    const reads = subscriptions.size > 0 || events.some((e) => e.type === CONFIG_EVENT);
-    if (reads && !(await this.deps.engine.waitFor(last, { names: READ_MODELS, timeoutMs: READ_MODELS_WAIT_MS })))
-      throw new Error(`the read models notifications are built from (${READ_MODELS.join(', ')}) have not reached ${last}`);
-    const { notifications, changed } = await this.build(events, subscriptions);
-    try {
-      await this.deps.sql.transaction(async (tx) => {
-        const [row] = await tx.query<{ position: string; owner: string | null }>(
-          `SELECT position, owner FROM webhook_outbox_checkpoint WHERE name = 'outbox' FOR UPDATE`,
-        );
-        if (row?.position !== position || row.owner !== this.nodeId) throw new CheckpointMoved();
-        for (const [partnerId, types] of changed)
-          await tx.query(`INSERT INTO webhook_subscriptions (partner_id, events) VALUES ($1, $2) ON CONFLICT (partner_id) DO UPDATE SET events = $2`, [
-            partnerId,
-            types,
-          ]);
-        await insertDeliveries(tx, notifications, events);
-        await tx.query(`UPDATE webhook_outbox_checkpoint SET position = $1 WHERE name = 'outbox'`, [to]);
-      });
-    } catch (error) {
-      // Another node took over (the next step finds out), or the commit failed: the lease is read again.
-      this.lease = undefined;
-      if (error instanceof CheckpointMoved) return true;
-      throw error;
-    }
-    if (this.lease) this.lease.position = to;
-    if (notifications.length > 0) this.onDeliveries();
-    return true;
+  /**
+   * Its checkpoint before it was a reactor: the row of its own table, where a node upgraded over an
+   * existing database goes on from (the table is left as it was: a node of the release before reads it still).
+   */
+  async startFrom(tx: SqlQueryable): Promise<string> {
+    const [table] = await tx.query<{ t: string | null }>(`SELECT to_regclass('webhook_outbox_checkpoint')::text AS t`);
+    if (!table?.t) return '';
+    const [row] = await tx.query<{ position: string }>(`SELECT position FROM webhook_outbox_checkpoint WHERE name = 'outbox'`);
+    return row?.position ?? '';
   }
 
   /**
@@ -187,26 +127,6 @@ export class Outbox {
       if (types === null || types?.includes(notification.type)) notifications.push(notification);
     });
     return { notifications, changed };
-  }
-
-  private async subscriptions(): Promise<Subscriptions> {
-    const rows = await this.deps.sql.query<{ partner_id: string; events: NotificationType[] | null }>(
-      'SELECT partner_id::text, events FROM webhook_subscriptions',
-    );
-    return new Map(rows.map((r) => [r.partner_id, r.events]));
-  }
-
-  /** Takes or renews the outbox's lease; its checkpoint when held, null when another node holds it. */
-  private async holdLease(): Promise<string | null> {
-    if (this.lease && Date.now() < this.lease.renewAt) return this.lease.position;
-    this.lease = undefined;
-    const [row] = await this.deps.sql.query<{ position: string }>(
-      `UPDATE webhook_outbox_checkpoint SET owner = $1, lease_until = now() + make_interval(secs => $2)
-        WHERE name = 'outbox' AND (owner IS NULL OR owner = $1 OR lease_until < now()) RETURNING position`,
-      [this.nodeId, LEASE_SECONDS],
-    );
-    if (row) this.lease = { position: row.position, renewAt: Date.now() + LEASE_RENEW_EVERY_MS };
-    return row ? row.position : null;
   }
 }
 

@@ -1,15 +1,10 @@
 /**
  * The outbox's tables. They belong to no projection: a delivery is a fact about the outside world
- * (what was sent, when, what came back), so a rebuild must never drop or re-make them.
+ * (what was sent, when, what came back), so a rebuild must never drop or re-make them. The outbox's
+ * checkpoint is its row in projection_checkpoints (a reactor's, see Outbox.startFrom for the table
+ * it was kept in before).
  */
 export const NOTIFICATIONS_SCHEMA = `
-CREATE TABLE IF NOT EXISTS webhook_outbox_checkpoint (
-  name        text PRIMARY KEY,
-  position    text NOT NULL DEFAULT '',
-  owner       text,
-  lease_until timestamptz
-);
-INSERT INTO webhook_outbox_checkpoint (name) VALUES ('outbox') ON CONFLICT (name) DO NOTHING;
 CREATE TABLE IF NOT EXISTS webhook_subscriptions (
   partner_id uuid PRIMARY KEY,
   events     text[]

@@ -1,5 +1,5 @@
 /**
- * A node's background loop (the outbox, the dispatcher): rounds until stopped, sleeping between
+ * A node's background loop (the notifications' dispatcher): rounds until stopped, sleeping between
  * them; wake() cuts a sleep short (a wake during a round makes the next sleep none: what it announced
  * may have come too late for that round), and stop() wakes it and waits for the round in flight.
  */

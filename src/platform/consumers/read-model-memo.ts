@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../../eventstore/port';
-import type { Projections } from './runner';
+import type { Projections } from './projections';
 
 export interface MemoOptions {
   /** A remembered answer is read again after this long, whatever happened. */

@@ -128,88 +128,101 @@ function asJson(tableDef: TableDef, columns: string[]): { select: string; params
   };
 }
 
+/** The keys a batch's events touch, per table; a row first touched by a creating event is not looked up (unless the memory answers for free). */
+function touchedKeys(def: RowProjectionDef, events: RecordedEvent[], memory: BuildMemory | undefined): Map<string, Set<string>> {
+  const wanted = new Map<string, Set<string>>(Object.keys(def.tables).map((base) => [base, new Set<string>()]));
+  const fresh = new Set<string>();
+  // From a complete memory every lookup is free, so every touched row is looked up there.
+  const skipCreated = !memory?.complete;
+  for (const e of events) {
+    for (const { table, key } of def.touches(e)) {
+      const id = `${table}|${key}`;
+      if (wanted.get(table)?.has(String(key)) || fresh.has(id)) continue;
+      if (skipCreated && def.creates?.includes(e.type)) fresh.add(id);
+      else wanted.get(table)?.add(String(key));
+    }
+  }
+  return wanted;
+}
+
+/** The existing rows of one table with these keys: from `memory` when it holds every row, else read through `tx`. */
+async function loadRows(
+  def: RowProjectionDef,
+  base: string,
+  keys: string[],
+  t: Tables,
+  memory: BuildMemory | undefined,
+  tx?: SqlQueryable,
+): Promise<Map<string, Row>> {
+  const tableDef = def.tables[base] as TableDef;
+  const rows = new Map<string, Row>();
+  if (memory?.complete) {
+    // Every row of these tables is remembered: one that is not does not exist.
+    for (const key of keys) {
+      const row = memory.rows.get(`${base}|${key}`) as Row | undefined;
+      if (row) rows.set(key, row);
+    }
+  } else if (keys.length > 0) {
+    if (!tx) throw new Error(`Projection ${def.name}: rows to read and no transaction`);
+    const keyType = tableDef.columns[tableDef.key]?.type ?? 'text';
+    const columns = Object.entries(tableDef.columns).map(([c, d]) => selectExpression(c, d.type));
+    const found = await tx.query<Record<string, unknown>>(`SELECT ${columns.join(', ')} FROM ${t[base]} WHERE ${tableDef.key} = ANY($1::${keyType}[])`, [keys]);
+    for (const r of found) rows.set(String(r[tableDef.key]), normalize(r, tableDef));
+  }
+  return rows;
+}
+
+/**
+ * Folds a batch: the rows it touches (from `memory` when it holds every row, else read through
+ * `tx`), changed by each event in order. Returns the changed rows per table.
+ */
+async function plan(def: RowProjectionDef, events: RecordedEvent[], t: Tables, memory: BuildMemory | undefined, tx?: SqlQueryable): Promise<Planned> {
+  const tableNames = Object.keys(def.tables);
+  const wanted = touchedKeys(def, events, memory);
+  const loaded = new Map<string, Map<string, Row>>();
+  for (const base of tableNames) loaded.set(base, await loadRows(def, base, [...(wanted.get(base) ?? [])], t, memory, tx));
+  const dirty = new Map<string, Map<string, Row>>(tableNames.map((base) => [base, new Map<string, Row>()]));
+  const store: RowStore = {
+    get: (table, key) => dirty.get(table)?.get(String(key)) ?? loaded.get(table)?.get(String(key)),
+    put: (table, row) => {
+      const tableDef = def.tables[table];
+      if (!tableDef) throw new Error(`Projection ${def.name} has no table ${table}`);
+      dirty.get(table)?.set(String(row[tableDef.key]), row);
+    },
+  };
+  for (const e of events) def.apply(store, e);
+  return { dirty, loaded };
+}
+
+/**
+ * Per table, the batch's new rows by a plain INSERT and its changed ones by an upsert. A rebuild
+ * sends each column as one typed array (`columns`: cheaper for the server to take in than one JSON
+ * document, over its large batches); the live run sends one JSON array of rows, a row an array of
+ * its column values (`json`: cheaper for this thread to write, no key repeated per row).
+ */
+async function write(def: RowProjectionDef, tx: SqlQueryable, { dirty, loaded }: Planned, t: Tables, encoding: 'columns' | 'json'): Promise<void> {
+  for (const base of Object.keys(def.tables)) {
+    const rows = [...(dirty.get(base)?.values() ?? [])];
+    if (rows.length === 0) continue;
+    const tableDef = def.tables[base] as TableDef;
+    const existed = loaded.get(base) ?? new Map<string, Row>();
+    const columns = Object.keys(tableDef.columns);
+    const { select, params } = encoding === 'columns' ? asColumns(tableDef, columns) : asJson(tableDef, columns);
+    const fresh = rows.filter((r) => !existed.has(String(r[tableDef.key])));
+    const changed = rows.filter((r) => existed.has(String(r[tableDef.key])));
+    const insert = `INSERT INTO ${t[base]} (${columns.join(', ')}) ${select}`;
+    if (fresh.length > 0) await tx.query(insert, params(fresh));
+    if (changed.length > 0) await tx.query(`${insert} ${onConflict(tableDef)}`, params(changed));
+  }
+}
+
+function remember(dirty: Map<string, Map<string, Row>>, memory: BuildMemory | undefined): void {
+  if (!memory) return;
+  for (const [base, rows] of dirty) for (const [key, row] of rows) memory.remember(`${base}|${key}`, row);
+}
+
 export function rowProjection(def: RowProjectionDef): Projection {
   const tableNames = Object.keys(def.tables);
-
-  /**
-   * Folds a batch: the rows it touches (from `memory` when it holds every row, else read through
-   * `tx`), changed by each event in order. Returns the changed rows per table.
-   */
-  async function plan(events: RecordedEvent[], t: Tables, memory: BuildMemory | undefined, tx?: SqlQueryable): Promise<Planned> {
-    const wanted = new Map<string, Set<string>>(tableNames.map((base) => [base, new Set<string>()]));
-    const fresh = new Set<string>();
-    // From a complete memory every lookup is free, so every touched row is looked up there.
-    const skipCreated = !memory?.complete;
-    for (const e of events) {
-      for (const { table, key } of def.touches(e)) {
-        const id = `${table}|${key}`;
-        if (wanted.get(table)?.has(String(key)) || fresh.has(id)) continue;
-        if (skipCreated && def.creates?.includes(e.type)) fresh.add(id);
-        else wanted.get(table)?.add(String(key));
-      }
-    }
-    const loaded = new Map<string, Map<string, Row>>();
-    for (const base of tableNames) {
-      const tableDef = def.tables[base] as TableDef;
-      const keys = [...(wanted.get(base) ?? [])];
-      const rows = new Map<string, Row>();
-      if (memory?.complete) {
-        // Every row of these tables is remembered: one that is not does not exist.
-        for (const key of keys) {
-          const row = memory.rows.get(`${base}|${key}`) as Row | undefined;
-          if (row) rows.set(key, row);
-        }
-      } else if (keys.length > 0) {
-        if (!tx) throw new Error(`Projection ${def.name}: rows to read and no transaction`);
-        const keyType = tableDef.columns[tableDef.key]?.type ?? 'text';
-        const columns = Object.entries(tableDef.columns).map(([c, d]) => selectExpression(c, d.type));
-        const found = await tx.query<Record<string, unknown>>(`SELECT ${columns.join(', ')} FROM ${t[base]} WHERE ${tableDef.key} = ANY($1::${keyType}[])`, [
-          keys,
-        ]);
-        for (const r of found) rows.set(String(r[tableDef.key]), normalize(r, tableDef));
-      }
-      loaded.set(base, rows);
-    }
-    const dirty = new Map<string, Map<string, Row>>(tableNames.map((base) => [base, new Map<string, Row>()]));
-    const store: RowStore = {
-      get: (table, key) => dirty.get(table)?.get(String(key)) ?? loaded.get(table)?.get(String(key)),
-      put: (table, row) => {
-        const tableDef = def.tables[table];
-        if (!tableDef) throw new Error(`Projection ${def.name} has no table ${table}`);
-        dirty.get(table)?.set(String(row[tableDef.key]), row);
-      },
-    };
-    for (const e of events) def.apply(store, e);
-    return { dirty, loaded };
-  }
-
-  /**
-   * Per table, the batch's new rows by a plain INSERT and its changed ones by an upsert. A rebuild
-   * sends each column as one typed array (`columns`: cheaper for the server to take in than one JSON
-   * document, over its large batches); the live run sends one JSON array of rows, a row an array of
-   * its column values (`json`: cheaper for this thread to write, no key repeated per row).
-   */
-  async function write(tx: SqlQueryable, { dirty, loaded }: Planned, t: Tables, encoding: 'columns' | 'json'): Promise<void> {
-    for (const base of tableNames) {
-      const rows = [...(dirty.get(base)?.values() ?? [])];
-      if (rows.length === 0) continue;
-      const tableDef = def.tables[base] as TableDef;
-      const existed = loaded.get(base) ?? new Map<string, Row>();
-      const columns = Object.keys(tableDef.columns);
-      const { select, params } = encoding === 'columns' ? asColumns(tableDef, columns) : asJson(tableDef, columns);
-      const fresh = rows.filter((r) => !existed.has(String(r[tableDef.key])));
-      const changed = rows.filter((r) => existed.has(String(r[tableDef.key])));
-      const insert = `INSERT INTO ${t[base]} (${columns.join(', ')}) ${select}`;
-      if (fresh.length > 0) await tx.query(insert, params(fresh));
-      if (changed.length > 0) await tx.query(`${insert} ${onConflict(tableDef)}`, params(changed));
-    }
-  }
-
-  function remember(dirty: Map<string, Map<string, Row>>, memory: BuildMemory | undefined): void {
-    if (!memory) return;
-    for (const [base, rows] of dirty) for (const [key, row] of rows) memory.remember(`${base}|${key}`, row);
-  }
-
   return {
     name: def.name,
     version: def.version,
@@ -220,15 +233,15 @@ export function rowProjection(def: RowProjectionDef): Projection {
     finishBulk: (t: Tables) =>
       tableNames.flatMap((base) => [`ALTER TABLE ${t[base]} SET LOGGED;`, ...indexesOf(t[base] ?? base, def.tables[base] as TableDef)]).join('\n'),
     async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables, memory?: BuildMemory) {
-      const planned = await plan(events, t, memory, tx);
-      await write(tx, planned, t, 'json');
+      const planned = await plan(def, events, t, memory, tx);
+      await write(def, tx, planned, t, 'json');
       remember(planned.dirty, memory);
     },
     async prepareBulk(events: RecordedEvent[], t: Tables, memory: BuildMemory) {
       if (!memory.complete) return null;
-      const planned = await plan(events, t, memory);
+      const planned = await plan(def, events, t, memory);
       remember(planned.dirty, memory);
-      return (tx: SqlQueryable) => write(tx, planned, t, 'columns');
+      return (tx: SqlQueryable) => write(def, tx, planned, t, 'columns');
     },
   };
 }

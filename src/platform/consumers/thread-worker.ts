@@ -1,10 +1,10 @@
-import { parentPort, workerData } from 'node:worker_threads';
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import pino from 'pino';
 import type { EventStore, RecordedEvent } from '../../eventstore/port';
 import { PostgresEventStore } from '../../eventstore/postgres';
 import { PgSql } from '../../eventstore/sql';
-import { allProjections } from '../../projections/index';
-import { ProjectionEngine } from './runner';
+import type { Projection } from './projection';
+import { ProjectionEngine } from './projections';
 import type { ThreadOptions, ToMain, ToWorker } from './thread';
 
 /**
@@ -17,56 +17,23 @@ function main(): void {
   if (!port) throw new Error('thread-worker.ts runs in a worker thread');
   const options = workerData as ThreadOptions;
   const sql = new PgSql(options.databaseUrl, { max: options.poolSize, applicationName: 'tally-projections' });
-  const appends = new Appends(new Int32Array(options.appends));
-  const store = withAppends(new PostgresEventStore(sql), appends);
+  const store = withAppends(new PostgresEventStore(sql), new Appends(new Int32Array(options.appends)));
+  const { allProjections } = require(options.projectionsModule) as { allProjections: Projection[] };
   const engine = new ProjectionEngine(store, sql, allProjections, pino({ level: options.logLevel }), { nodeId: options.nodeId });
   engine.paceMs = options.paceMs;
-
-  // Per observer of the main thread, in its order: the events of its projections' types, and resets.
-  const observed = options.observed.map((names) => {
-    const types = new Set(names.flatMap((n) => engine.get(n).eventTypes));
-    const pending = { events: [] as RecordedEvent[], reset: false };
-    engine.observe({
-      names,
-      onEvents: (events) => {
-        for (const e of events) if (types.has(e.type)) pending.events.push(e);
-      },
-      onReset: () => {
-        pending.reset = true;
-        tellSoon();
-      },
-    });
-    return pending;
-  });
   const send = (message: ToMain) => port.postMessage(message);
-  const tell = () => {
-    told = false;
-    const observers = observed.map((o) => {
-      const out = { events: o.events, reset: o.reset };
-      o.events = [];
-      o.reset = false;
-      return out;
-    });
-    send({ type: 'state', state: engine.state(), observers, sql: sql.counts });
-  };
-  let told = false;
-  const tellSoon = () => {
-    if (told) return;
-    told = true;
-    queueMicrotask(tell);
-  };
-  engine.onProgress(tell);
+  const reporter = new Reporter(engine, options.observed, () => send({ type: 'state', state: engine.state(), observers: reporter.take(), sql: sql.counts }));
+  engine.onProgress(() => reporter.tell());
   // Leases taken or lost and failures found between batches reach the main thread within this.
-  const ticker = setInterval(tellSoon, STATE_EVERY_MS);
+  const ticker = setInterval(() => reporter.tellSoon(), STATE_EVERY_MS);
   ticker.unref();
-
   const calls: Record<string, (args: unknown[]) => Promise<unknown>> = {
     prepare: async () => engine.prepare(),
     start: async () => engine.start(),
     stop: async () => {
       clearInterval(ticker);
       await engine.stop();
-      tell();
+      reporter.tell();
       await sql.close();
     },
     status: async () => engine.status(),
@@ -79,21 +46,76 @@ function main(): void {
       return engine.verify(name as string);
     },
   };
-  port.on('message', (message: ToWorker) => {
-    if (message.type === 'waiting') engine.waitingElsewhere(message.count);
-    else {
-      const call = calls[message.method];
-      if (!call) return send({ type: 'reply', id: message.id, error: { message: `no such call: ${message.method}` } });
-      call(message.args).then(
-        (result) => {
-          send({ type: 'reply', id: message.id, result });
-          tellSoon();
-        },
-        (error: unknown) => send({ type: 'reply', id: message.id, error: { message: error instanceof Error ? error.message : String(error) } }),
-      );
-    }
-  });
+  serve(port, engine, calls, reporter);
   send({ type: 'ready' });
+}
+
+/** Answers the main thread's messages: its readers waiting, and its calls. */
+function serve(port: MessagePort, engine: ProjectionEngine, calls: Record<string, (args: unknown[]) => Promise<unknown>>, reporter: Reporter): void {
+  const send = (message: ToMain) => port.postMessage(message);
+  port.on('message', (message: ToWorker) => {
+    if (message.type === 'waiting') return engine.waitingElsewhere(message.count);
+    const call = calls[message.method];
+    if (!call) return send({ type: 'reply', id: message.id, error: { message: `no such call: ${message.method}` } });
+    call(message.args).then(
+      (result) => {
+        send({ type: 'reply', id: message.id, result });
+        reporter.tellSoon();
+      },
+      (error: unknown) => send({ type: 'reply', id: message.id, error: { message: error instanceof Error ? error.message : String(error) } }),
+    );
+  });
+}
+
+/**
+ * What the main thread's observers must hear, per observer in its order: the events of its
+ * projections' types, and resets; sent with the engine's state (tell), or soon after a reset.
+ */
+class Reporter {
+  private readonly pending: Array<{ types: Set<string>; events: RecordedEvent[]; reset: boolean }>;
+  private told = false;
+
+  constructor(
+    engine: ProjectionEngine,
+    observed: string[][],
+    private readonly send: () => void,
+  ) {
+    this.pending = observed.map((names) => {
+      const pending = { types: new Set(names.flatMap((n) => engine.get(n).eventTypes)), events: [] as RecordedEvent[], reset: false };
+      engine.observe({
+        names,
+        onEvents: (events) => {
+          for (const e of events) if (pending.types.has(e.type)) pending.events.push(e);
+        },
+        onReset: () => {
+          pending.reset = true;
+          this.tellSoon();
+        },
+      });
+      return pending;
+    });
+  }
+
+  /** What each observer is to be told, taken (the next message starts empty). */
+  take(): Array<{ events: RecordedEvent[]; reset: boolean }> {
+    return this.pending.map((o) => {
+      const out = { events: o.events, reset: o.reset };
+      o.events = [];
+      o.reset = false;
+      return out;
+    });
+  }
+
+  tell(): void {
+    this.told = false;
+    this.send();
+  }
+
+  tellSoon(): void {
+    if (this.told) return;
+    this.told = true;
+    queueMicrotask(() => this.tell());
+  }
 }
 
 const STATE_EVERY_MS = 250;

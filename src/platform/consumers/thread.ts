@@ -6,11 +6,15 @@ import { comparePositions, type RecordedEvent } from '../../eventstore/port';
 import type { PostgresEventStore } from '../../eventstore/postgres';
 import type { Sql, SqlCounts } from '../../eventstore/sql';
 import type { Projection } from './projection';
-import { type EngineState, newNodeId, type ProjectionObserver, type Projections, type ProjectionStatus, type Known, waitForPositions } from './runner';
+import { type EngineState, newNodeId, type ProjectionObserver } from './handler';
+import type { Projections, ProjectionStatus } from './projections';
+import { type Known, waitForPositions } from './read-your-writes';
 
 /** What a ProjectionThread's worker is started with (workerData). */
 export interface ThreadOptions {
   databaseUrl: string;
+  /** The module whose `allProjections` the worker runs (the composition root names it: the platform imports no capability). */
+  projectionsModule: string;
   nodeId: string;
   paceMs: number;
   poolSize: number;
@@ -65,7 +69,7 @@ export class ProjectionThread implements Projections {
     store: PostgresEventStore,
     sql: Sql,
     readonly projections: Projection[],
-    private readonly options: { databaseUrl: string; paceMs: number; log: Logger },
+    private readonly options: { databaseUrl: string; projectionsModule: string; paceMs: number; log: Logger },
   ) {
     this.known = {
       sql,
@@ -98,6 +102,7 @@ export class ProjectionThread implements Projections {
     if (this.worker) return;
     const data: ThreadOptions = {
       databaseUrl: this.options.databaseUrl,
+      projectionsModule: this.options.projectionsModule,
       nodeId: this.nodeId,
       paceMs: this.options.paceMs,
       poolSize: 4,
