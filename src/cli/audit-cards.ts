@@ -1,5 +1,5 @@
 import { fixed, money, ZERO } from '../domain/ledger/money';
-import type { AuditCheck, AuditFinding } from './audit-checks';
+import type { AuditCheck, AuditFinding } from './audit-types';
 import { foldBooks } from './audit-ledger';
 
 type Books = Awaited<ReturnType<typeof foldBooks>>;

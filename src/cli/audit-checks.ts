@@ -1,4 +1,5 @@
-import type { Tally } from '../compose/tally';
+import type { AuditCheck, AuditFinding } from './audit-types';
+export type { AuditCheck, AuditCheckResult, AuditFinding } from './audit-types';
 import { accountDecider } from '../domain/ledger/account';
 import { cardDecider } from '../domain/cards/card';
 import type { Decider, DomainEvent } from '../platform/decider';
@@ -11,25 +12,6 @@ import { logPages } from './events';
 import { SnapshotStore } from '../platform/commands/snapshots';
 
 /** One difference an audit check found. */
-export interface AuditFinding {
-  /** What is wrong where, for a person: "stream user-1 revision 3 event <id>". */
-  subject: string;
-  reason: string;
-  details?: { [key: string]: Json };
-}
-
-export interface AuditCheckResult {
-  /** What was checked, e.g. "12 streams, 340 events". */
-  checked: string;
-  findings: AuditFinding[];
-}
-
-/** A named check of `tally audit verify`. Add one (ledger conservation, ...) to `auditChecks`. */
-export interface AuditCheck {
-  name: string;
-  run(tally: Tally): Promise<AuditCheckResult>;
-}
-
 /** Streams verified at once: bounds memory to a few streams' events while overlapping round trips. */
 const STREAMS_IN_FLIGHT = 8;
 

@@ -3,7 +3,7 @@ import { type CardEvent, type CardState, cardDecider } from '../domain/cards/car
 import { fixed, money, ZERO } from '../domain/ledger/money';
 import type { TransactionEvent, TransactionKind, TransactionStatus } from '../domain/ledger/transaction';
 import type { Tally } from '../compose/tally';
-import type { AuditCheck, AuditFinding } from './audit-checks';
+import type { AuditCheck, AuditFinding } from './audit-types';
 import { logPages } from './events';
 
 interface TxnFacts {

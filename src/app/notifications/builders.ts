@@ -1,22 +1,8 @@
 import type { NotificationType } from '../../domain/notifications/endpoint';
-import type { EventStore, RecordedEvent } from '../../eventstore/port';
-import type { StateCache } from '../../platform/commands/commands';
-import type { CardQueries } from '../../projections/cards';
-import type { UserQueries } from '../../projections/identity';
+import type { RecordedEvent } from '../../eventstore/port';
 import type { LedgerQueries } from '../../projections/ledger';
-import type { KycService, UserService } from '../identity';
 import { CARD_APPLICATION_EVENTS, CARD_EVENTS, CARD_TRANSACTION_EVENTS, cardApplicationUpdated, cardTransaction, cardUpdated } from './card-builders';
-
-/** What a notification's data is read from: the log, the read models, and the services that answer the API. */
-export interface NotificationSources {
-  store: EventStore;
-  stateCache: StateCache;
-  users: Pick<UserService, 'get'>;
-  userQueries: Pick<UserQueries, 'partnerOf' | 'partnersOf'>;
-  kyc: Pick<KycService, 'statusView'>;
-  ledger: { reads: Pick<LedgerQueries, 'transaction' | 'transactions'> };
-  cards: { spending: { queries: Pick<CardQueries, 'get' | 'partnerOf'> } };
-}
+import type { Notification, NotificationSources } from './notification';
 
 /** The events the outbox turns into notifications. */
 export const NOTIFYING_EVENTS = [
@@ -32,14 +18,6 @@ export const NOTIFYING_EVENTS = [
 
 /** The read models a notification's data is read from: the outbox waits for them to pass its events. */
 export const READ_MODELS = ['users', 'kyc', 'ledger', 'cards', 'profiles'];
-
-/** One notification to one partner: what the outbox stores and delivery sends as `{id, type, createdAt, sequence, data}`. */
-export interface Notification {
-  partnerId: string;
-  type: NotificationType;
-  eventId: string;
-  data: unknown;
-}
 
 /**
  * The notification an event makes, with its data read as the API answers it (a deposit.completed
@@ -151,3 +129,5 @@ const withStatus = (found: FoundTransaction, event: RecordedEvent, type: Notific
   eventId: event.id,
   data: { ...found.view, status },
 });
+
+export type { Notification, NotificationSources } from './notification';

@@ -8,7 +8,7 @@ import type { Decider, DomainEvent } from '../../platform/decider';
 import type { CardSpendData, CardSpendEvent } from '../../domain/cards/spend';
 import type { RecordedEvent } from '../../eventstore/port';
 import { cardTransactionView } from '../../projections/cards';
-import type { Notification, NotificationSources } from './builders';
+import type { Notification, NotificationSources } from './notification';
 
 /** An application's submission and its decision: card.application.updated. */
 export const CARD_APPLICATION_EVENTS = ['CardApplicationSubmitted', 'CardApplicationDecided'];
