@@ -1,5 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { USER_STATUSES } from '../domain/identity/user';
+import { USER_STATUSES } from '../domain/identity';
 import { HttpError } from '../platform/http/errors';
 
 /** Shared schema pieces: the same field is spelled and checked the same way everywhere. */

@@ -1,22 +1,22 @@
 import type { Config } from '../config';
 import type { ServiceKeys } from '../platform/keys';
 import type { Sql } from '../eventstore/sql';
-import type { CardIssuer } from './cards/port';
-import { RainCardIssuer } from './cards/rain';
-import { SandboxCardIssuer } from './cards/sandbox';
-import { CardVault } from './cards/vault';
-import type { EmailSender } from './identity/email/port';
-import { SandboxOutbox } from './identity/email/sandbox';
-import { SmtpEmailSender } from './identity/email/smtp';
-import type { IdentityProvider } from './identity/port';
-import { PersonaIdentityProvider } from './identity/persona';
-import { SandboxIdentityProvider } from './identity/sandbox';
-import { MockPaymentProvider } from './ledger/payments/mock';
-import type { PaymentProvider } from './ledger/payments/port';
-import { MockPayoutProvider } from './ledger/payouts/mock';
-import type { PayoutProvider } from './ledger/payouts/port';
-import type { RateSource } from './ledger/rates/port';
-import { DEFAULT_RATES, parseRateTable, TableRateSource } from './ledger/rates/table';
+import type { CardIssuer } from './cards';
+import { RainCardIssuer } from './cards';
+import { SandboxCardIssuer } from './cards';
+import { CardVault } from './cards';
+import type { EmailSender } from './identity';
+import { SandboxOutbox } from './identity';
+import { SmtpEmailSender } from './identity';
+import type { IdentityProvider } from './identity';
+import { PersonaIdentityProvider } from './identity';
+import { SandboxIdentityProvider } from './identity';
+import { MockPaymentProvider } from './ledger';
+import type { PaymentProvider } from './ledger';
+import { MockPayoutProvider } from './ledger';
+import type { PayoutProvider } from './ledger';
+import type { RateSource } from './ledger';
+import { DEFAULT_RATES, parseRateTable, TableRateSource } from './ledger';
 
 export interface BaseUrls {
   /** Where links handed to partners and users point (PUBLIC_BASE_URL). */

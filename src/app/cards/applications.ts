@@ -11,14 +11,14 @@ import {
   issuerApplicationStream,
 } from '../../domain/cards/application';
 import { DomainError } from '../../platform/decider';
-import { kycDecider, kycStream, latest } from '../../domain/identity/kyc';
-import { isApprovedAt } from '../../domain/ledger/limits';
-import { profileDecider, profileStream } from '../../domain/identity/profile';
+import { kycDecider, kycStream, latest } from '../../domain/identity';
+import { isApprovedAt } from '../../domain/ledger';
+import { profileDecider, profileStream } from '../../domain/identity';
 import type { CardIssuer, CardIssuerWebhookEvent, IssuerApplication } from '../../providers/cards/port';
 import { at, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
-import { accountOfUser } from '../ledger/facts';
-import { LedgerProviderFailure } from '../ledger/provider-failure';
+import { accountOfUser } from '../ledger';
+import { LedgerProviderFailure } from '../ledger';
 import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { StateCache } from '../../platform/commands/commands';

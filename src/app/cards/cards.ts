@@ -21,7 +21,7 @@ import { uuidV5 } from '../../platform/ids';
 import type { CardIssuer, CardSecrets } from '../../providers/cards/port';
 import { type Append, at, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
-import type { IdempotencyKeys } from '../ledger/idempotency';
+import type { IdempotencyKeys } from '../ledger';
 import type { CardApplications } from './applications';
 import { answeredBefore, type CardKey, cardKey, exclusive, keepAnswer } from './keyed';
 import type { CommandHandler } from '../../platform/commands/command-handler';

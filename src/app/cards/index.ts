@@ -5,7 +5,8 @@ import { CardSpending, type CardSpendingDeps } from './spending';
 
 export type { ApplyInput, StatusSummary } from './applications';
 export { type Answered, type CardView, viewOfCard } from './cards';
-export type { AuthorizationInput } from './spending';
+export { type AuthorizationInput, spendFacts } from './spending';
+export { applicationOf, cardOf } from './views';
 
 export type CardsServiceDeps = CardApplicationsDeps & CardCommandsDeps & CardSpendingDeps & { ledger: LedgerService };
 

@@ -3,7 +3,7 @@ import { DomainError } from '../../platform/decider';
 import type { Append, Reads } from '../../platform/commands/command-handler';
 import { at } from '../../platform/commands/command-handler';
 import type { CommandContext } from '../../platform/commands/commands';
-import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, requestHashOf } from '../ledger/idempotency';
+import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, requestHashOf } from '../ledger';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 

@@ -1,4 +1,4 @@
-import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/ledger/account';
+import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/ledger';
 import {
   type AuthorizationDecided,
   type AuthorizationRequest,
@@ -12,12 +12,12 @@ import { type CardState, cardDecider, cardStream, requireCard } from '../../doma
 import type { CardSpendData } from '../../domain/cards/spend';
 import { DomainError, invariant } from '../../platform/decider';
 import { uuidV5, uuidV7 } from '../../platform/ids';
-import { type TransactionState, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
+import { type TransactionState, transactionDecider, transactionStream } from '../../domain/ledger';
 import { type CardHolder, CardQueries, type CardTransactionView, cardTransactionView } from '../../projections/cards';
 import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
 import type { LedgerService } from '../ledger';
-import { inTurnOfDebitedAccount, readAccount } from '../ledger/facts';
+import { inTurnOfDebitedAccount, readAccount } from '../ledger';
 import { writeScope } from '../../platform/consumers/read-your-writes';
 import { OverloadedError } from '../../eventstore/port';
 import type { CommandHandler } from '../../platform/commands/command-handler';

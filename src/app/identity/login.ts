@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { accountDecider, accountStream, userAccountDecider, userAccountStream } from '../../domain/ledger/account';
+import { accountDecider, accountStream, userAccountDecider, userAccountStream } from '../../domain/ledger';
 import { DomainError } from '../../platform/decider';
 import { TooManyTries } from '../../platform/failures';
 import { INVALID_CODE, loginDecider, loginStream, MAX_SENDS_PER_HOUR } from '../../domain/identity/login';

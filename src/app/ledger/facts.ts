@@ -8,7 +8,7 @@ import {
   withCredits,
 } from '../../domain/ledger/account';
 import { DomainError } from '../../platform/decider';
-import { kycDecider, kycStream } from '../../domain/identity/kyc';
+import { kycDecider, kycStream } from '../../domain/identity';
 import { type Limits, limitsAt } from '../../domain/ledger/limits';
 import { money } from '../../domain/ledger/money';
 import { type TransactionCreatedData, transactionDecider, transactionStream } from '../../domain/ledger/transaction';

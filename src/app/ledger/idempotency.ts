@@ -1,14 +1,14 @@
-import { cardRequestDecider, cardRequestStream } from '../../domain/cards/keyed';
+import { cardRequestDecider, cardRequestStream } from '../../domain/cards';
 import { DomainError } from '../../platform/decider';
 import { uuidV5 } from '../../platform/ids';
 import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
-import { userDecider, userStream } from '../../domain/identity/user';
+import { userDecider, userStream } from '../../domain/identity';
 import { canonicalJson, sha256Hex } from '../../eventstore/hash';
 import { OverloadedError } from '../../eventstore/port';
 import type { Reads } from '../../platform/commands/command-handler';
 
 /** The refusal of a request under a key that another request (of any kind) was made under. */
-export { REUSED_KEY } from '../../domain/cards/keyed';
+export { REUSED_KEY } from '../../domain/cards';
 
 /**
  * One mechanism for every keyed command (transfers, deposits and card calls keyed by

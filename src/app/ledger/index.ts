@@ -12,6 +12,8 @@ import { Transfers, type TransfersDeps } from './transfers';
 export type { AccountRow, TransactionView } from '../../projections/ledger';
 export type { PayoutAnswer, PayoutInput } from './payouts';
 export { LedgerProviderFailure } from './provider-failure';
+export * from './facts';
+export * from './idempotency';
 
 /** What the ledger's services are built from: the platform's ports and the providers money moves through. */
 export type LedgerServiceDeps = DepositsDeps &

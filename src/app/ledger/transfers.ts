@@ -1,6 +1,6 @@
 import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/ledger/account';
 import { DomainError } from '../../platform/decider';
-import { type KycState, kycDecider, kycStream } from '../../domain/identity/kyc';
+import { type KycState, kycDecider, kycStream } from '../../domain/identity';
 import { type Limits, limitsAt } from '../../domain/ledger/limits';
 import { fixed, money } from '../../domain/ledger/money';
 import { createdBy, storedUnderKey, transactionDecider, transactionStream } from '../../domain/ledger/transaction';

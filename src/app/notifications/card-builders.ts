@@ -1,11 +1,11 @@
 import { viewOfCard } from '../cards';
-import { spendFacts } from '../cards/spending';
-import { applicationOf, cardOf } from '../cards/views';
+import { spendFacts } from '../cards';
+import { applicationOf, cardOf } from '../cards';
 import { load } from '../../platform/commands/commands';
-import { type CardApplicationEvent, cardApplicationDecider, type CardApplicationState } from '../../domain/cards/application';
-import { type Card, type CardEvent, cardDecider } from '../../domain/cards/card';
+import { type CardApplicationEvent, cardApplicationDecider, type CardApplicationState } from '../../domain/cards';
+import { type Card, type CardEvent, cardDecider } from '../../domain/cards';
 import type { Decider, DomainEvent } from '../../platform/decider';
-import type { CardSpendData, CardSpendEvent } from '../../domain/cards/spend';
+import type { CardSpendData, CardSpendEvent } from '../../domain/cards';
 import type { RecordedEvent } from '../../eventstore/port';
 import { cardTransactionView } from '../../projections/cards';
 import type { Notification, NotificationSources } from './notification';

@@ -1,7 +1,7 @@
-import { type AccountEvent, type AccountState, accountDecider, assertAccount, available } from '../ledger/account';
+import { type AccountEvent, type AccountState, accountDecider, assertAccount, available } from '../ledger';
 import { DomainError, invariant } from '../../platform/decider';
-import { fixed, money } from '../ledger/money';
-import { type TransactionCreatedData, type TransactionEvent, type TransactionState, transactionDecider } from '../ledger/transaction';
+import { fixed, money } from '../ledger';
+import { type TransactionCreatedData, type TransactionEvent, type TransactionState, transactionDecider } from '../ledger';
 import { type Card, type CardEvent, type CardState, cardDecider, requireCard } from './card';
 import { withinLimit } from './limit';
 import type { CardSpend, CardSpendData, DeclinedReason, SpendHistory } from './spend';

@@ -1,6 +1,6 @@
 import type { JsonObject } from '../../eventstore/port';
 import { DomainError, type Decider, invariant, type SnapshotCodec } from '../../platform/decider';
-import { parseAmount } from '../ledger/money';
+import { parseAmount } from '../ledger';
 import { CARD_TYPES, type CardType } from './application';
 import { type CardLimit, DEFAULT_CARD_LIMIT, isLimitFrequency } from './limit';
 import { type CardSpend, type CardSpendEvent, type CardSpends, evolveSpends, type SpendHistory } from './spend';

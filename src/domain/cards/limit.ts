@@ -1,5 +1,5 @@
 import { DomainError } from '../../platform/decider';
-import { type Amount, checkAmount, fixed, MONEY_DECIMALS, money, parseAmount, ZERO } from '../ledger/money';
+import { type Amount, checkAmount, fixed, MONEY_DECIMALS, money, parseAmount, ZERO } from '../ledger';
 
 /** The spending limit's frequencies (docs/interface.md, "Cards"), in Rain's spelling. */
 export const LIMIT_FREQUENCIES = ['per24HourPeriod', 'per7DayPeriod', 'per30DayPeriod', 'perYearPeriod', 'perAuthorization', 'allTime'] as const;

@@ -1,4 +1,4 @@
-import { type Amount, fixed, money } from '../ledger/money';
+import { type Amount, fixed, money } from '../ledger';
 import type { CardType } from './application';
 import type { Spend } from './limit';
 

@@ -1,6 +1,6 @@
 import type { Amount } from './money';
 import { ZERO } from './money';
-import { type KycState, latest } from '../identity/kyc';
+import { type KycState, latest } from '../identity';
 
 /** What a user may move: per transaction, and per UTC day (outgoing). */
 export interface Limits {

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { DECLINED_REASONS } from '../../domain/cards/spend';
-import { fixed, money, ZERO } from '../../domain/ledger/money';
+import { fixed, money, ZERO } from '../../domain/ledger';
 import { decodeCursor } from '../../projections/cards';
 import { HttpError } from '../../platform/http/errors';
 import { routeFor } from '../../platform/http/route';

@@ -1,6 +1,6 @@
 import type { CardSpendData, CardSpendEvent } from '../../domain/cards/spend';
 import { CARD_SPEND_EVENT_TYPES } from '../../domain/cards/spend';
-import { fixed, money } from '../../domain/ledger/money';
+import { fixed, money } from '../../domain/ledger';
 import type { Projection } from '../../platform/consumers/projection';
 import { rowProjection } from '../../platform/consumers/rows';
 

@@ -1,5 +1,5 @@
 import { merchantCategoryOf } from '../../domain/cards/merchant-categories';
-import { type Amount, fixed, money } from '../../domain/ledger/money';
+import { type Amount, fixed, money } from '../../domain/ledger';
 import type { Sql } from '../../eventstore/sql';
 import { holderJoin } from '../identity';
 

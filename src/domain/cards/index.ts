@@ -1,0 +1,8 @@
+/** Cards' deciders: applications, cards, keyed requests, limits, spends, authorizations. */
+export * from './application';
+export * from './authorization';
+export * from './card';
+export * from './keyed';
+export * from './limit';
+export * from './merchant-categories';
+export * from './spend';
