@@ -23,8 +23,9 @@ import {
   WrongExpectedRevisionError,
 } from './port';
 import { runSubscription } from './subscription';
+import { LIMITS } from '../platform/limits';
 
-const MAX_READ_BATCH = 1_000;
+const MAX_READ_BATCH = LIMITS.store.readBatch;
 /** Smallest $all page, so that client-side filtering never degrades into one-event round trips. */
 const MIN_ALL_PAGE = 100;
 /**
@@ -32,17 +33,17 @@ const MIN_ALL_PAGE = 100;
  * of an 'any' append (someone else wrote the tail first), or an answer that leaves the outcome
  * unknown (a timeout, an internal error, no reply). Bounded in number and in time.
  */
-const MAX_APPEND_ATTEMPTS = 12;
-const APPEND_BUDGET_MS = 10_000;
+const MAX_APPEND_ATTEMPTS = LIMITS.kurrentdb.appendAttempts;
+const APPEND_BUDGET_MS = LIMITS.kurrentdb.appendBudgetMs;
 /** Full-jitter backoff between plans: a random wait up to min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2^attempt). */
-const BACKOFF_BASE_MS = 10;
-const BACKOFF_MAX_MS = 1_000;
+const BACKOFF_BASE_MS = LIMITS.kurrentdb.backoffBaseMs;
+const BACKOFF_MAX_MS = LIMITS.kurrentdb.backoffMaxMs;
 /**
  * How long a write waits for its reply. The server answers every write within its WriteTimeoutMs
  * (2 s by default): past this the reply is lost (the client's batch-append stream has no deadline
  * of its own), and the write's outcome is read back from the stream instead.
  */
-const APPEND_REPLY_TIMEOUT_MS = 5_000;
+const APPEND_REPLY_TIMEOUT_MS = LIMITS.kurrentdb.appendReplyTimeoutMs;
 
 /** The time limits of an append (tests shorten them). */
 export interface AppendLimits {
@@ -52,10 +53,10 @@ export interface AppendLimits {
 
 export const APPEND_LIMITS: AppendLimits = { appendBudgetMs: APPEND_BUDGET_MS, appendReplyTimeoutMs: APPEND_REPLY_TIMEOUT_MS };
 /** Appends of this process waiting for one stream (see StreamLanes) before OverloadedError. */
-const MAX_QUEUED_APPENDS_PER_STREAM = 1_000;
+const MAX_QUEUED_APPENDS_PER_STREAM = LIMITS.kurrentdb.queuedAppendsPerStream;
 /** At start, how long `connect` keeps trying a server out of reach, and its longest wait between tries. */
-const CONNECT_BUDGET_MS = 60_000;
-const CONNECT_BACKOFF_MAX_MS = 5_000;
+const CONNECT_BUDGET_MS = LIMITS.kurrentdb.connectBudgetMs;
+const CONNECT_BACKOFF_MAX_MS = LIMITS.kurrentdb.connectBackoffMaxMs;
 /**
  * How far back from the end, beyond its own events, an 'any'/'stream_exists' retry is looked for
  * (the port's promise: a retry is recognized while at most this many events followed it; the server

@@ -22,8 +22,9 @@ import {
 } from './port';
 import type { Sql } from './sql';
 import { runSubscription } from './subscription';
+import { LIMITS } from '../platform/limits';
 
-const MAX_READ_BATCH = 1_000;
+const MAX_READ_BATCH = LIMITS.store.readBatch;
 
 interface EventRow {
   xid: string;

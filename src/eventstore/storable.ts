@@ -1,3 +1,4 @@
+import { LIMITS } from '../platform/limits';
 /**
  * What the log and every read model can hold, defined once: the API's edge refuses exactly this
  * (400 naming the field) and every store adapter refuses to append it (a bug if it gets that far).
@@ -10,7 +11,7 @@
 const UNSTORABLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Deeper than this, a value is refused: no field of ours nests so deep, and walking it costs stack. */
-export const MAX_STORABLE_DEPTH = 32;
+export const MAX_STORABLE_DEPTH = LIMITS.store.storableDepth;
 
 export type Unstorable = { path: string; reason: 'characters' | 'depth' };
 

@@ -1,7 +1,8 @@
 import type { EventStore, SubscribeOptions, Subscription } from './port';
+import { LIMITS } from '../platform/limits';
 
-const DEFAULT_POLL_INTERVAL_MS = 250;
-const ERROR_BACKOFF_MS = 1_000;
+const DEFAULT_POLL_INTERVAL_MS = LIMITS.store.subscriptionPollMs;
+const ERROR_BACKOFF_MS = LIMITS.store.subscriptionErrorBackoffMs;
 
 /**
  * Catch-up then live, for any adapter that can `readAll` from a position: read batches until the

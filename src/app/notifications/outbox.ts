@@ -7,9 +7,10 @@ import type { Selection, Writes } from '../../platform/consumers/handler';
 import type { Projections } from '../../platform/consumers/projections';
 import type { Reactor } from '../../platform/consumers/reactors';
 import { batchReads, type Notification, type NotificationSources, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
+import { LIMITS } from '../../platform/limits';
 
 /** How long a batch waits for the read models its data comes from before it is retried. */
-const READ_MODELS_WAIT_MS = 5_000;
+const READ_MODELS_WAIT_MS = LIMITS.consumers.reactorReadModelsWaitMs;
 
 const CONFIG_EVENT = 'WebhookEndpointConfigured';
 /** Notification data read at once by a batch: enough to overlap round trips, few beside the pool's connections. */

@@ -11,9 +11,10 @@ import {
   WrongExpectedRevisionError,
 } from '../../eventstore/port';
 import { type CommandContext, eventMetadata, type Loaded, load, type StateCache, toNewEvents } from './commands';
+import { LIMITS } from '../limits';
 
 /** Decisions made again after a concurrent write to a stream they read, before the caller gets a 409. */
-export const MAX_ATTEMPTS = 8;
+export const MAX_ATTEMPTS = LIMITS.commands.maxAttempts;
 
 type Evolving = Pick<Decider<unknown, unknown, DomainEvent>, 'initialState' | 'evolve' | 'snapshot'>;
 

@@ -9,9 +9,10 @@ import { Failures, RetryLater } from './failures';
 import { type EngineState, type LogHandler, type LoopOptions, newNodeId, type ProjectionObserver } from './handler';
 import { holdLeases } from './lease';
 import type { Known } from './read-your-writes';
+import { LIMITS } from '../limits';
 
-const POLL_INTERVAL_MS = 250;
-const ERROR_BACKOFF_MS = 1_000;
+const POLL_INTERVAL_MS = LIMITS.consumers.pollIntervalMs;
+const ERROR_BACKOFF_MS = LIMITS.consumers.errorBackoffMs;
 
 /**
  * The log consumer: runs its handlers (projections, or reactors), catching up, then following the

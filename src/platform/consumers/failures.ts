@@ -3,10 +3,11 @@ import type { RecordedEvent } from '../../eventstore/port';
 import { storableText } from '../../eventstore/storable';
 import { isOutage } from '../outage';
 import type { Checkpoints, ProjectionFailure } from './checkpoints';
+import { LIMITS } from '../limits';
 
 /** A consumer that cannot handle an event retries it after 1 s, 2 s, 4 s ... and then every minute. */
-const FAILURE_BACKOFF_MS = 1_000;
-const FAILURE_BACKOFF_MAX_MS = 60_000;
+const FAILURE_BACKOFF_MS = LIMITS.consumers.failureBackoffMs;
+const FAILURE_BACKOFF_MAX_MS = LIMITS.consumers.failureBackoffMaxMs;
 
 /**
  * A batch that cannot be handled yet through no fault of its events (what it reads lags behind):

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RecordedEvent } from '../../eventstore/port';
 import type { SqlQueryable } from '../../eventstore/sql';
 import { liveTables, type Projection } from './projection';
+import { LIMITS } from '../limits';
 
 /** A batch's writes: made in the transaction that moves the handler's checkpoint. */
 export type Writes = (tx: SqlQueryable) => Promise<void>;
@@ -64,10 +65,10 @@ export interface LoopOptions {
 }
 
 /** The projections' loop: batches of up to 2,000 events, gathered for 100 ms. */
-export const PROJECTION_LOOP: LoopOptions = { label: 'projections', batchSize: 2_000, paceMs: 100, leaseSeconds: 6, leaseRenewEveryMs: 2_000, durable: false };
+export const PROJECTION_LOOP: LoopOptions = { label: 'projections', ...LIMITS.consumers.projections, durable: false };
 
 /** The reactors' loop: smaller batches (each reads app data for its effects), gathered for 40 ms. */
-export const REACTOR_LOOP: LoopOptions = { label: 'reactors', batchSize: 200, paceMs: 40, leaseSeconds: 10, leaseRenewEveryMs: 3_000, durable: true };
+export const REACTOR_LOOP: LoopOptions = { label: 'reactors', ...LIMITS.consumers.reactors, durable: true };
 
 /** A node's id in the consumers' leases. */
 export const newNodeId = (): string => `node-${randomUUID()}`;

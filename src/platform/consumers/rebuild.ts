@@ -3,9 +3,10 @@ import type { Logger } from 'pino';
 import { comparePositions, type EventStore, type RecordedEvent } from '../../eventstore/port';
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
 import { BuildMemory, type Projection, suffixedTables, type Tables } from './projection';
+import { LIMITS } from '../limits';
 
-const REBUILD_BATCH = 10_000;
-const VERIFY_BATCH = 5_000;
+const REBUILD_BATCH = LIMITS.consumers.rebuildBatch;
+const VERIFY_BATCH = LIMITS.consumers.verifyBatch;
 
 /** What a rebuild or a verification works with. */
 export interface BuildContext {

@@ -6,6 +6,7 @@ import { PgSql } from '../../eventstore/sql';
 import type { Projection } from './projection';
 import { ProjectionEngine } from './projections';
 import type { ThreadOptions, ToMain, ToWorker } from './thread';
+import { LIMITS } from '../limits';
 
 /**
  * The worker side of a ProjectionThread: the service's ProjectionEngine over a connection pool of
@@ -118,7 +119,7 @@ class Reporter {
   }
 }
 
-const STATE_EVERY_MS = 250;
+const STATE_EVERY_MS = LIMITS.consumers.threadStateEveryMs;
 
 /**
  * Appends happen on the main thread, which counts them in shared memory: a runner that found

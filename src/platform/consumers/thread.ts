@@ -9,6 +9,7 @@ import type { Projection } from './projection';
 import { type EngineState, newNodeId, type ProjectionObserver } from './handler';
 import type { Projections, ProjectionStatus } from './projections';
 import { type Known, waitForPositions } from './read-your-writes';
+import { LIMITS } from '../limits';
 
 /** What a ProjectionThread's worker is started with (workerData). */
 export interface ThreadOptions {
@@ -262,7 +263,7 @@ export class ProjectionThread implements Projections {
 }
 
 /** A thread that failed to start, or ended, is started again after this long. */
-const RESTART_MS = 1_000;
+const RESTART_MS = LIMITS.consumers.threadRestartMs;
 
 /**
  * The worker's module, beside this one; from the TypeScript sources (npm start, the tests) through

@@ -3,9 +3,10 @@ import { createGunzip, createInflate } from 'node:zlib';
 import express, { type RequestHandler } from 'express';
 import { HttpError, MESSAGES } from './errors';
 import type { HttpRequest, RouteSpec } from './route';
+import { LIMITS } from '../limits';
 
 const BODY_LIMIT = '100kb';
-const BODY_LIMIT_BYTES = 100 * 1024;
+const BODY_LIMIT_BYTES = LIMITS.http.bodyBytes;
 const JSON_TYPE = /^application\/(?:[^\s;/]+\+)?json\s*(?:;|$)/i;
 const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(?:;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;

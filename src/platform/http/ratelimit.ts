@@ -1,3 +1,4 @@
+import { LIMITS } from '../limits';
 /**
  * Token buckets, one per key (partner key, user, client IP): `rps` tokens a second, bursts of
  * twice that. In process memory: a limit per node, which is what a rate limit needs to be (it is
@@ -5,7 +6,7 @@
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
-  private static readonly MAX_KEYS = 100_000;
+  private static readonly MAX_KEYS = LIMITS.http.rateLimiterKeys;
 
   constructor(private readonly rps: number) {}
 

@@ -4,6 +4,7 @@ import type { TSchema } from '@sinclair/typebox';
 import BigNumber from 'bignumber.js';
 import { findUnstorable } from '../../eventstore/storable';
 import { HttpError } from './errors';
+import { LIMITS } from '../limits';
 
 /**
  * JSON Schema validation (ajv) of bodies, queries and path parameters. The schemas are the same
@@ -89,7 +90,7 @@ function describe(error: ErrorObject, rootSchema: TSchema): string {
 }
 
 /** Input nested deeper than this is refused: no field of the interface nests half as deep. */
-const MAX_INPUT_DEPTH = 16;
+const MAX_INPUT_DEPTH = LIMITS.http.inputDepth;
 
 /**
  * Validates (and, for queries, coerces and defaults) in place; throws 400 with a message naming the
