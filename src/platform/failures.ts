@@ -1,3 +1,5 @@
+import { DomainError } from './decider';
+
 /**
  * Failures a use case raises that are not a decision of the domain (those are DomainError): each
  * says what the caller may do, so that the HTTP layer answers them without knowing the capability.
@@ -16,5 +18,29 @@ export class TooManyTries extends Error {
     readonly retryAfterSeconds: number,
   ) {
     super(message);
+  }
+}
+
+/**
+ * Lookups, not rules: what a request names does not exist or is not the caller's to see (404), its
+ * input cannot be read (400), or its credentials name no one (401). They are DomainErrors (the
+ * command handler decides a refusal again on stored state, whatever found it), under names that say
+ * no decider refused anything: the rules themselves are thrown by the deciders in src/domain.
+ */
+export class NotFound extends DomainError {
+  constructor(message: string) {
+    super('not_found', message);
+  }
+}
+
+export class InvalidRequest extends DomainError {
+  constructor(message: string) {
+    super('invalid', message);
+  }
+}
+
+export class Unauthenticated extends DomainError {
+  constructor(message: string) {
+    super('unauthenticated', message);
   }
 }

@@ -16,7 +16,6 @@ import {
 } from '../../domain/cards/card';
 import type { CardRequestKind } from '../../domain/cards/keyed';
 import { type CardLimit, DEFAULT_CARD_LIMIT, parseLimit } from '../../domain/cards/limit';
-import { DomainError } from '../../platform/decider';
 import { uuidV5 } from '../../platform/ids';
 import type { CardIssuer, CardSecrets } from '../../providers/cards/port';
 import { type Append, at, type Reads } from '../../platform/commands/command-handler';
@@ -28,6 +27,7 @@ import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { StateCache } from '../../platform/commands/commands';
 import type { ServiceKeys } from '../../platform/keys';
+import { requireOwnedBy } from '../../domain/identity';
 
 type User = { userId: string; partnerId: string };
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
@@ -277,8 +277,7 @@ export class CardCommands {
     const { state } = await load(this.deps.store, cardStream(cardId), cardDecider, { cache: this.deps.stateCache });
     const card = state.card;
     if (!card || card.partnerId !== user.partnerId) return requireCard({ card: null });
-    if (card.userId !== user.userId) throw new DomainError('forbidden', 'Card does not belong to the authenticated user');
-    return card;
+    return requireOwnedBy(card, card, user, { notFound: 'Card not found', forbidden: 'Card does not belong to the authenticated user' });
   }
 
   /** The user's primary card (the latest issued), 404 when there is none. */

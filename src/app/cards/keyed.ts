@@ -1,9 +1,9 @@
-import { type CardRequestKind, cardRequestDecider, cardRequestStream, answeredUnderKey, REUSED_KEY } from '../../domain/cards/keyed';
-import { DomainError } from '../../platform/decider';
+import { type CardRequestKind, cardRequestDecider, cardRequestStream, answeredUnderKey } from '../../domain/cards/keyed';
 import type { Append, Reads } from '../../platform/commands/command-handler';
 import { at } from '../../platform/commands/command-handler';
 import type { CommandContext } from '../../platform/commands/commands';
 import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, requestHashOf } from '../ledger';
+import { refuseKeyMadeElsewhere } from '../../domain/cards/keyed';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
@@ -60,7 +60,7 @@ export async function answeredBefore(reads: Reads, key: CardKey): Promise<{ [key
   const stored = await reads.stream(cardRequestStream(key.uuid), cardRequestDecider, { cached: false });
   const answered = answeredUnderKey(stored.state, key);
   if (answered) return answered.answer;
-  if (await madeUnderKeyElsewhere(reads, key.partnerId, key.idempotencyKey, 'card')) throw new DomainError('unprocessable', REUSED_KEY);
+  refuseKeyMadeElsewhere(await madeUnderKeyElsewhere(reads, key.partnerId, key.idempotencyKey, 'card'));
   return null;
 }
 

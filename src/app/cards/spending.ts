@@ -10,7 +10,7 @@ import {
 } from '../../domain/cards/authorization';
 import { type CardState, cardDecider, cardStream, requireCard } from '../../domain/cards/card';
 import type { CardSpendData } from '../../domain/cards/spend';
-import { DomainError, invariant } from '../../platform/decider';
+import { invariant } from '../../platform/decider';
 import { uuidV5, uuidV7 } from '../../platform/ids';
 import { type TransactionState, transactionDecider, transactionStream } from '../../domain/ledger';
 import { type CardHolder, CardQueries, type CardTransactionView, cardTransactionView } from '../../projections/cards';
@@ -27,6 +27,9 @@ import type { WaitForReadModels } from '../../platform/consumers/read-your-write
 import type { StateCache } from '../../platform/commands/commands';
 import type { NoteWrite } from '../../platform/consumers/read-your-writes';
 import type { ProfileService, UserService } from '../identity';
+import { requireOfPartner } from '../../domain/identity';
+import { refuseSettlement } from '../../domain/cards';
+import { NotFound } from '../../platform/failures';
 
 /** An authorization as the card network sends it (the sandbox route's body, checked). */
 export interface AuthorizationInput {
@@ -85,8 +88,7 @@ export class CardSpending {
 
   /** A sandbox authorization on one of the partner's cards: 201 the card transaction, pending or declined. */
   async authorize(partnerId: string, cardId: string, input: AuthorizationInput, ctx: CommandContext): Promise<CardTransactionView> {
-    const card = await this.issuedCard(cardId);
-    if (!card || card.partnerId !== partnerId) throw new DomainError('not_found', 'Card not found');
+    const card = requireOfPartner(await this.issuedCard(cardId), partnerId, 'Card not found');
     const request = {
       transactionId: uuidV7(),
       amount: input.amount,
@@ -203,8 +205,8 @@ export class CardSpending {
    */
   private async notSettleable(partnerId: string, transactionId: string, action: 'clear' | 'reverse'): Promise<never> {
     const seen = await this.queries.get(partnerId, transactionId);
-    if (seen && seen.spend.status !== 'pending') throw new DomainError('conflict', `Cannot ${action} a card transaction in status ${seen.spend.status}`);
-    throw new DomainError('not_found', CARD_TRANSACTION_NOT_FOUND);
+    if (seen && seen.spend.status !== 'pending') refuseSettlement(seen.spend.status, action);
+    throw new NotFound(CARD_TRANSACTION_NOT_FOUND);
   }
 
   /**

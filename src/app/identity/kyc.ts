@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DomainError } from '../../platform/decider';
-import { ProviderAnsweredBadly } from '../../platform/failures';
+import { NotFound, ProviderAnsweredBadly } from '../../platform/failures';
 import { decideStart, type KycDocumentData, kycDecider, kycStream } from '../../domain/identity/kyc';
 import { userDecider, userStream } from '../../domain/identity/user';
 import type { IdentityProvider, IdentityWebhookEvent, InquiryPrefill, InquirySnapshot } from '../../providers/identity/port';
@@ -92,7 +91,7 @@ export class KycService {
   /** A provider's verified callback (or a re-read): moves the verification and, on approval, the user. */
   async applyProviderUpdate(update: { snapshot: Omit<InquirySnapshot, 'updatedAt'>; source: string; eventId: string; at: string }): Promise<void> {
     const userId = await this.userOfInquiry(update.snapshot.inquiryId, update.snapshot.referenceId);
-    if (!userId) throw new DomainError('not_found', `Unknown inquiry ${update.snapshot.inquiryId}`);
+    if (!userId) throw new NotFound(`Unknown inquiry ${update.snapshot.inquiryId}`);
     const ctx: CommandContext = {
       commandId: `identity:${update.source}:${update.eventId}`,
       metadata: { actor: { kind: 'provider', id: update.source }, correlationId: update.eventId },
@@ -148,7 +147,7 @@ export class KycService {
   /** POST auth/kyc/verify: re-read the latest inquiry from its provider and apply any change. */
   async resync(userId: string): Promise<void> {
     const latest = await this.latest(userId);
-    if (!latest) throw new DomainError('not_found', `KycVerification not found: ${userId}`);
+    if (!latest) throw new NotFound(`KycVerification not found: ${userId}`);
     let snapshot: InquirySnapshot;
     try {
       snapshot = await this.provider(latest.provider).getInquiry(latest.inquiry_id);

@@ -1,7 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { accountDecider, accountStream, userAccountDecider, userAccountStream } from '../../domain/ledger';
-import { DomainError } from '../../platform/decider';
-import { TooManyTries } from '../../platform/failures';
+import { TooManyTries, Unauthenticated } from '../../platform/failures';
 import { INVALID_CODE, loginDecider, loginStream, MAX_SENDS_PER_HOUR } from '../../domain/identity/login';
 import { INVALID_TOKEN, sessionDecider, sessionStream } from '../../domain/identity/session';
 import { normalizeEmail, userDecider, userStream } from '../../domain/identity/user';
@@ -16,6 +15,7 @@ import type { BuiltProviders } from '../../providers/index';
 import type { UserQueries } from '../../projections/identity';
 import type { SessionGate } from './session-gate';
 import type { TokenService } from './tokens';
+import { requireActiveForLogin } from '../../domain/identity/user';
 
 export const SEND_MESSAGE = 'If the email is registered, a code has been sent';
 
@@ -109,7 +109,7 @@ export class LoginService {
 
   async verify(partnerId: string, email: string, code: string, ctx: CommandContext): Promise<LoginResult> {
     const user = await this.partnerUser(partnerId, email);
-    if (!user) throw new DomainError('unauthenticated', INVALID_CODE);
+    if (!user) throw new Unauthenticated(INVALID_CODE);
     const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
@@ -122,7 +122,7 @@ export class LoginService {
         // The failed try is stored even though the answer is an error: it counts.
         if (events.some((e) => e.type === 'LoginCodeAttemptFailed')) return { appends: [loginAppend], result: null };
         const account = await this.userState(reads, user.id);
-        if (account.status !== 'active') throw new DomainError('unauthenticated', `User account is ${account.status}`);
+        requireActiveForLogin(account.status);
         const refresh = newRefreshToken(sessionId);
         const sessionEvents = sessionDecider.decide(
           { type: 'StartSession', sessionId, userId: user.id, partnerId, refreshHash: refresh.hash, userGeneration: account.sessionGeneration, at },
@@ -136,7 +136,7 @@ export class LoginService {
       },
       { cache: false },
     );
-    if (!done.result) throw new DomainError('unauthenticated', INVALID_CODE);
+    if (!done.result) throw new Unauthenticated(INVALID_CODE);
     await this.deps.readYourWrites(done.position, ['sessions', 'ledger']);
     return {
       success: true,
@@ -179,14 +179,14 @@ export class LoginService {
    */
   async refresh(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<LoginResult> {
     const parsed = parseRefreshToken(refreshToken);
-    if (!parsed) throw new DomainError('unauthenticated', INVALID_TOKEN);
+    if (!parsed) throw new Unauthenticated(INVALID_TOKEN);
     const next = newRefreshToken(parsed.sessionId);
     const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const session = await reads.stream(sessionStream(parsed.sessionId), sessionDecider);
         const userId = session.state.userId;
-        if (session.state.partnerId !== partnerId || !userId) throw new DomainError('unauthenticated', INVALID_TOKEN);
+        if (session.state.partnerId !== partnerId || !userId) throw new Unauthenticated(INVALID_TOKEN);
         const user = await this.userState(reads, userId);
         const command = { presentedHash: parsed.hash, newHash: next.hash, userStatus: user.status, userGeneration: user.sessionGeneration };
         const events = sessionDecider.decide({ type: 'Refresh', ...command, at: new Date().toISOString() }, session.state);
@@ -197,7 +197,7 @@ export class LoginService {
     );
     const { userId, revoked } = done.result;
     if (done.position) await this.deps.readYourWrites(done.position, ['sessions']);
-    if (revoked) throw new DomainError('unauthenticated', INVALID_TOKEN);
+    if (revoked) throw new Unauthenticated(INVALID_TOKEN);
     const email = await this.deps.userQueries.emailOf(userId);
     return {
       success: true,
@@ -211,12 +211,12 @@ export class LoginService {
 
   async logout(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<void> {
     const parsed = parseRefreshToken(refreshToken);
-    if (!parsed) throw new DomainError('unauthenticated', INVALID_TOKEN);
+    if (!parsed) throw new Unauthenticated(INVALID_TOKEN);
     const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const session = await reads.stream(sessionStream(parsed.sessionId), sessionDecider);
-        if (session.state.partnerId !== partnerId) throw new DomainError('unauthenticated', INVALID_TOKEN);
+        if (session.state.partnerId !== partnerId) throw new Unauthenticated(INVALID_TOKEN);
         const events = sessionDecider.decide({ type: 'Logout', presentedHash: parsed.hash, at: new Date().toISOString() }, session.state);
         return { appends: [{ stream: sessionStream(parsed.sessionId), events, expected: atRevision(session) }], result: null };
       },

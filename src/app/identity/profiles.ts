@@ -1,4 +1,3 @@
-import { DomainError } from '../../platform/decider';
 import { missingFields, type ProfileFields, profileDecider, profileStream } from '../../domain/identity/profile';
 import { kycDecider, kycStream } from '../../domain/identity/kyc';
 import { type CommandContext, load } from '../../platform/commands/commands';
@@ -6,6 +5,7 @@ import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { ProfileQueries, ProfileView } from '../../projections/identity';
+import { NotFound } from '../../platform/failures';
 
 export type { ProfileView } from '../../projections/identity';
 
@@ -63,7 +63,7 @@ export class ProfileService {
 
   async require(userId: string): Promise<ProfileView> {
     const profile = await this.get(userId);
-    if (!profile) throw new DomainError('not_found', `PersonalProfile not found: ${userId}`);
+    if (!profile) throw new NotFound(`PersonalProfile not found: ${userId}`);
     return profile;
   }
 

@@ -1,11 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { DomainError } from '../../platform/decider';
 import { normalizeEmail, type UserCommand, userDecider, userStream } from '../../domain/identity/user';
 import { type CommandContext, load } from '../../platform/commands/commands';
 import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { UserListQuery, UserQueries, UserRecord, UserSummary } from '../../projections/identity';
+import { requireUserOfPartner } from '../../domain/identity';
+import { NotFound } from '../../platform/failures';
+import { emailTaken } from '../../domain/identity/user';
 
 export type { UserListQuery, UserRecord, UserSummary } from '../../projections/identity';
 
@@ -48,7 +50,7 @@ export class UserService {
         stream: emailStream(email),
         expected: 'no_stream',
         events: [{ type: 'UserEmailReserved', data: { userId } }],
-        refuseOnConflict: new DomainError('conflict', 'User with this email already exists'),
+        refuseOnConflict: emailTaken(),
       },
     ]);
     await this.deps.readYourWrites(result.position, ['users']);
@@ -79,10 +81,7 @@ export class UserService {
 
   /** For writes that name a user in the body: 404 when unknown, 403 when another partner's. */
   async requireOwned(partnerId: string, userId: string): Promise<UserRecord> {
-    const found = await this.deps.userQueries.withPartner(userId);
-    if (!found) throw new DomainError('not_found', 'User not found');
-    if (found.partnerId !== partnerId) throw new DomainError('forbidden', 'User does not belong to this partner');
-    return found.user;
+    return requireUserOfPartner(await this.deps.userQueries.withPartner(userId), partnerId).user;
   }
 
   async list(partnerId: string, query: UserListQuery): Promise<{ items: UserRecord[]; totalItems: number }> {
@@ -92,7 +91,7 @@ export class UserService {
   /** Operator moves: suspend, ban, reinstate. */
   async operatorAction(userId: string, action: 'suspend' | 'ban' | 'reinstate', reason: string, ctx: CommandContext): Promise<UserRecord> {
     const { state } = await load(this.deps.store, userStream(userId), userDecider);
-    if (!state.exists || !state.partnerId) throw new DomainError('not_found', 'User not found');
+    if (!state.exists || !state.partnerId) throw new NotFound('User not found');
     const command: UserCommand =
       action === 'suspend' ? { type: 'Suspend', reason } : action === 'ban' ? { type: 'Ban', reason } : { type: 'Reinstate', reason };
     const result = await this.deps.commands.decide(ctx, userStream(userId), userDecider, command);

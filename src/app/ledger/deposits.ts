@@ -1,5 +1,4 @@
 import { accountCreditStream, accountDecider, accountStream } from '../../domain/ledger/account';
-import { DomainError } from '../../platform/decider';
 import { checkDeposit, decideDeposit, decidePaymentVerdict } from '../../domain/ledger/deposit';
 import { fixed, money } from '../../domain/ledger/money';
 import { storedUnderKey, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
@@ -7,7 +6,7 @@ import { uuidV7 } from '../../platform/ids';
 import type { PaymentProvider, PaymentWebhookEvent } from '../../providers/ledger/payments/port';
 import { at } from '../../platform/commands/command-handler';
 import type { CommandContext } from '../../platform/commands/commands';
-import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
+import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
 import type { TransactionIds } from './facts';
 import type { CommandHandler } from '../../platform/commands/command-handler';
@@ -15,6 +14,8 @@ import type { WaitForReadModels } from '../../platform/consumers/read-your-write
 import type { Logger } from 'pino';
 import type { BuiltProviders } from '../../providers/index';
 import { readAccount } from './facts';
+import { InvalidRequest, NotFound } from '../../platform/failures';
+import { refuseKeyMadeElsewhere } from '../../domain/cards';
 
 interface DepositInput {
   toAccountId: number;
@@ -81,13 +82,14 @@ export class Deposits {
       const destination = await reads.stream(accountStream(input.toAccountId), accountDecider);
       checkDeposit(destination.state, { ...user, currency: input.currency });
       const provider = this.deps.providers.payments.get(input.provider);
-      if (!provider) throw new DomainError('invalid', `Unsupported payment provider: ${input.provider}`);
+      if (!provider) throw new InvalidRequest(`Unsupported payment provider: ${input.provider}`);
       // Unkeyed, the uuid was made for this request: nothing can be stored under it yet.
       const txn = requestHash === null ? NEW_STREAM : await reads.stream(transactionStream(uuid), transactionDecider, { cached: false });
       const stored = requestHash !== null && storedUnderKey(txn.state, { kind: 'DEPOSIT', requestHash });
       // Checked before the provider is asked for a payment: a card call or payout made under the key refuses it.
-      if (!stored && key.idempotencyKey !== undefined && (await madeUnderKeyElsewhere(reads, user.partnerId, key.idempotencyKey, 'transaction')))
-        throw new DomainError('unprocessable', REUSED_KEY);
+      refuseKeyMadeElsewhere(
+        !stored && key.idempotencyKey !== undefined && (await madeUnderKeyElsewhere(reads, user.partnerId, key.idempotencyKey, 'transaction')),
+      );
       const payment = await this.payment(uuid, input, provider);
       if (stored) return { appends: [], result: { transactionId: uuid, paymentLink: payment.paymentLink, replayed: true } };
       const events = decideDeposit(destination.state, {
@@ -134,7 +136,7 @@ export class Deposits {
     const done = await this.deps.commands.run(ctx, async (reads) => {
       const txn = await reads.stream(transactionStream(event.transactionId), transactionDecider, { cached: false });
       const accountId = txn.state.created?.creditAccountId;
-      if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
+      if (accountId === undefined || accountId === null) throw new NotFound('Transaction not found');
       const account = await readAccount(reads, accountId);
       const verdict = { eventId: event.eventId, outcome: event.outcome, amount: event.amount, currency: event.currency, at: event.occurredAt };
       const decided = decidePaymentVerdict(txn.state, account.state, verdict);

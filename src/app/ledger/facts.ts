@@ -7,7 +7,6 @@ import {
   userAccountStream,
   withCredits,
 } from '../../domain/ledger/account';
-import { DomainError } from '../../platform/decider';
 import { kycDecider, kycStream } from '../../domain/identity';
 import { type Limits, limitsAt } from '../../domain/ledger/limits';
 import { money } from '../../domain/ledger/money';
@@ -19,6 +18,7 @@ import type { Sql } from '../../eventstore/sql';
 import type { CommandHandler, Reads } from '../../platform/commands/command-handler';
 import { type Loaded, load, type StateCache } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
+import { NotFound } from '../../platform/failures';
 
 /** The limits of an approved user, as configured (docs/decisions.md, "KYC"). */
 export const approvedLimits = (config: Pick<Config, 'kycLimits'>): Limits => ({
@@ -41,7 +41,7 @@ export async function accountOfUser(store: EventStore, cache: StateCache, userId
     const { state } = await load(store, userAccountStream(userId), userAccountDecider, { cache, trustCache });
     if (state.accountId !== null) return state.accountId;
   }
-  throw new DomainError('not_found', 'Account not found');
+  throw new NotFound('Account not found');
 }
 
 /** How a transaction is shown, from the event that created it (a write's answer needs no read model). */

@@ -1,11 +1,11 @@
 import { cardRequestDecider, cardRequestStream } from '../../domain/cards';
-import { DomainError } from '../../platform/decider';
 import { uuidV5 } from '../../platform/ids';
 import { transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { userDecider, userStream } from '../../domain/identity';
 import { canonicalJson, sha256Hex } from '../../eventstore/hash';
 import { OverloadedError } from '../../eventstore/port';
 import type { Reads } from '../../platform/commands/command-handler';
+import { InvalidRequest } from '../../platform/failures';
 
 /** The refusal of a request under a key that another request (of any kind) was made under. */
 export { REUSED_KEY } from '../../domain/cards';
@@ -29,7 +29,7 @@ export class IdempotencyKeys {
 
   async run<T>(key: string, copies: 'refuse' | 'wait', body: () => Promise<T>): Promise<T> {
     for (let earlier = this.running.get(key); earlier; earlier = this.running.get(key)) {
-      if (copies === 'refuse') throw new DomainError('invalid', 'Duplicate request in progress');
+      if (copies === 'refuse') throw new InvalidRequest('Duplicate request in progress');
       await this.waitFor(key, earlier);
     }
     const mine = body();

@@ -18,6 +18,8 @@ import type { StateCache } from '../../platform/commands/commands';
 import type { Logger } from 'pino';
 import type { BuiltProviders } from '../../providers/index';
 import type { LedgerQueries } from '../../projections/ledger';
+import { NotFound } from '../../platform/failures';
+import { refuseTransactionIdMadeElsewhere } from '../../domain/ledger/payout';
 
 /** The answer when the provider refused the payout (its funds went back). */
 const PAYOUT_REFUSED = 'Payout refused by the provider; the funds were returned';
@@ -110,8 +112,7 @@ export class Payouts {
       try {
         const txn = await reads.stream(transactionStream(request.uuid), transactionDecider, { cached: false });
         const fresh = !txn.state.created && !txn.state.rejection;
-        if (fresh && (await madeUnderKeyElsewhere(reads, request.partnerId, request.uuid, 'payout')))
-          throw new DomainError('conflict', 'transactionId already used with different parameters');
+        refuseTransactionIdMadeElsewhere(fresh && (await madeUnderKeyElsewhere(reads, request.partnerId, request.uuid, 'payout')));
         const limits = await limitsOf(reads, request.userId, now, this.approved);
         const decision = decidePayout(txn.state, state, { ...request, id: await this.ids.next(), at: now }, { ...facts, limits });
         const stream = transactionStream(request.uuid);
@@ -220,7 +221,7 @@ export class Payouts {
         const stream = transactionStream(uuid);
         const txn = await reads.stream(stream, transactionDecider, { cached: false });
         const accountId = txn.state.created?.debitAccountId;
-        if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
+        if (accountId === undefined || accountId === null) throw new NotFound('Transaction not found');
         const account = await readAccount(reads, accountId);
         const reversal = { uuid: reversalUuid, id: await this.ids.next() };
         const decided = decidePayoutFailed(txn.state, account.state, { reason, details, at: new Date().toISOString(), reversal });
@@ -253,7 +254,7 @@ export class Payouts {
         const stream = transactionStream(event.transactionId);
         const txn = await reads.stream(stream, transactionDecider, { cached: false });
         const accountId = txn.state.created?.debitAccountId;
-        if (accountId === undefined || accountId === null) throw new DomainError('not_found', 'Transaction not found');
+        if (accountId === undefined || accountId === null) throw new NotFound('Transaction not found');
         const account = await readAccount(reads, accountId);
         const decided = decidePayoutSettled(txn.state, account.state, { eventId: event.eventId, at: event.occurredAt });
         return {

@@ -11,11 +11,12 @@ import { type CommandContext, type Loaded, load } from '../../platform/commands/
 import type { TransactionView } from '../../projections/ledger';
 import { writeScope } from '../../platform/consumers/read-your-writes';
 import { accountOfUser, type TransactionIds, viewOf, readAccount } from './facts';
-import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, REUSED_KEY, requestHashOf } from './idempotency';
+import { headerKey, type IdempotencyKeys, madeUnderKeyElsewhere, requestHashOf } from './idempotency';
 import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { StateCache } from '../../platform/commands/commands';
 import type { NoteWrite } from '../../platform/consumers/read-your-writes';
+import { reusedKey } from '../../domain/cards';
 
 type User = { userId: string; partnerId: string };
 type TransferInput = { fromAccountId?: number; toAccountId: number; amount: string; description: string };
@@ -176,8 +177,7 @@ export class Transfers {
       const stored = storedUnderKey(txn.state, { kind: 'TRANSFER', requestHash: asked.request.requestHash as string });
       if (stored) return { transfer: viewOf(stored), replayed: true };
       const key = asked.idempotencyKey;
-      if (key !== undefined && (await madeUnderKeyElsewhere(reads, asked.request.partnerId, key, 'transaction')))
-        return new DomainError('unprocessable', REUSED_KEY);
+      if (key !== undefined && (await madeUnderKeyElsewhere(reads, asked.request.partnerId, key, 'transaction'))) return reusedKey();
       return undefined;
     } catch (error) {
       if (error instanceof DomainError) return error;

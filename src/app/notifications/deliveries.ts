@@ -1,5 +1,5 @@
 import type { Sql } from '../../eventstore/sql';
-import { DomainError } from '../../platform/decider';
+import { InvalidRequest, NotFound } from '../../platform/failures';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -34,7 +34,7 @@ export const encodeCursor = (sequence: number) => Buffer.from(`s:${sequence}`).t
 
 export function decodeCursor(cursor: string): number {
   const match = /^s:(\d{1,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match?.[1]) throw new DomainError('invalid', 'cursor is not valid');
+  if (!match?.[1]) throw new InvalidRequest('cursor is not valid');
   return Number(match[1]);
 }
 
@@ -70,9 +70,9 @@ export class DeliveryLog {
         WHERE id = $1 AND partner_id = $2 RETURNING id::text`,
       [id, partnerId],
     );
-    if (updated.length === 0) throw new DomainError('not_found', DELIVERY_NOT_FOUND);
+    if (updated.length === 0) throw new NotFound(DELIVERY_NOT_FOUND);
     const [row] = await this.sql.query<DeliveryRow>(`${SELECT} WHERE d.id = $1`, [id]);
-    if (!row) throw new DomainError('not_found', DELIVERY_NOT_FOUND);
+    if (!row) throw new NotFound(DELIVERY_NOT_FOUND);
     return toView(row);
   }
 }

@@ -1,9 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
-import { DomainError } from '../../platform/decider';
 import { decodeCursor, encodeCursor } from './deliveries';
 import { signatureHeaders } from './secrets';
 import type { Sql } from '../../eventstore/sql';
 import type { WebhookEndpoints } from './endpoints';
+import { Unauthenticated } from '../../platform/failures';
 
 /** A received notification's age beyond which its signature is refused (as Standard Webhooks libraries do). */
 const TOLERANCE_SECONDS = 300;
@@ -110,4 +110,4 @@ export class SandboxInbox {
   }
 }
 
-const unsigned = () => new DomainError('unauthenticated', INBOX_SIGNATURE_ERROR);
+const unsigned = () => new Unauthenticated(INBOX_SIGNATURE_ERROR);

@@ -50,3 +50,13 @@ export const cardRequestDecider: Decider<CardRequestState, { type: 'Answer'; dat
     return [{ type: 'CardRequestAnswered', data: command.data }];
   },
 };
+
+/**
+ * An idempotency key names one request of one kind: the same key sent with a command of another kind
+ * (a card call under a transfer's key, a deposit under a payout's) is another request, 422.
+ */
+export function refuseKeyMadeElsewhere(madeElsewhere: boolean): void {
+  if (madeElsewhere) throw reusedKey();
+}
+
+export const reusedKey = () => new DomainError('unprocessable', REUSED_KEY);

@@ -1,3 +1,4 @@
+import { DomainError } from '../../platform/decider';
 import { type Amount, fixed, money } from '../ledger';
 import type { CardType } from './application';
 import type { Spend } from './limit';
@@ -104,4 +105,12 @@ function keptWith(history: SpendHistory, added: CardSpend): SpendHistory {
   }
   spends[added.transactionId] = added;
   return { spends, earlierSpent: earlier === null ? history.earlierSpent : fixed(earlier) };
+}
+
+/**
+ * A card transaction that is no longer pending (declined, or settled) is settled no more: 409 with
+ * its status. Only a pending spend is cleared or reversed.
+ */
+export function refuseSettlement(status: string, action: 'clear' | 'reverse'): never {
+  throw new DomainError('conflict', `Cannot ${action} a card transaction in status ${status}`);
 }

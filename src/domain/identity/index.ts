@@ -6,3 +6,4 @@ export * from './partner';
 export * from './profile';
 export * from './session';
 export * from './user';
+export * from './ownership';

@@ -115,3 +115,16 @@ export const userDecider: Decider<UserState, UserCommand, UserEvent> = {
     }
   },
 };
+
+/** An email is one user's across the service: its reservation stream already exists (409). */
+export const emailTaken = () => new DomainError('conflict', 'User with this email already exists');
+
+/** Only an active user logs in: a code verified for a user in any other status is refused (401). */
+export function requireActiveForLogin(status: UserStatus): void {
+  if (status !== 'active') throw new DomainError('unauthenticated', `User account is ${status}`);
+}
+
+/** A suspended or banned user starts no identity verification (409). */
+export function requireMayVerify(status: UserStatus): void {
+  if (status === 'suspended' || status === 'banned') throw new DomainError('conflict', `User account is ${status}`);
+}

@@ -179,3 +179,8 @@ export function decidePayoutFailed(
   );
   return { transaction, debit, credit, reversal: reversed };
 }
+
+/** A payout's transactionId names one payout: used before by another kind of command, it is refused (409). */
+export function refuseTransactionIdMadeElsewhere(madeElsewhere: boolean): void {
+  if (madeElsewhere) throw new DomainError('conflict', 'transactionId already used with different parameters');
+}

@@ -1,9 +1,10 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { DomainError } from '../../platform/decider';
 import { routeFor } from '../../platform/http/route';
 import { Success } from '../schemas';
 import { readableUser, UserIdField, writableUser } from '../user-scope';
 import type { AppServices } from '../services';
+import { requireMayVerify } from '../../domain/identity';
+import { NotFound } from '../../platform/failures';
 
 /** The services these routes use. */
 const USES = ['kyc', 'profiles', 'users'] as const;
@@ -98,7 +99,7 @@ const documentRoute = (path: string) =>
     responses: { 200: { description: 'Document', schema: Success(KycDocument) } },
     async handler({ services, userId }) {
       const latest = await services.kyc.latest(userId);
-      if (!latest) throw new DomainError('not_found', `KycVerification not found: ${userId}`);
+      if (!latest) throw new NotFound(`KycVerification not found: ${userId}`);
       const empty = { issuingCountry: null, type: null, issuedDate: null, idNumber: null, expiryDate: null, imageFront: null, imageBack: null };
       return {
         status: 200,
@@ -150,7 +151,7 @@ export const kycRoutes = [
     },
     async handler({ services, body, partnerId, command }) {
       const user = await writableUser(services, partnerId, body.userId);
-      if (user.status === 'suspended' || user.status === 'banned') throw new DomainError('conflict', `User account is ${user.status}`);
+      requireMayVerify(user.status);
       const profile = await services.profiles.require(body.userId);
       const prefill = {
         firstName: body.firstName ?? profile.firstName,

@@ -1,11 +1,11 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { RequestContext } from '../../platform/http/route';
-import { DomainError } from '../../platform/decider';
 import { type Amount, checkAmount, isImpreciseNumber, parseAmount } from '../../domain/ledger/money';
 import { HttpError } from '../../platform/http/errors';
 import { routeFor } from '../../platform/http/route';
 import { FilledText, LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE, Uuid } from '../schemas';
 import type { AppServices } from '../services';
+import { NotFound } from '../../platform/failures';
 
 /** The services these routes use. */
 const USES = ['ledger'] as const;
@@ -289,7 +289,7 @@ export const ledgerRoutes = [
     readsAfterWrites: 'ledger',
     responses: { 200: { description: 'The transaction', schema: Transaction }, 403: { description: 'The transaction is not the token user’s' } },
     async handler(ctx) {
-      if (!UUID_RE.test(ctx.params.id)) throw new DomainError('not_found', 'Transaction not found');
+      if (!UUID_RE.test(ctx.params.id)) throw new NotFound('Transaction not found');
       return { status: 200, body: await ctx.services.ledger.reads.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
     },
   }),

@@ -1,6 +1,7 @@
-import { DomainError } from '../../platform/decider';
 import { fixed, money } from '../../domain/ledger/money';
 import type { Sql } from '../../eventstore/sql';
+import { requireOwnedBy } from '../../domain/identity';
+import { NotFound } from '../../platform/failures';
 
 export interface TransactionView {
   id: number;
@@ -147,7 +148,7 @@ export class LedgerQueries {
   /** A transaction the token user is party to (owns its debit or credit account). */
   async getTransaction(uuid: string, user: { userId: string; partnerId: string }): Promise<TransactionView> {
     const [row] = await this.sql.query<TxnRow & { partner_id: string }>(`SELECT ${TXN_COLUMNS}, partner_id::text FROM rm_transactions WHERE uuid = $1`, [uuid]);
-    if (!row) throw new DomainError('not_found', 'Transaction not found');
+    if (!row) throw new NotFound('Transaction not found');
     const mine = await this.sql.query('SELECT 1 FROM rm_accounts WHERE user_id = $1 AND account_id = ANY($2::bigint[])', [
       user.userId,
       [row.debit_account_id, row.credit_account_id].filter((x) => x !== null),
@@ -157,8 +158,11 @@ export class LedgerQueries {
       const [other] = await this.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_accounts WHERE account_id = ANY($1::bigint[]) LIMIT 1', [
         [row.debit_account_id, row.credit_account_id].filter((x) => x !== null),
       ]);
-      if (other?.partner_id !== user.partnerId) throw new DomainError('not_found', 'Transaction not found');
-      throw new DomainError('forbidden', 'Transaction does not belong to the authenticated user');
+      // Another partner's transaction does not exist for this caller; another user's is not theirs.
+      requireOwnedBy(row, other ? { partnerId: other.partner_id } : null, user, {
+        notFound: 'Transaction not found',
+        forbidden: 'Transaction does not belong to the authenticated user',
+      });
     }
     return toView(row, true);
   }

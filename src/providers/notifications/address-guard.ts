@@ -1,6 +1,6 @@
 import { promises as dns } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { DomainError } from '../../platform/decider';
+import { InvalidRequest } from '../../platform/failures';
 
 /** Where a notification must never go outside sandbox mode: the service's own networks and their neighbours. */
 export const BLOCKED_IPV4: ReadonlyArray<readonly [string, number]> = [
@@ -125,10 +125,10 @@ export async function checkPublicTarget(url: URL, resolve: Resolver = systemReso
     try {
       addresses = (await resolveAll(host, timeoutMs, resolve)).map((a) => a.address);
     } catch {
-      throw new DomainError('invalid', 'url host does not resolve');
+      throw new InvalidRequest('url host does not resolve');
     }
   }
-  if (addresses.length === 0 || addresses.some(isBlockedAddress)) throw new DomainError('invalid', BLOCKED_TARGET);
+  if (addresses.length === 0 || addresses.some(isBlockedAddress)) throw new InvalidRequest(BLOCKED_TARGET);
 }
 
 /**
