@@ -109,7 +109,7 @@ async function drained(tally: Tally): Promise<number> {
   const head = await tally.store.headPosition();
   for (;;) {
     const [row] = await tally.sql.query<{ position: string; waiting: string }>(
-      `SELECT (SELECT position FROM webhook_outbox_checkpoint WHERE name = 'outbox') AS position,
+      `SELECT (SELECT position FROM projection_checkpoints WHERE name = 'outbox') AS position,
               (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending' AND first_attempt_at IS NULL)::text AS waiting`,
     );
     if (row && row.position >= head && row.waiting === '0') return Date.now() - started;
