@@ -402,18 +402,18 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
     expect(missing, 'routes without matrix coverage').to.deep.equal([]);
   });
 
-  it(`covers every route of routes.txt that the app serves, with the credential type routes.txt gives it (${ROUTES_TXT})`, function () {
+  it(`covers every route of the contract's route list that the app serves, with the credential type the contract's route list gives it (${ROUTES_TXT})`, function () {
     const contract = servedContractRoutes(routes);
     if (!contract) {
-      console.log(`    routes.txt not found at ${ROUTES_TXT} (set TALLY_ROUTES_TXT): cross-check skipped`);
+      console.log(`    the contract's route list not found at ${ROUTES_TXT} (set TALLY_ROUTES_TXT): cross-check skipped`);
       this.skip();
     }
     const uncovered = contract.served.filter((r) => !cells.some((cell) => cell.route === routeKey(r) && cell.case === 'none')).map(routeKey);
-    expect(uncovered, 'routes of routes.txt the app serves without matrix coverage').to.deep.equal([]);
+    expect(uncovered, "routes of the contract's route list the app serves without matrix coverage").to.deep.equal([]);
     const differing = contract.served
       .filter((r) => routes.find((s) => routeKey(s) === routeKey(r))?.auth !== r.auth)
-      .map((r) => `${routeKey(r)}: routes.txt ${r.auth}`);
-    expect(differing, 'routes whose credential type differs from routes.txt').to.deep.equal([]);
-    console.log(`    routes.txt: ${contract.served.length} served and in the matrix; not served by the app: ${contract.missing.length}`);
+      .map((r) => `${routeKey(r)}: the contract's route list ${r.auth}`);
+    expect(differing, "routes whose credential type differs from the contract's route list").to.deep.equal([]);
+    console.log(`    the contract's route list: ${contract.served.length} served and in the matrix; not served by the app: ${contract.missing.length}`);
   });
 });

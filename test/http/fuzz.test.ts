@@ -725,16 +725,16 @@ describe(`fuzz: every route from its own schemas (FUZZ_SEED=${SEED} FUZZ_RUNS=${
     expect(uncovered, `routes with fewer than ${MIN_PER_ROUTE} fuzz requests`).to.deep.equal([]);
   });
 
-  it(`covered every route of routes.txt that the app serves (${ROUTES_TXT})`, function () {
+  it(`covered every route of the contract's route list that the app serves (${ROUTES_TXT})`, function () {
     const contract = servedContractRoutes(routes);
     if (!contract) {
-      console.log(`    routes.txt not found at ${ROUTES_TXT} (set TALLY_ROUTES_TXT): cross-check skipped`);
+      console.log(`    the contract's route list is not at ${ROUTES_TXT} (set TALLY_ROUTES_TXT): cross-check skipped`);
       this.skip();
     }
     const contractUncovered = contract.served.filter((r) => (tried.get(routeKey(r)) ?? 0) < MIN_PER_ROUTE).map(routeKey);
-    expect(contractUncovered, 'routes of routes.txt the app serves without fuzz coverage').to.deep.equal([]);
+    expect(contractUncovered, "routes of the contract's route list the app serves without fuzz coverage").to.deep.equal([]);
     console.log(
-      `    routes.txt: ${contract.served.length} served and fuzzed; not served by the app (nothing to fuzz): ${contract.missing.length} (${contract.missing.map(routeKey).join(', ')})`,
+      `    contract's route list: ${contract.served.length} served and fuzzed; not served by the app (nothing to fuzz): ${contract.missing.length} (${contract.missing.map(routeKey).join(', ')})`,
     );
   });
 });

@@ -19,8 +19,8 @@ import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from './ledg
 
 export const routeKey = (r: { method: string; path: string }) => `${r.method.toUpperCase()} ${r.path}`;
 
-/** Where the contract's route list is: TALLY_ROUTES_TXT, else a path outside the repository (see docs/testing.md, "Knobs"). */
-export const ROUTES_TXT = process.env.TALLY_ROUTES_TXT ?? join(__dirname, '..', '..', '..', 'shared', 'spec', 'routes.txt');
+/** Where the contract's route list is: TALLY_ROUTES_TXT, else the repository's copy (test/fixtures/contract.routes; docs/testing.md, "Knobs"). */
+export const ROUTES_TXT = process.env.TALLY_ROUTES_TXT ?? join(__dirname, '..', 'fixtures', 'contract.routes');
 
 /** The routes of the contract's route list: METHOD PATH CREDENTIALS AREA per line; null when absent. */
 export function contractRoutes(): Array<{ method: string; path: string; auth: string }> | null {
