@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { decideDeposit, decidePaymentVerdict, type DepositRequest } from '../../src/domain/ledger/deposit';
+import { decideDeposit, decidePaymentVerdict } from '../../src/domain/ledger/deposit';
 import { decidePayout, decidePayoutFailed, decidePayoutSettled, type PayoutFacts, type PayoutRequest } from '../../src/domain/ledger/payout';
 import { type TransactionEvent, transactionDecider } from '../../src/domain/ledger/transaction';
 import { deciderSpec } from './spec';
-import { AT, account, credited, DAY, kindAndMessage, limits, opened, refusal, ROOMY, transaction, withCredits } from './ledger-support';
+import { AT, account, credited, DAY, kindAndMessage, limits, opened, refusal, ROOMY, transaction, withCredits, depositRequest } from './ledger-support';
 
 /** Status moves as [to, reason]. */
 const moves = (events: TransactionEvent[]) => events.map((e) => (e.type === 'TransactionStatusChanged' ? [e.data.to, e.data.reason] : [e.type]));
@@ -11,20 +11,7 @@ const moves = (events: TransactionEvent[]) => events.map((e) => (e.type === 'Tra
 const ada = () => withCredits(account(opened(7)), account(credited(7, '100')));
 
 describe('a deposit, decided', () => {
-  const ask = (over: Partial<DepositRequest> = {}): DepositRequest => ({
-    uuid: 'd-1',
-    id: 5,
-    userId: 'ada',
-    partnerId: 'acme',
-    toAccountId: 7,
-    amount: '25',
-    currency: 'USDC',
-    description: 'top up',
-    requestHash: null,
-    payment: { provider: 'mock', paymentId: 'pay-1', payerDocumentType: 'CC' },
-    at: AT,
-    ...over,
-  });
+  const ask = depositRequest;
 
   it('is a PENDING transaction that credits nothing yet', () => {
     const events = decideDeposit(ada(), ask());

@@ -3,7 +3,9 @@ import { type AccountEvent, type AccountState, accountDecider, withCredits } fro
 import { DomainError } from '../../src/platform/decider';
 import type { KycEvent, KycState } from '../../src/domain/identity/kyc';
 import { kycDecider } from '../../src/domain/identity/kyc';
+import type { DepositRequest } from '../../src/domain/ledger/deposit';
 import { money } from '../../src/domain/ledger/money';
+import type { TransferRequest } from '../../src/domain/ledger/transfer';
 import { type TransactionEvent, type TransactionState, transactionDecider } from '../../src/domain/ledger/transaction';
 
 /** Given these events, the state: what the decision functions are handed. */
@@ -41,3 +43,34 @@ export const kindAndMessage = (error: unknown) => {
   expect(error).to.be.instanceOf(DomainError);
   return [(error as DomainError).kind, (error as DomainError).message];
 };
+
+/** Ada's transfer of 25 from account 7 to account 8, as the ledger's tests ask it; `over` changes a field. */
+export const transferRequest = (over: Partial<TransferRequest> = {}): TransferRequest => ({
+  uuid: 't-1',
+  id: 41,
+  userId: 'ada',
+  partnerId: 'acme',
+  fromAccountId: 7,
+  toAccountId: 8,
+  amount: '25',
+  description: 'rent',
+  requestHash: null,
+  at: AT,
+  ...over,
+});
+
+/** Ada's deposit of 25 to account 7 through the mock provider; `over` changes a field. */
+export const depositRequest = (over: Partial<DepositRequest> = {}): DepositRequest => ({
+  uuid: 'd-1',
+  id: 5,
+  userId: 'ada',
+  partnerId: 'acme',
+  toAccountId: 7,
+  amount: '25',
+  currency: 'USDC',
+  description: 'top up',
+  requestHash: null,
+  payment: { provider: 'mock', paymentId: 'pay-1', payerDocumentType: 'CC' },
+  at: AT,
+  ...over,
+});

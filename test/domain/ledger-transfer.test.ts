@@ -4,22 +4,10 @@ import { DomainError } from '../../src/platform/decider';
 import { limitsAt, NO_LIMITS_GRANTED } from '../../src/domain/ledger/limits';
 import type { KycEvent } from '../../src/domain/identity/kyc';
 import { fixed } from '../../src/domain/ledger/money';
-import { decideTransfer, decideTransfers, type TransferRequest } from '../../src/domain/ledger/transfer';
-import { AT, account, credited, kindAndMessage, kyc, limits, opened, refusal, ROOMY, withCredits } from './ledger-support';
+import { decideTransfer, decideTransfers } from '../../src/domain/ledger/transfer';
+import { AT, account, credited, kindAndMessage, kyc, limits, opened, refusal, ROOMY, transferRequest, withCredits } from './ledger-support';
 
-const request = (over: Partial<TransferRequest> = {}): TransferRequest => ({
-  uuid: 't-1',
-  id: 41,
-  userId: 'ada',
-  partnerId: 'acme',
-  fromAccountId: 7,
-  toAccountId: 8,
-  amount: '25',
-  description: 'rent',
-  requestHash: null,
-  at: AT,
-  ...over,
-});
+const request = transferRequest;
 const ada = () => withCredits(account(opened(7)), account(credited(7, '100')));
 const bob = account(opened(8, 'bob'));
 

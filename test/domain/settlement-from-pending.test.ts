@@ -3,7 +3,7 @@ import { accountDecider } from '../../src/domain/ledger/account';
 import { decideDeposit, decidePaymentVerdict } from '../../src/domain/ledger/deposit';
 import { decidePayout, decidePayoutFailed, decidePayoutSettled } from '../../src/domain/ledger/payout';
 import type { TransactionEvent } from '../../src/domain/ledger/transaction';
-import { AT, account, credited, opened, ROOMY, transaction, withCredits } from './ledger-support';
+import { AT, account, credited, opened, ROOMY, transaction, withCredits, depositRequest } from './ledger-support';
 
 /**
  * A provider's report settles a transaction only while it waits for one (PENDING, or PROCESSING for
@@ -14,20 +14,7 @@ describe('settlement only from a pending transaction, through the provider repor
   const ada = () => withCredits(account(opened(7)), account(credited(7, '100')));
 
   describe('deposits', () => {
-    const deposit = () =>
-      decideDeposit(ada(), {
-        uuid: 'd-1',
-        id: 5,
-        userId: 'ada',
-        partnerId: 'acme',
-        toAccountId: 7,
-        amount: '25',
-        currency: 'USDC',
-        description: 'top up',
-        requestHash: null,
-        payment: { provider: 'mock', paymentId: 'pay-1', payerDocumentType: 'CC' },
-        at: AT,
-      }) as TransactionEvent[];
+    const deposit = () => decideDeposit(ada(), depositRequest()) as TransactionEvent[];
     const verdict = (outcome: 'confirmed' | 'failed') => ({ eventId: 'e1', outcome, amount: '25', currency: 'USDC', at: AT });
 
     it('a confirmation of a failed deposit neither completes it nor credits anything', () => {

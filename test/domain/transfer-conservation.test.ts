@@ -2,21 +2,10 @@ import { expect } from 'chai';
 import { type AccountCommand, accountDecider } from '../../src/domain/ledger/account';
 import { DomainError } from '../../src/platform/decider';
 import { transactionDecider } from '../../src/domain/ledger/transaction';
-import { decideTransfer, decideTransfers, type TransferRequest } from '../../src/domain/ledger/transfer';
-import { AT, account, credited, opened, ROOMY, withCredits } from './ledger-support';
+import { decideTransfer, decideTransfers } from '../../src/domain/ledger/transfer';
+import { account, credited, opened, ROOMY, transferRequest, withCredits } from './ledger-support';
 
-const request: TransferRequest = {
-  uuid: 't-1',
-  id: 41,
-  userId: 'ada',
-  partnerId: 'acme',
-  fromAccountId: 7,
-  toAccountId: 8,
-  amount: '25',
-  description: 'rent',
-  requestHash: null,
-  at: AT,
-};
+const request = transferRequest();
 const ada = () => withCredits(account(opened(7)), account(credited(7, '100')));
 const bob = account(opened(8, 'bob'));
 
