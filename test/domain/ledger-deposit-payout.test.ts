@@ -1,9 +1,23 @@
 import { expect } from 'chai';
 import { decideDeposit, decidePaymentVerdict } from '../../src/domain/ledger/deposit';
-import { decidePayout, decidePayoutFailed, decidePayoutSettled, type PayoutFacts, type PayoutRequest } from '../../src/domain/ledger/payout';
+import { decidePayout, decidePayoutFailed, decidePayoutSettled, type PayoutFacts } from '../../src/domain/ledger/payout';
 import { type TransactionEvent, transactionDecider } from '../../src/domain/ledger/transaction';
 import { deciderSpec } from './spec';
-import { AT, account, credited, DAY, kindAndMessage, limits, opened, refusal, ROOMY, transaction, withCredits, depositRequest } from './ledger-support';
+import {
+  AT,
+  account,
+  credited,
+  DAY,
+  kindAndMessage,
+  limits,
+  opened,
+  refusal,
+  ROOMY,
+  transaction,
+  withCredits,
+  depositRequest,
+  payoutRequest,
+} from './ledger-support';
 
 /** Status moves as [to, reason]. */
 const moves = (events: TransactionEvent[]) => events.map((e) => (e.type === 'TransactionStatusChanged' ? [e.data.to, e.data.reason] : [e.type]));
@@ -69,20 +83,7 @@ describe('a deposit, decided', () => {
 });
 
 describe('a payout, decided', () => {
-  const ask = (over: Partial<PayoutRequest> = {}): PayoutRequest => ({
-    uuid: 'p-1',
-    id: 9,
-    userId: 'ada',
-    partnerId: 'acme',
-    accountId: 7,
-    amount: '40000',
-    asset: 'COP',
-    provider: 'mock',
-    requestHash: 'h1',
-    handOver: {},
-    at: AT,
-    ...over,
-  });
+  const ask = payoutRequest;
   const facts = (over: Partial<PayoutFacts> = {}): PayoutFacts => ({ assetDecimals: 2, rate: '4000', providerKnown: true, limits: ROOMY, ...over });
   const held = () => {
     const d = decidePayout(transaction(), ada(), ask(), facts());

@@ -5,6 +5,7 @@ import type { KycEvent, KycState } from '../../src/domain/identity/kyc';
 import { kycDecider } from '../../src/domain/identity/kyc';
 import type { DepositRequest } from '../../src/domain/ledger/deposit';
 import { money } from '../../src/domain/ledger/money';
+import type { PayoutRequest } from '../../src/domain/ledger/payout';
 import type { TransferRequest } from '../../src/domain/ledger/transfer';
 import { type TransactionEvent, type TransactionState, transactionDecider } from '../../src/domain/ledger/transaction';
 
@@ -71,6 +72,22 @@ export const depositRequest = (over: Partial<DepositRequest> = {}): DepositReque
   description: 'top up',
   requestHash: null,
   payment: { provider: 'mock', paymentId: 'pay-1', payerDocumentType: 'CC' },
+  at: AT,
+  ...over,
+});
+
+/** Ada's payout of 40,000 COP from account 7 through the mock provider; `over` changes a field. */
+export const payoutRequest = (over: Partial<PayoutRequest> = {}): PayoutRequest => ({
+  uuid: 'p-1',
+  id: 9,
+  userId: 'ada',
+  partnerId: 'acme',
+  accountId: 7,
+  amount: '40000',
+  asset: 'COP',
+  provider: 'mock',
+  requestHash: 'h1',
+  handOver: {},
   at: AT,
   ...over,
 });

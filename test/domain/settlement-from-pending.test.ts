@@ -3,7 +3,7 @@ import { accountDecider } from '../../src/domain/ledger/account';
 import { decideDeposit, decidePaymentVerdict } from '../../src/domain/ledger/deposit';
 import { decidePayout, decidePayoutFailed, decidePayoutSettled } from '../../src/domain/ledger/payout';
 import type { TransactionEvent } from '../../src/domain/ledger/transaction';
-import { AT, account, credited, opened, ROOMY, transaction, withCredits, depositRequest } from './ledger-support';
+import { AT, account, credited, opened, ROOMY, transaction, withCredits, depositRequest, payoutRequest } from './ledger-support';
 
 /**
  * A provider's report settles a transaction only while it waits for one (PENDING, or PROCESSING for
@@ -37,24 +37,7 @@ describe('settlement only from a pending transaction, through the provider repor
 
   describe('payouts', () => {
     const held = () => {
-      const d = decidePayout(
-        transaction(),
-        ada(),
-        {
-          uuid: 'p-1',
-          id: 9,
-          userId: 'ada',
-          partnerId: 'acme',
-          accountId: 7,
-          amount: '40000',
-          asset: 'COP',
-          provider: 'mock',
-          requestHash: 'h1',
-          handOver: {},
-          at: AT,
-        },
-        { assetDecimals: 2, rate: '4000', providerKnown: true, limits: ROOMY },
-      );
+      const d = decidePayout(transaction(), ada(), payoutRequest(), { assetDecimals: 2, rate: '4000', providerKnown: true, limits: ROOMY });
       if (d.kind !== 'held') throw new Error('expected a hold');
       return { events: d.transaction, account: withCredits(account(opened(7), ...d.debit), account(credited(7, '100'))) };
     };
