@@ -30,6 +30,7 @@ export const SAMPLE = {
   apiSecret: 'ts_Zq3v9XkPp2mW8rT1yH6nJ4cL7bF0dS5aG2eU9iO3xE',
   accessToken: 'eyJhbGciOiJFUzI1NiIsImtpZCI6ImsxIn0.eyJzdWIiOiJiM2UxYzlhMiJ9.c2lnbmF0dXJl',
   refreshToken: 'rt_8mQ2xV7pL4nK9sD1fG6hJ3wE5rT0yU2iO8aZ4cB7',
+  requestId: '0199f3a2-7c41-7d2e-9b8a-3f5e6d7c8b9a',
   at: '2026-03-02T14:05:09.123Z',
   later: '2026-03-02T14:05:39.123Z',
 } as const;
@@ -172,7 +173,7 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
     paymentLink: `/api/pay/${SAMPLE.paymentId}?transactionId=${SAMPLE.transactionUuid}&amount=100&currency=USDC`,
     message: 'Payment link created',
   },
-  Error: { success: false, error: 'User not found' },
+  Error: { success: false, error: 'User not found', code: 'user_not_found', requestId: SAMPLE.requestId },
   KeyPair: { id: SAMPLE.partnerId, apiKey: SAMPLE.apiKey, apiSecret: SAMPLE.apiSecret },
   KycDocument: {
     inquiryId: SAMPLE.inquiryId,
@@ -837,6 +838,8 @@ export const OPERATIONS: Record<string, OperationExamples> = {
         status: 'unavailable',
         success: false,
         error: 'Service unavailable',
+        code: 'service_unavailable',
+        requestId: SAMPLE.requestId,
         store: 'postgres',
         projections: [{ name: 'ledger', lag: 120, stoppedSince: SAMPLE.at }],
       },

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { MESSAGES } from '../platform/http/errors';
-import { OPERATIONS, type OperationExamples, PARAMETER_EXAMPLES, PLACEHOLDERS, SCHEMA_EXAMPLES } from './openapi-examples';
+import { CODE_OF_STATUS, MESSAGES, PLATFORM_CODES as C, STATUS_OF } from '../platform/http/errors';
+import { OPERATIONS, type OperationExamples, PARAMETER_EXAMPLES, PLACEHOLDERS, SAMPLE, SCHEMA_EXAMPLES } from './openapi-examples';
 import type { RouteSpec } from '../platform/http/route';
 import { ErrorBody } from './schemas';
 
@@ -202,45 +202,84 @@ function validationExample(r: RouteSpec): { error: string; code: string; details
   return undefined;
 }
 
-/** The messages every route of its kind answers with a status, besides the operation's own. */
-function commonMessages(r: RouteSpec, status: number): string[] {
+/** An error an operation documents: its message (`<name>` for what varies), its code, the field it names. */
+interface Documented {
+  template: string;
+  code: string;
+  param?: string;
+}
+
+/** The errors every route of its kind answers with a status, besides the operation's own. */
+function commonErrorsOf(r: RouteSpec, status: number): Documented[] {
+  const one = (template: string, code: string): Documented => ({ template, code });
   switch (status) {
     case 400:
-      return r.body ? [MESSAGES.invalidJson, 'Invalid request body'] : [];
+      return r.body ? [one(MESSAGES.invalidJson, C.invalidJson), one('Invalid request body', 'invalid_request')] : [];
     case 401:
-      return r.auth === 'bearer' && r.bearerError ? [r.bearerError] : CREDENTIAL_ERROR[r.auth] ? [CREDENTIAL_ERROR[r.auth] as string] : [];
+      if (r.auth === 'bearer') {
+        const message = r.bearerError ?? MESSAGES.invalidToken;
+        return [one(message, C.tokenMissing), one(message, C.tokenInvalid), one(message, C.tokenExpired)];
+      }
+      if (r.auth === 'partner') return [one(MESSAGES.invalidPartner, C.invalidPartner)];
+      if (r.auth === 'admin') return [one('Invalid admin token', C.invalidAdminToken)];
+      return r.auth === 'signed' ? [one('Invalid webhook signature', 'invalid_signature')] : [];
     case 404:
-      return switchable(r) ? [MESSAGES.notFound] : [];
+      return switchable(r) ? [one(MESSAGES.notFound, C.notFound)] : [];
     case 413:
-      return [MESSAGES.tooLarge];
+      return [one(MESSAGES.tooLarge, C.tooLarge)];
     case 415:
-      return [MESSAGES.jsonOnly, 'Unsupported body encoding'];
+      return [one(MESSAGES.jsonOnly, C.unsupportedMediaType), one('Unsupported body encoding', C.unsupportedMediaType)];
     case 429:
-      return [MESSAGES.tooManyRequests];
+      return [one(MESSAGES.tooManyRequests, C.rateLimited)];
     case 503:
-      return [MESSAGES.unavailable];
+      return [one(MESSAGES.unavailable, C.unavailable)];
     default:
       return [];
   }
 }
 
+/** The operation's own errors of a status: its route's refusals (their catalogue's codes), then the messages its examples list. */
+function ownErrorsOf(r: RouteSpec, status: number, messages: string[]): Documented[] {
+  const refusals = (r.refuses ?? [])
+    .filter((x) => STATUS_OF[x.kind] === status)
+    .map((x) => ({ template: x.template, code: x.code, ...(x.param ? { param: x.param } : {}) }));
+  const listed = messages
+    .filter((m) => !refusals.some((x) => x.template === m))
+    .map((template) => ({ template, code: CODE_OF_STATUS[status] ?? 'invalid_request' }));
+  return [...refusals, ...listed];
+}
+
+/** The statuses of the route's refusals. */
+const refusalStatuses = (r: RouteSpec) => (r.refuses ?? []).map((x) => STATUS_OF[x.kind]);
+
 /**
- * The examples of one error status: each message the operation can answer with it (its template,
- * `<name>` for what varies, kept as `x-message` for the tests), and a validation failure for 400.
+ * The examples of one error status: each error the operation can answer with it (its template,
+ * `<name>` for what varies, kept as `x-message` for the tests; its code), and a validation failure for 400.
  */
-function errorExamples(r: RouteSpec, status: number, own: string[]): Record<string, unknown> {
+function errorExamples(r: RouteSpec, status: number, own: Documented[]): { examples: Record<string, unknown>; codes: string[] } {
   const examples: Record<string, unknown> = {};
+  const codes = new Set<string>();
   const validation = status === 400 ? validationExample(r) : undefined;
-  if (validation) examples.validation = { summary: validation.error, value: { success: false, ...validation }, 'x-message': validation.error };
-  for (const template of [...new Set([...own, ...commonMessages(r, status)])]) {
-    const key = template
+  if (validation) {
+    const value = { success: false, ...validation, requestId: SAMPLE.requestId, param: validation.details[0]?.field };
+    examples.validation = { summary: validation.error, value, 'x-message': validation.error };
+    codes.add(validation.code);
+  }
+  const seen = new Set<string>();
+  for (const e of [...own, ...commonErrorsOf(r, status)]) {
+    if (seen.has(`${e.code} ${e.template}`)) continue;
+    seen.add(`${e.code} ${e.template}`);
+    codes.add(e.code);
+    let key = e.template
       .replace(/<[^>]+>/g, 'x')
       .replace(/[^A-Za-z0-9]+/g, '-')
       .replace(/^-|-$/g, '')
       .slice(0, 60);
-    examples[key] = { summary: filled(template), value: { success: false, error: filled(template) }, 'x-message': template };
+    if (examples[key] !== undefined) key = `${key}-${e.code}`;
+    const value = { success: false, error: filled(e.template), code: e.code, requestId: SAMPLE.requestId, ...(e.param ? { param: e.param } : {}) };
+    examples[key] = { summary: filled(e.template), value, 'x-message': e.template };
   }
-  return examples;
+  return { examples, codes: [...codes] };
 }
 
 /** An example of a schema, made of the named schemas' examples; undefined where a value would be made up. */
@@ -317,8 +356,9 @@ const INFO_DESCRIPTION =
   'sends its key pair (`X-Api-Key` and `X-Api-Secret`); after login, the user’s access token ' +
   '(`Authorization: Bearer <accessToken>` from POST /api/v1/partner/auth/verify) identifies the user and the partner, ' +
   'with no key, secret or userId.\n\n' +
-  '**Errors** are `{"success": false, "error": "<message>"}` with the exact messages shown in each operation’s examples; ' +
-  'validation errors add `code: "validation_error"` and `details`. Amounts are decimals (strings in accounts and transactions), never smallest units.';
+  '**Errors** are `{"success": false, "error": "<message>", "code": "<code>", "requestId": "<X-Request-Id>"}` with the exact messages ' +
+  'shown in each operation’s examples; switch on `code` (each error response lists its codes), never on the message. ' +
+  'A refused field is named in `param`; validation errors add `details`. Amounts are decimals (strings in accounts and transactions), never smallest units.';
 
 /** `postApiV1PartnerUsers`: the method and the path's words. */
 const operationIdOf = (r: RouteSpec) => `${r.method}${r.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`;
@@ -328,7 +368,7 @@ function responsesOf(r: RouteSpec, examples: OperationExamples, components: Comp
   const responses: Record<string, unknown> = {};
   const declared = r.responses as Record<number, { description: string; schema?: unknown }>;
   const own = examples.errors ?? {};
-  const statuses = [...new Set([...Object.keys(declared), ...Object.keys(own)].map(Number).concat(commonErrors(r)))].sort((a, b) => a - b);
+  const statuses = [...new Set([...Object.keys(declared), ...Object.keys(own)].map(Number).concat(commonErrors(r), refusalStatuses(r)))].sort((a, b) => a - b);
   const Id = operationIdOf(r).replace(/^./, (c) => c.toUpperCase());
   for (const status of statuses) {
     const res = declared[status];
@@ -344,13 +384,16 @@ function responsesOf(r: RouteSpec, examples: OperationExamples, components: Comp
         ? components.name(components.use(schema), examples.names?.response, `${Id}Response`)
         : components.use(schema);
     const content: Record<string, unknown> = { schema: named };
+    let codes: string[] = [];
     if (examples.errorBodies?.[status] !== undefined) content.example = examples.errorBodies[status];
-    else if (status >= 400) content.examples = errorExamples(r, status, own[status] ?? []);
+    else if (status >= 400) ({ examples: (content.examples as unknown), codes } = errorExamples(r, status, ownErrorsOf(r, status, own[status] ?? [])));
     else {
       const example = examples.response ?? exampleOf(named as SchemaNode, components.schemas);
       if (example !== undefined) content.example = example;
     }
-    responses[status] = { description, content: { [media]: content } };
+    // The codes a client may switch on for this status, listed for people and for generated clients.
+    const said = codes.length > 0 ? `${description}. Codes: ${codes.map((c) => `\`${c}\``).join(', ')}` : description;
+    responses[status] = { description: said, ...(codes.length > 0 ? { 'x-error-codes': codes } : {}), content: { [media]: content } };
   }
   return responses;
 }
@@ -369,7 +412,7 @@ function operationOf(r: RouteSpec, components: Components, errorRef: unknown): R
   const responses = responsesOf(r, examples, components);
   responses.default = {
     description: 'Unexpected error',
-    content: { 'application/json': { schema: errorRef, example: { success: false, error: MESSAGES.internal } } },
+    content: { 'application/json': { schema: errorRef, example: { success: false, error: MESSAGES.internal, code: C.internal, requestId: SAMPLE.requestId } } },
   };
   const operation: Record<string, unknown> = {
     operationId: operationIdOf(r),

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { HttpError } from '../platform/http/errors';
+import { HttpError, PLATFORM_CODES } from '../platform/http/errors';
 import { carriesOperatorToken } from '../platform/http/operator-token';
 import { routeFor } from '../platform/http/route';
 import { REFERENCE_SCRIPT_PATH, referenceScript } from './openapi';
@@ -46,18 +46,18 @@ export const operationsRoutes = [
         ]),
       },
     },
-    async handler({ services }) {
+    async handler({ services, requestId }) {
+      const refused = { success: false, error: 'Service unavailable', code: 'service_unavailable', requestId };
       try {
         await services.store.ping();
         const status = await services.engine.status();
         const projections = status.map(({ name, lag, failure }) => ({ name, lag, ...(failure ? { stoppedSince: failure.since } : {}) }));
         // A read model stopped on an event for a while: this node serves stale reads of it.
         const stopped = status.filter((s) => s.failure && Date.now() - Date.parse(s.failure.since) >= services.engine.unreadyAfterFailureMs);
-        if (stopped.length > 0)
-          return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable', store: services.store.kind, projections } };
+        if (stopped.length > 0) return { status: 503, body: { status: 'unavailable', ...refused, store: services.store.kind, projections } };
         return { status: 200, body: { status: 'ready', store: services.store.kind, projections } };
       } catch {
-        return { status: 503, body: { status: 'unavailable', success: false, error: 'Service unavailable' } };
+        return { status: 503, body: { status: 'unavailable', ...refused } };
       }
     },
   }),
@@ -73,7 +73,8 @@ export const operationsRoutes = [
     },
     async handler({ services, locals, req }) {
       const token = services.config.adminToken;
-      if (token && !carriesOperatorToken(req.headers.authorization, token)) throw new HttpError(401, 'Invalid admin token');
+      if (token && !carriesOperatorToken(req.headers.authorization, token))
+        throw new HttpError(401, 'Invalid admin token', { code: PLATFORM_CODES.invalidAdminToken });
       const { registry } = locals.metrics as { registry: import('prom-client').Registry };
       return { status: 200, body: await registry.metrics(), contentType: registry.contentType };
     },

@@ -93,8 +93,13 @@ export const instantOf = (value: string, name: string): string => new Date(parse
 export const ErrorBody = Type.Object(
   {
     success: Type.Literal(false),
-    error: Type.String({ description: 'The exact message (see the interface, section 7)' }),
-    code: Type.Optional(Type.String({ description: 'A machine-readable kind, e.g. validation_error' })),
+    error: Type.String({ description: 'The message, exactly as documented for the operation: for people, not for switching on' }),
+    code: Type.String({
+      description:
+        'The stable snake_case code of the rule that refused (e.g. `insufficient_balance`, `token_expired`, `validation_error`): what a client switches on',
+    }),
+    requestId: Type.String({ description: 'The `X-Request-Id` of the answer: quote it when asking about a request' }),
+    param: Type.Optional(Type.String({ description: 'The refused field, when the error is about one' })),
     details: Type.Optional(Type.Unknown({ description: 'For validation errors: the fields and rules that failed' })),
   },
   { $id: 'Error', description: 'A failure' },

@@ -30,14 +30,33 @@ export interface SnapshotCodec<State> {
 
 export type DomainErrorKind = 'invalid' | 'unauthenticated' | 'not_found' | 'forbidden' | 'conflict' | 'unprocessable' | 'gone';
 
-/** A rule the command broke. The HTTP layer maps `kind` to a status; `message` is shown as is. */
+/** The code of a refusal that names none of its own (a stable snake_case word per kind). */
+export const KIND_CODE: Record<DomainErrorKind, string> = {
+  invalid: 'invalid_request',
+  unauthenticated: 'unauthenticated',
+  not_found: 'not_found',
+  forbidden: 'forbidden',
+  conflict: 'conflict',
+  unprocessable: 'unprocessable',
+  gone: 'gone',
+};
+
+/**
+ * A rule the command broke. The HTTP layer maps `kind` to a status; `message` is shown as is; `code`
+ * is the stable word a client switches on (platform/refusals.ts makes them from a catalogue); `param`
+ * names the refused field, where one was.
+ */
 export class DomainError extends Error {
+  readonly code: string;
   constructor(
     readonly kind: DomainErrorKind,
     message: string,
+    code?: string,
+    readonly param?: string,
   ) {
     super(message);
     this.name = 'DomainError';
+    this.code = code ?? KIND_CODE[kind];
   }
 }
 

@@ -190,7 +190,7 @@ describe('card spending over HTTP: authorizations, clearing, reversal, balance a
       for (const res of [await reverse(h, id), await clear(h, id)]) expect(res.status).to.equal(409);
       expect((await clear(h, id)).body.error).to.equal('Cannot clear a card transaction in status reversed');
       const declined = (await authorize(h, purchase(5000))).body.data.id;
-      expect((await clear(h, declined)).body).to.deep.equal({ success: false, error: 'Cannot clear a card transaction in status declined' });
+      expect((await clear(h, declined)).body).to.include({ success: false, error: 'Cannot clear a card transaction in status declined' });
       const pending = (await authorize(h, purchase(1))).body.data.id;
       for (const res of [await clear({ partner: globex }, pending), await reverse(h, randomUUID()), await clear(h, 'nope')]) {
         expect([res.status, res.body.error]).to.deep.equal([404, 'Card transaction not found']);

@@ -94,7 +94,8 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
         ),
       );
       const first = await app.http.get('/api/v1/partner/users').set(victim.headers);
-      expect({ status: first.status, body: first.body }).to.deep.equal({ status: 429, body: { success: false, error: 'Too many requests' } });
+      expect(first.status).to.equal(429);
+      expect(first.body).to.include({ success: false, error: 'Too many requests', code: 'rate_limited' });
       expect(flood.filter((res) => res.status === 401)).to.have.length(4);
       const retryAfter = Number(first.headers['retry-after']);
       expect(retryAfter).to.be.within(1, 2);
@@ -112,12 +113,12 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
       expect((await operator(user.id, 'suspend')).status).to.equal(200);
       const res = await refresh(acme, tokens.refreshToken);
       expect(res.status).to.equal(401);
-      expect(res.body).to.deep.equal({ success: false, error: 'User account is suspended' });
+      expect(res.body).to.include({ success: false, error: 'User account is suspended' });
       expect(await sessionEvents(sessionId)).to.equal(before);
       expect((await operator(user.id, 'ban')).status).to.equal(200);
       const banned = await refresh(acme, tokens.refreshToken);
       expect(banned.status).to.equal(401);
-      expect(banned.body).to.deep.equal({ success: false, error: 'User account is banned' });
+      expect(banned.body).to.include({ success: false, error: 'User account is banned' });
       expect(await sessionEvents(sessionId)).to.equal(before);
     });
 
@@ -132,10 +133,10 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
       for (const tokens of [first, second]) {
         const use = await profile(tokens.accessToken);
         expect(use.status).to.equal(401);
-        expect(use.body).to.deep.equal({ success: false, error: 'Invalid or expired token' });
+        expect(use.body).to.include({ success: false, error: 'Invalid or expired token' });
         const renewed = await refresh(acme, tokens.refreshToken);
         expect(renewed.status).to.equal(401);
-        expect(renewed.body).to.deep.equal({ success: false, error: 'Invalid or expired token' });
+        expect(renewed.body).to.include({ success: false, error: 'Invalid or expired token' });
       }
       const fresh = await login(app.http, acme, user.email);
       expect((await profile(fresh.accessToken)).status).to.equal(200);

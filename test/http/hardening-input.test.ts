@@ -194,7 +194,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
     for (const path of ['/api/v1/transactions/%zz', '/admin/v1/users/%/suspend', '/api/pay/%E0%A4%A', '/api/v1/partner/users/%FF']) {
       const res = await app.http.get(path).set(acme.headers);
       expect(res.status, path).to.be.oneOf(path.includes('suspend') ? [400, 404] : [400]);
-      if (res.status === 400) expect(res.body).to.deep.equal({ success: false, error: 'Path parameter is not valid percent-encoding' });
+      if (res.status === 400) expect(res.body).to.include({ success: false, error: 'Path parameter is not valid percent-encoding' });
     }
   });
 
@@ -206,7 +206,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
       .type('form')
       .send(`email=${encodeURIComponent(uniqueEmail())}&countryCode=CO`);
     expect(form.status).to.equal(415);
-    expect(form.body).to.deep.equal({ success: false, error: 'Content-Type must be application/json' });
+    expect(form.body).to.include({ success: false, error: 'Content-Type must be application/json' });
     const text = await app.http.post('/api/v1/partner/users').set(acme.headers).set('Content-Type', 'text/plain').send('{"email":"a@b.co"}');
     expect(text.status).to.equal(415);
     expect(await head()).to.equal(before);

@@ -70,7 +70,7 @@ describe('hardening: access while the users, sessions or partners projection is 
     expect((await app.http.post(`/admin/v1/users/${bob.id}/suspend`).set(admin).send({})).status).to.equal(200);
     const refused = await profile(bob.bearer);
     expect(refused.status).to.equal(401);
-    expect(refused.body).to.deep.equal({ success: false, error: 'Invalid or expired token' });
+    expect(refused.body).to.include({ success: false, error: 'Invalid or expired token' });
     expect((await transfer(bob, ada)).status).to.equal(401);
     // The stopped read model is not trusted, yet the check still answers: ada is active and served.
     expect((await profile(ada.bearer)).status).to.equal(200);
@@ -102,7 +102,7 @@ describe('hardening: access while the users, sessions or partners projection is 
     expect((await app.http.delete(`/admin/v1/partners/${acme.id}/keys/${acme.apiKey}`).set(admin)).status).to.equal(204);
     const refused = await app.http.get('/api/v1/partner/users').set(acme.headers);
     expect(refused.status).to.equal(401);
-    expect(refused.body).to.deep.equal({ success: false, error: 'Invalid partner credentials' });
+    expect(refused.body).to.include({ success: false, error: 'Invalid partner credentials' });
     expect((await app.http.get('/api/v1/partner/users').set(second)).status).to.equal(200);
   });
 });

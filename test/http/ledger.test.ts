@@ -47,7 +47,7 @@ describe('ledger over HTTP', () => {
     it('refuses manual account creation with 410', async () => {
       const res = await app.http.post('/api/v1/user/accounts').set(alice.bearer).send({ description: 'x', asset: 'USDC', type: 'LIABILITY' });
       expect(res.status).to.equal(410);
-      expect(res.body).to.deep.equal({ success: false, error: 'Accounts are created automatically at first login' });
+      expect(res.body).to.include({ success: false, error: 'Accounts are created automatically at first login' });
     });
 
     it('answers 401 on every ledger route without a token', async () => {
@@ -564,7 +564,7 @@ describe('ledger over HTTP', () => {
         // pay twice, so they stay held and the payout stays PENDING.
         const res = await payout(who, body);
         expect(res.status).to.equal(503);
-        expect(res.body).to.deep.equal({ success: false, error: 'Service unavailable' });
+        expect(res.body).to.include({ success: false, error: 'Service unavailable' });
         expect(res.headers['retry-after']).to.equal('1');
         expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
         expect((await app.http.get(`/api/v1/transactions/${body.transactionId}`).set(who.bearer)).body.status).to.equal('PENDING');
@@ -619,7 +619,7 @@ describe('ledger over HTTP', () => {
         const body = { transactionId: randomUUID(), provider: 'refusing' };
         const res = await payout(who, body);
         expect(res.status).to.equal(502);
-        expect(res.body).to.deep.equal({ success: false, error: 'Payout refused by the provider; the funds were returned' });
+        expect(res.body).to.include({ success: false, error: 'Payout refused by the provider; the funds were returned' });
         expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
         expect((await app.http.get(`/api/v1/transactions/${body.transactionId}`).set(who.bearer)).body.status).to.equal('FAILED');
         const again = await payout(who, body);

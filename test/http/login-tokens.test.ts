@@ -66,7 +66,7 @@ describe('identity: login codes and tokens over HTTP', () => {
       const code = await latestCode(app.http, acme, user.email);
       for (const res of [await verify(acme, user.email, wrong(code)), await verify(acme, uniqueEmail('x'), code), await verify(globex, user.email, code)]) {
         expect(res.status).to.equal(401);
-        expect(res.body).to.deep.equal({ success: false, error: 'Invalid or expired code' });
+        expect(res.body).to.include({ success: false, error: 'Invalid or expired code' });
       }
       expect((await verify(acme, user.email, code)).status).to.equal(200);
     });
@@ -106,7 +106,7 @@ describe('identity: login codes and tokens over HTTP', () => {
       await send(acme, pending.email);
       const pendingRes = await verify(acme, pending.email, await latestCode(app.http, acme, pending.email));
       expect(pendingRes.status).to.equal(401);
-      expect(pendingRes.body).to.deep.equal({ success: false, error: 'User account is pending' });
+      expect(pendingRes.body).to.include({ success: false, error: 'User account is pending' });
       const suspended = await activeUser(app.http, acme);
       await app.http.post(`/admin/v1/users/${suspended.id}/suspend`).set(admin).send({});
       await send(acme, suspended.email);
@@ -137,10 +137,12 @@ describe('identity: login codes and tokens over HTTP', () => {
       if (authorization !== undefined) req.set('Authorization', authorization);
       return req;
     };
-    const expect401 = async (authorization?: string) => {
+    /** One message for every refused token; the code tells missing, invalid and expired apart, and the challenge is RFC 6750's. */
+    const expect401 = async (authorization?: string, code = 'token_invalid') => {
       const res = await profile(authorization);
       expect(res.status, authorization).to.equal(401);
-      expect(res.body, authorization).to.deep.equal({ success: false, error: 'Invalid or expired token' });
+      expect(res.body, authorization).to.include({ success: false, error: 'Invalid or expired token', code, requestId: res.headers['x-request-id'] });
+      expect(res.headers['www-authenticate'], authorization).to.equal(code === 'token_missing' ? 'Bearer' : 'Bearer error="invalid_token"');
     };
 
     it('accepts the issued token, carrying kid, iss, aud and a 15-minute lifetime', async () => {
@@ -154,10 +156,10 @@ describe('identity: login codes and tokens over HTTP', () => {
     });
 
     it('refuses no token, garbage, partner credentials, a tampered signature, alg none, an unknown kid and an expired token', async () => {
-      await expect401();
-      await expect401('Bearer');
+      await expect401(undefined, 'token_missing');
+      await expect401('Bearer', 'token_missing');
       await expect401('Bearer not.a.jwt');
-      await expect401(tokens.accessToken);
+      await expect401(tokens.accessToken, 'token_missing');
       const res = await app.http.get('/api/v1/auth/profile').set(acme.headers);
       expect(res.status).to.equal(401);
       const [header, payload, signature] = tokens.accessToken.split('.');
@@ -174,7 +176,9 @@ describe('identity: login codes and tokens over HTTP', () => {
       await expect401(`Bearer ${unknownKid}`);
       const now = Math.floor(Date.now() / 1000);
       const expired = jwt.sign({ ...claims, iat: now - 1000, exp: now - 10 }, key.secret, { algorithm: 'HS256', keyid: key.kid });
-      await expect401(`Bearer ${expired}`);
+      await expect401(`Bearer ${expired}`, 'token_expired');
+      // Expired and forged: the signature is checked first, so it is invalid, not expired.
+      await expect401(`Bearer ${jwt.sign({ ...claims, iat: now - 1000, exp: now - 10 }, 'guessed-secret', { algorithm: 'HS256', keyid: key.kid })}`);
       const otherAudience = jwt.sign({ ...claims, aud: 'someone-else' }, key.secret, { algorithm: 'HS256', keyid: key.kid });
       await expect401(`Bearer ${otherAudience}`);
       const forged = jwt.sign(claims, 'guessed-secret', { algorithm: 'HS256', keyid: key.kid, noTimestamp: true });
@@ -253,7 +257,7 @@ describe('identity: login codes and tokens over HTTP', () => {
     it('answers the deprecated client-SDK login with 410 and the way forward', async () => {
       const res = await app.http.post('/api/v1/partner/auth/login').set(acme.headers).send({});
       expect(res.status).to.equal(410);
-      expect(res.body).to.deep.equal({ success: false, error: 'This endpoint is deprecated. Use /api/v1/partner/auth/send and /api/v1/partner/auth/verify' });
+      expect(res.body).to.include({ success: false, error: 'This endpoint is deprecated. Use /api/v1/partner/auth/send and /api/v1/partner/auth/verify' });
     });
   });
   describe('two nodes on one database', () => {

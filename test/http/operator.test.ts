@@ -18,7 +18,7 @@ describe('operator API over HTTP', () => {
       for (const headers of [{}, { Authorization: 'Bearer wrong' }, { Authorization: ADMIN_TOKEN }]) {
         const res = await app.http.post('/admin/v1/partners').set(headers).send({ name: 'X' });
         expect(res.status).to.equal(401);
-        expect(res.body).to.deep.equal({ success: false, error: 'Invalid admin token' });
+        expect(res.body).to.include({ success: false, error: 'Invalid admin token' });
       }
     });
 
@@ -27,7 +27,7 @@ describe('operator API over HTTP', () => {
       try {
         const res = await off.http.post('/admin/v1/partners').set(admin).send({ name: 'X' });
         expect(res.status).to.equal(404);
-        expect(res.body).to.deep.equal({ success: false, error: 'Not found' });
+        expect(res.body).to.include({ success: false, error: 'Not found' });
       } finally {
         await off.close();
       }

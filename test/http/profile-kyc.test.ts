@@ -38,7 +38,7 @@ describe('identity: profile and KYC over HTTP', () => {
       const user = await profiled();
       const res = await app.http.post('/api/v1/user/profile').set(acme.headers).send({ userId: user.id, firstName: 'Again' });
       expect(res.status).to.equal(409);
-      expect(res.body).to.deep.equal({ success: false, error: `PersonalProfile already exists: ${user.id}` });
+      expect(res.body).to.include({ success: false, error: `PersonalProfile already exists: ${user.id}` });
     });
 
     it('answers 404 "PersonalProfile not found: <userId>" on read and update before it exists', async () => {
@@ -203,7 +203,7 @@ describe('identity: profile and KYC over HTTP', () => {
       try {
         const res = await startKyc(user.id);
         expect(res.status).to.equal(502);
-        expect(res.body).to.deep.equal({ success: false, error: 'Failed to create identity inquiry' });
+        expect(res.body).to.include({ success: false, error: 'Failed to create identity inquiry' });
       } finally {
         app.tally.providers.identity.set('sandbox', real);
       }
@@ -254,7 +254,7 @@ describe('identity: profile and KYC over HTTP', () => {
       });
       const unsigned = await webhook(body);
       expect(unsigned.status).to.equal(401);
-      expect(unsigned.body).to.deep.equal({ success: false, error: 'Invalid webhook signature' });
+      expect(unsigned.body).to.include({ success: false, error: 'Invalid webhook signature' });
       const wrongSecret = await webhook(body, signPayload('not-the-secret', Buffer.from(body), Math.floor(Date.now() / 1000)));
       expect(wrongSecret.status).to.equal(401);
       const secret = app.tally.keys.webhooks['identity/sandbox'] ?? '';

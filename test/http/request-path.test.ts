@@ -31,7 +31,8 @@ describe('HTTP request path (one, through express)', () => {
   function answer(res: Response) {
     const { date: _date, 'x-request-id': requestId, ...headers } = res.headers as Record<string, string>;
     expect(requestId).to.match(/^[A-Za-z0-9._-]{1,100}$/);
-    return { status: res.status, headers, body: res.text };
+    // An error body says its request id too (`requestId`): the same per-response value, left out.
+    return { status: res.status, headers, body: res.text.replace(`,"requestId":"${requestId}"`, '') };
   }
 
   async function both(method: 'get' | 'post', path: string, prepare: (r: ReturnType<typeof app.http.get>) => ReturnType<typeof app.http.get> = (r) => r) {
@@ -53,7 +54,7 @@ describe('HTTP request path (one, through express)', () => {
     expect(noCredentials.status).to.equal(401);
     const malformed = await both('post', '/api/v1/partner/users', (r) => r.set(partner.headers).set('Content-Type', 'application/json').send('{"email": '));
     expect(malformed.status).to.equal(400);
-    expect(JSON.parse(malformed.body)).to.deep.equal({ success: false, error: 'Invalid JSON body' });
+    expect(JSON.parse(malformed.body)).to.include({ success: false, error: 'Invalid JSON body' });
     const empty = await both('post', '/api/v1/partner/users', (r) => r.set(partner.headers).set('Content-Type', 'application/json').send(''));
     expect(empty.status).to.equal(400);
     const withBom = await both('post', '/api/v1/partner/users', (r) =>

@@ -57,7 +57,7 @@ describe('partner users over HTTP', () => {
       expect((await register(acme, { email, countryCode: 'CO' })).status).to.equal(201);
       const same = await register(acme, { email, countryCode: 'CO' });
       expect(same.status).to.equal(409);
-      expect(same.body).to.deep.equal({ success: false, error: 'User with this email already exists' });
+      expect(same.body).to.include({ success: false, error: 'User with this email already exists' });
       const otherPartner = await register(globex, { email: email.toUpperCase(), countryCode: 'MX' });
       expect(otherPartner.status).to.equal(409);
       expect(otherPartner.body.error).to.equal('User with this email already exists');
@@ -99,7 +99,7 @@ describe('partner users over HTTP', () => {
     it('answers 401 "Invalid partner credentials" without, or with wrong, credentials', async () => {
       const none = await app.http.post('/api/v1/partner/users').send({ email: uniqueEmail(), countryCode: 'CO' });
       expect(none.status).to.equal(401);
-      expect(none.body).to.deep.equal({ success: false, error: 'Invalid partner credentials' });
+      expect(none.body).to.include({ success: false, error: 'Invalid partner credentials' });
       const wrongSecret = await app.http
         .post('/api/v1/partner/users')
         .set({ 'X-Api-Key': acme.apiKey, 'X-Api-Secret': `${acme.apiSecret}x` })
@@ -179,7 +179,7 @@ describe('partner users over HTTP', () => {
       for (const path of [`/api/v1/partner/users/${id}`, '/api/v1/partner/users/00000000-0000-4000-8000-000000000000', '/api/v1/partner/users/nope']) {
         const res = await app.http.get(path).set(globex.headers);
         expect(res.status, path).to.equal(404);
-        expect(res.body, path).to.deep.equal({ success: false, error: 'User not found' });
+        expect(res.body, path).to.include({ success: false, error: 'User not found' });
       }
     });
 

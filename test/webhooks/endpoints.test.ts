@@ -40,7 +40,7 @@ describe('partner webhook endpoint configuration over HTTP', () => {
     it('answers 404 on GET and on rotation before any endpoint is configured', async () => {
       const read = await app.http.get('/api/v1/partner/webhooks').set(globex.headers);
       expect(read.status).to.equal(404);
-      expect(read.body).to.deep.equal({ success: false, error: 'Webhook endpoint not configured' });
+      expect(read.body).to.include({ success: false, error: 'Webhook endpoint not configured' });
       const rotate = await app.http.post('/api/v1/partner/webhooks/secret/rotate').set(globex.headers).send();
       expect(rotate.status).to.equal(404);
       expect(rotate.body.error).to.equal('Webhook endpoint not configured');
@@ -73,7 +73,7 @@ describe('partner webhook endpoint configuration over HTTP', () => {
       const before = await app.http.get('/api/v1/partner/webhooks').set(acme.headers);
       const unknown = await put(acme, { url: 'http://127.0.0.1:9/x', events: ['deposit.completed', 'money.printed'] });
       expect(unknown.status).to.equal(400);
-      expect(unknown.body).to.deep.equal({ success: false, error: 'Unknown event type: money.printed' });
+      expect(unknown.body).to.include({ success: false, error: 'Unknown event type: money.printed' });
       const ftp = await put(acme, { url: 'ftp://127.0.0.1/x' });
       expect(ftp.status).to.equal(400);
       expect(ftp.body.error).to.equal('url must use https or http');
@@ -130,7 +130,7 @@ describe('partner webhook endpoint configuration over HTTP', () => {
     it('refuses http', async () => {
       const res = await put('http://93.184.216.34/hooks');
       expect(res.status).to.equal(400);
-      expect(res.body).to.deep.equal({ success: false, error: 'url must use https' });
+      expect(res.body).to.include({ success: false, error: 'url must use https' });
     });
 
     for (const target of [
@@ -149,7 +149,7 @@ describe('partner webhook endpoint configuration over HTTP', () => {
       it(`refuses ${target} (SSRF)`, async () => {
         const res = await put(target);
         expect(res.status).to.equal(400);
-        expect(res.body).to.deep.equal({ success: false, error: 'url must not point to a private, loopback or link-local address' });
+        expect(res.body).to.include({ success: false, error: 'url must not point to a private, loopback or link-local address' });
       });
     }
 

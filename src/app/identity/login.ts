@@ -15,6 +15,7 @@ import type { BuiltProviders } from '../../providers/index';
 import type { UserQueries } from '../../projections/identity';
 import type { SessionGate } from './session-gate';
 import type { TokenService } from './tokens';
+import type { BearerRefusal } from '../../platform/http/request-path';
 import { requireActiveForLogin } from '../../domain/identity/user';
 
 export const SEND_MESSAGE = 'If the email is registered, a code has been sent';
@@ -225,10 +226,15 @@ export class LoginService {
     if (done.position) await this.deps.readYourWrites(done.position, ['sessions']);
   }
 
-  /** Bearer check on every request: a valid token of a live session of a user who is still active. */
-  async authenticateBearer(token: string): Promise<{ userId: string; partnerId: string; sessionId: string } | null> {
+  /**
+   * Bearer check on every request: a valid token of a live session of a user who is still active, or
+   * why not (`token_expired` for a token of ours past its time; `token_invalid` for anything else,
+   * an ended session or a user no longer active among them).
+   */
+  async authenticateBearer(token: string): Promise<{ userId: string; partnerId: string; sessionId: string } | BearerRefusal> {
     const claims = this.deps.tokens.verifyAccessToken(token);
-    if (!claims) return null;
-    return (await this.deps.sessionGate.isActive(claims)) ? claims : null;
+    if (claims === 'expired') return 'token_expired';
+    if (!claims) return 'token_invalid';
+    return (await this.deps.sessionGate.isActive(claims)) ? claims : 'token_invalid';
   }
 }

@@ -43,14 +43,18 @@ export class TokenService {
     });
   }
 
-  /** The claims of a valid token, or null (unknown kid, bad signature, expired, wrong alg/iss/aud). */
-  verifyAccessToken(token: string): AccessClaims | null {
+  /**
+   * The claims of a valid token, `expired` for a token of ours past its time (its signature good), or
+   * null (unknown kid, bad signature, wrong alg/iss/aud, malformed).
+   */
+  verifyAccessToken(token: string): AccessClaims | 'expired' | null {
     const known = this.verified.get(token);
     if (known) {
       if (known.until > Date.now()) return known.claims;
       this.verified.delete(token);
     }
     const claims = this.verifyAnew(token);
+    if (claims === 'expired') return claims;
     if (claims) {
       if (this.verified.size >= VERIFIED_MAX) this.verified.clear();
       this.verified.set(token, claims);
@@ -58,7 +62,7 @@ export class TokenService {
     return claims?.claims ?? null;
   }
 
-  private verifyAnew(token: string): { claims: AccessClaims; until: number } | null {
+  private verifyAnew(token: string): { claims: AccessClaims; until: number } | 'expired' | null {
     if (token.length > 4096) return null;
     const decoded = jwt.decode(token, { complete: true });
     if (!decoded || typeof decoded === 'string' || decoded.header.alg !== ALGORITHM) return null;
@@ -72,8 +76,10 @@ export class TokenService {
         claims: { userId: payload.sub, partnerId: payload.pid, sessionId: payload.sid },
         until: Math.min(payload.exp * 1000, Date.now() + VERIFIED_TTL_MS),
       };
-    } catch {
-      // Expired, tampered or malformed: all the same 401 to the caller.
+    } catch (error) {
+      // jsonwebtoken checks the signature before the time: an expired token is one we signed.
+      if (error instanceof jwt.TokenExpiredError) return 'expired';
+      // Tampered or malformed: the same 401 to the caller, told apart from expired by its code.
       return null;
     }
   }

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { createGunzip, createInflate } from 'node:zlib';
 import express, { type RequestHandler } from 'express';
-import { HttpError, MESSAGES } from './errors';
+import { HttpError, MESSAGES, PLATFORM_CODES } from './errors';
 import type { HttpRequest, RouteSpec } from './route';
 import { LIMITS } from '../limits';
 
@@ -50,7 +50,7 @@ export function readJsonBody(req: HttpRequest): Promise<unknown> | undefined {
       try {
         resolve(text.length === 0 ? {} : JSON.parse(text));
       } catch {
-        reject(new HttpError(400, MESSAGES.invalidJson));
+        reject(new HttpError(400, MESSAGES.invalidJson, { code: PLATFORM_CODES.invalidJson }));
       }
     });
   });

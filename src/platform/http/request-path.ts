@@ -9,7 +9,7 @@ import { writeScope } from '../consumers/read-your-writes';
 import { OverloadedError } from '../../eventstore/port';
 import { checkedJsonText, formParser, readJsonBody } from './body';
 import { toErrorReply } from './error-reply';
-import { HttpError, MESSAGES } from './errors';
+import { HttpError, MESSAGES, PLATFORM_CODES as C } from './errors';
 import type { HttpMetrics } from './metrics';
 import { carriesOperatorToken } from './operator-token';
 import { RateLimiter } from './ratelimit';
@@ -20,6 +20,9 @@ import { validate } from './validation';
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const BEARER = /^Bearer\s+(\S+)$/i;
+
+/** Why a bearer token was refused (the 401's code; a missing token is `token_missing`). */
+export type BearerRefusal = 'token_expired' | 'token_invalid';
 
 /** What a request carries between its steps, in express's res.locals. */
 interface RequestLocals {
@@ -45,8 +48,8 @@ export interface RequestPorts {
   adminToken: string | undefined;
   /** The partner an API key and secret name, or null. */
   authenticatePartner(apiKey: string, apiSecret: string): Promise<string | null>;
-  /** The user and partner a bearer token names, or null. */
-  authenticateBearer(token: string): Promise<{ userId: string; partnerId: string } | null>;
+  /** The user and partner a bearer token names, or why it names no one. */
+  authenticateBearer(token: string): Promise<{ userId: string; partnerId: string } | BearerRefusal>;
   readAfterWrites(scope: string, names: string[]): Promise<void>;
   outage: { unavailable(error: unknown): void };
 }
@@ -143,7 +146,7 @@ export class RequestPath {
     try {
       const clientIp = this.begin(req, res, locals);
       const match = table.match(req.method, req.url);
-      if (!match) throw new HttpError(404, MESSAGES.notFound);
+      if (!match) throw unmatched(table, req.url);
       const { spec } = match;
       locals.routePath = spec.path;
       req.params = match.params;
@@ -183,7 +186,7 @@ export class RequestPath {
       res.destroy();
       return;
     }
-    answer(res, locals.requestId, status, headers, JSON_CONTENT_TYPE, JSON.stringify(body));
+    answer(res, locals.requestId, status, headers, JSON_CONTENT_TYPE, JSON.stringify({ ...body, requestId: locals.requestId }));
   }
 
   /** The request's credentials, as the route requires them (401, or 429 past the partner's or user's limit). */
@@ -194,7 +197,7 @@ export class RequestPath {
         const key = header(req, 'x-api-key') ?? '';
         const secret = header(req, 'x-api-secret') ?? '';
         const partnerId = key && secret ? await this.ports.authenticatePartner(key, secret) : null;
-        if (!partnerId) throw new HttpError(401, MESSAGES.invalidPartner);
+        if (!partnerId) throw new HttpError(401, MESSAGES.invalidPartner, { code: C.invalidPartner });
         const wait = this.partnerLimiter.take(key);
         if (wait > 0) throw tooManyRequests(wait);
         ctx.partnerId = partnerId;
@@ -204,13 +207,13 @@ export class RequestPath {
         const token = this.ports.adminToken;
         // The operator API does not exist while ADMIN_TOKEN is unset.
         if (!token) throw new HttpError(404, MESSAGES.notFound);
-        if (!carriesOperatorToken(header(req, 'authorization'), token)) throw new HttpError(401, 'Invalid admin token');
+        if (!carriesOperatorToken(header(req, 'authorization'), token)) throw new HttpError(401, 'Invalid admin token', { code: C.invalidAdminToken });
         return ctx;
       }
       case 'bearer': {
         const token = BEARER.exec(header(req, 'authorization') ?? '')?.[1];
-        const claims = token ? await this.ports.authenticateBearer(token) : null;
-        if (!claims) throw new HttpError(401, spec.bearerError ?? MESSAGES.invalidToken);
+        const claims = token ? await this.ports.authenticateBearer(token) : C.tokenMissing;
+        if (typeof claims === 'string') throw bearerRefused(spec, claims);
         const wait = this.userLimiter.take(claims.userId);
         if (wait > 0) throw tooManyRequests(wait);
         ctx.userId = claims.userId;
@@ -237,7 +240,23 @@ function recordRequest(metrics: HttpMetrics, log: Logger): (this: Response) => v
 }
 
 function tooManyRequests(retryAfterSeconds: number): HttpError {
-  return new HttpError(429, MESSAGES.tooManyRequests, {}, { 'Retry-After': String(retryAfterSeconds) });
+  return new HttpError(429, MESSAGES.tooManyRequests, { code: C.rateLimited }, { 'Retry-After': String(retryAfterSeconds) });
+}
+
+/**
+ * A bearer route's 401: one message (the route's own, or the interface's), told apart by its code, and
+ * the challenge of RFC 6750 (`invalid_token` when a token was sent and refused).
+ */
+function bearerRefused(spec: RouteSpec, why: BearerRefusal | typeof C.tokenMissing): HttpError {
+  const challenge = why === C.tokenMissing ? 'Bearer' : 'Bearer error="invalid_token"';
+  return new HttpError(401, spec.bearerError ?? MESSAGES.invalidToken, { code: why }, { 'WWW-Authenticate': challenge });
+}
+
+/** No route for the method and path: 405 with `Allow` where the path is served under other methods, else 404. */
+function unmatched(table: RouteTable, url: string): HttpError {
+  const allowed = table.methodsOf(url);
+  if (allowed.length === 0) return new HttpError(404, MESSAGES.notFound, { code: C.notFound });
+  return new HttpError(405, MESSAGES.methodNotAllowed, { code: C.methodNotAllowed }, { Allow: allowed.join(', ') });
 }
 
 /** A route's body: JSON (readJsonBody), or a form where the route takes them. */

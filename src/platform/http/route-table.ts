@@ -39,6 +39,16 @@ export class RouteTable {
     return this.find(method, path) ?? (method === 'HEAD' ? this.find('GET', path) : undefined);
   }
 
+  /** The methods some route serves the path under (HEAD with GET, OPTIONS never), in a fixed order. */
+  methodsOf(url: string): string[] {
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const methods = new Set<string>();
+    for (const route of this.ordered) if (route.pattern.test(path)) methods.add(route.method);
+    if (methods.has('GET')) methods.add('HEAD');
+    return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => methods.has(m));
+  }
+
   private find(method: string, path: string): Match | undefined {
     const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
     const spec = this.exact.get(`${method} ${trimmed.toLowerCase()}`);

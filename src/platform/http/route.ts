@@ -1,6 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CommandContext } from '../commands/commands';
+import type { Refusal } from '../refusals';
 
 /** A request as handlers see it: Node's, with the raw bytes of a body that was read. */
 /** `jsonText`: the text a JSON body was parsed from (its byte order mark dropped). */
@@ -73,6 +74,11 @@ export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown, Se
    */
   readsAfterWrites?: ReadModelWrittenWithoutWaiting | ReadModelWrittenWithoutWaiting[];
   responses: Record<number, { description: string; schema?: TSchema }>;
+  /**
+   * The refusals of its capability's catalogue the operation can answer (their status from their
+   * kind): the reference documents each with its code and message from the same objects the code throws.
+   */
+  refuses?: readonly Refusal<never>[];
   handler(ctx: RequestContext<Body, Query, Params, Services>): Promise<Reply>;
   /** The services its handler uses (routeFor), by name. */
   uses?: readonly string[];
