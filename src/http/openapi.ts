@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -486,10 +487,21 @@ const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
 /** Where the reference renderer's script is served, from the @scalar/api-reference package itself. */
 export const REFERENCE_SCRIPT_PATH = '/docs/reference.js';
 
+let script: { bytes: Buffer; version: string } | undefined;
+
 /** The renderer's browser bundle, read once from the installed package (nothing from a CDN at run time). */
 export function referenceScript(): Buffer {
-  const entry = createRequire(__filename).resolve('@scalar/api-reference');
-  return readFileSync(join(dirname(entry), 'browser', 'standalone.js'));
+  return loadedScript().bytes;
+}
+
+/** The bundle and a hash of it: the page names the script by it, so a browser may keep it for good. */
+function loadedScript(): { bytes: Buffer; version: string } {
+  if (!script) {
+    const entry = createRequire(__filename).resolve('@scalar/api-reference');
+    const bytes = readFileSync(join(dirname(entry), 'browser', 'standalone.js'));
+    script = { bytes, version: createHash('sha256').update(bytes).digest('hex').slice(0, 16) };
+  }
+  return script;
 }
 
 /**
@@ -513,7 +525,7 @@ export function renderDocs(doc: ReturnType<typeof buildOpenApi>): string {
 <title>${escapeHtml(doc.info.title)}</title></head>
 <body><noscript>${operationList(doc)}</noscript>
 <script id="api-reference" data-url="/api/v1/openapi.json" data-configuration="${escapeHtml(JSON.stringify(configuration))}"></script>
-<script src="${REFERENCE_SCRIPT_PATH}"></script></body></html>`;
+<script src="${REFERENCE_SCRIPT_PATH}?v=${loadedScript().version}"></script></body></html>`;
 }
 
 /** Every operation as a plain list: the page for readers without scripts. */

@@ -118,8 +118,9 @@ export const operationsRoutes = [
     responses: { 200: { description: 'JavaScript', schema: JavaScriptText } },
     async handler() {
       referenceScriptText ??= referenceScript().toString('utf8');
-      // The same bytes until the next release: browsers may keep them a day.
-      return { status: 200, body: referenceScriptText, contentType: 'text/javascript; charset=utf-8', headers: { 'Cache-Control': 'public, max-age=86400' } };
+      // The page names the script by a hash of its bytes (?v=): a browser may keep each version for good.
+      const forever = 'public, max-age=31536000, immutable';
+      return { status: 200, body: referenceScriptText, contentType: 'text/javascript; charset=utf-8', headers: { 'Cache-Control': forever } };
     },
   }),
 ];

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { writeScope } from '../consumers/read-your-writes';
 import { OverloadedError } from '../../eventstore/port';
 import { checkedJsonText, formParser, readJsonBody } from './body';
+import { COMPRESS_FROM_BYTES, compressFor } from './compress';
 import { toErrorReply } from './error-reply';
 import { HttpError, MESSAGES, PLATFORM_CODES as C } from './errors';
 import type { HttpMetrics } from './metrics';
@@ -296,7 +297,9 @@ function send(res: ServerResponse, requestId: string, reply: Reply): void {
 /**
  * Every answer: its status and headers given to node as one list (writeHead), then its body. Each
  * says its request id and that its content type is the one named, and none is kept by a cache
- * (browser, proxy): answers carry tokens, codes, secrets and account data.
+ * (browser, proxy) unless the route says otherwise (its own Cache-Control, for static assets):
+ * answers carry tokens, codes, secrets and account data. A large body goes compressed to a client
+ * that accepts it (compress.ts).
  */
 function answer(
   res: ServerResponse,
@@ -306,13 +309,21 @@ function answer(
   contentType: string,
   body: string | undefined,
 ): void {
-  const headers = ['X-Request-Id', requestId, 'X-Content-Type-Options', 'nosniff', 'Cache-Control', 'no-store'];
-  if (own) for (const name in own) headers.push(name, own[name] as string);
+  const cacheControl = own?.['Cache-Control'];
+  const headers = ['X-Request-Id', requestId, 'X-Content-Type-Options', 'nosniff', 'Cache-Control', cacheControl ?? 'no-store'];
+  if (own) for (const name in own) if (name !== 'Cache-Control') headers.push(name, own[name] as string);
+  let bytes: Buffer | string | undefined = body;
   if (body !== undefined) {
-    headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(body)));
+    const compressed = compressFor(res.req?.headers['accept-encoding'], body, cacheControl?.startsWith('public') === true);
+    if (compressed) {
+      bytes = compressed.bytes;
+      headers.push('Content-Encoding', compressed.encoding);
+    }
+    if (body.length >= COMPRESS_FROM_BYTES) headers.push('Vary', 'Accept-Encoding');
+    headers.push('Content-Type', contentType, 'Content-Length', String(Buffer.byteLength(bytes as string | Buffer)));
     // Hosted pages (payment, identity) are never framed by another site (clickjacking).
     if (contentType.startsWith('text/html')) headers.push('Content-Security-Policy', "frame-ancestors 'none'");
   }
   res.writeHead(status, headers);
-  res.end(body);
+  res.end(bytes);
 }
