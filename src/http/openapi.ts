@@ -45,13 +45,6 @@ function commonErrors(r: RouteSpec): number[] {
 /** Routes that answer 404 `Not found` while they are off (the sandbox without SANDBOX, the operator API without ADMIN_TOKEN). */
 const switchable = (r: RouteSpec) => r.path.startsWith('/sandbox/') || r.path.startsWith('/admin/');
 
-/** The 401 message of each kind of credential. */
-const CREDENTIAL_ERROR: Record<string, string> = {
-  partner: MESSAGES.invalidPartner,
-  bearer: MESSAGES.invalidToken,
-  admin: 'Invalid admin token',
-  signed: 'Invalid webhook signature',
-};
 
 /** What the area of each tag holds: the reference's navigation shows it. */
 const TAGS: Array<{ name: string; description: string }> = [
