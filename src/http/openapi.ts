@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { CODE_OF_STATUS, MESSAGES, PLATFORM_CODES as C, STATUS_OF } from '../platform/http/errors';
 import { OPERATIONS, type OperationExamples, PARAMETER_EXAMPLES, PLACEHOLDERS, SAMPLE, SCHEMA_EXAMPLES } from './openapi-examples';
 import type { RouteSpec } from '../platform/http/route';
+import { OPERATION_IDS } from './operation-ids';
 import { ErrorBody } from './schemas';
 
 const SECURITY: Record<string, Array<Record<string, string[]>>> = {
@@ -44,7 +45,6 @@ function commonErrors(r: RouteSpec): number[] {
 
 /** Routes that answer 404 `Not found` while they are off (the sandbox without SANDBOX, the operator API without ADMIN_TOKEN). */
 const switchable = (r: RouteSpec) => r.path.startsWith('/sandbox/') || r.path.startsWith('/admin/');
-
 
 /** What the area of each tag holds: the reference's navigation shows it. */
 const TAGS: Array<{ name: string; description: string }> = [
@@ -354,8 +354,19 @@ const INFO_DESCRIPTION =
   'shown in each operation’s examples; switch on `code` (each error response lists its codes), never on the message. ' +
   'A refused field is named in `param`; validation errors add `details`. Amounts are decimals (strings in accounts and transactions), never smallest units.';
 
-/** `postApiV1PartnerUsers`: the method and the path's words. */
-const operationIdOf = (r: RouteSpec) => `${r.method}${r.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`;
+/** The operation's stable id (operation-ids.ts); a route without one is a programming error. */
+function operationIdOf(r: RouteSpec): string {
+  const id = OPERATION_IDS[`${r.method.toUpperCase()} ${r.path}`];
+  if (!id) throw new Error(`OpenAPI: no operationId for ${r.method.toUpperCase()} ${r.path} (src/http/operation-ids.ts)`);
+  return id;
+}
+
+/** The reference's navigation: what partners call first, the rest (sandbox, callbacks, operator, operations) apart. */
+const TAG_GROUPS = [
+  { name: 'Partner API', tags: ['Users', 'Login', 'Profile', 'KYC', 'Accounts', 'Transactions', 'Exchange', 'Cards', 'Webhooks'] },
+  { name: 'Testing and integration', tags: ['Sandbox', 'Provider callbacks'] },
+  { name: 'Operating Tally', tags: ['Operator', 'Operations'] },
+];
 
 /** Every answer of the route: its declared statuses, those of its kind, and those its examples name, each with its examples. */
 function responsesOf(r: RouteSpec, examples: OperationExamples, components: Components): Record<string, unknown> {
@@ -463,6 +474,7 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, webhooks: W
     },
     servers: [{ url: serverUrl }],
     tags: TAGS.filter((t) => routes.some((r) => r.tag === t.name)),
+    'x-tagGroups': TAG_GROUPS.map((g) => ({ ...g, tags: g.tags.filter((t) => routes.some((r) => r.tag === t)) })).filter((g) => g.tags.length > 0),
     components: {
       schemas: Object.fromEntries(
         Object.entries(components.schemas)
