@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { CODE_OF_STATUS, MESSAGES, PLATFORM_CODES as C, STATUS_OF } from '../platform/http/errors';
 import { OPERATIONS, type OperationExamples, PARAMETER_EXAMPLES, PLACEHOLDERS, SAMPLE, SCHEMA_EXAMPLES } from './openapi-examples';
 import type { RouteSpec } from '../platform/http/route';
-import { OPERATION_IDS } from './operation-ids';
+import { OPERATION_NAMES } from './operation-ids';
 import { ErrorBody } from './schemas';
 
 const SECURITY: Record<string, Array<Record<string, string[]>>> = {
@@ -354,12 +354,13 @@ const INFO_DESCRIPTION =
   'shown in each operation’s examples; switch on `code` (each error response lists its codes), never on the message. ' +
   'A refused field is named in `param`; validation errors add `details`. Amounts are decimals (strings in accounts and transactions), never smallest units.';
 
-/** The operation's stable id (operation-ids.ts); a route without one is a programming error. */
-function operationIdOf(r: RouteSpec): string {
-  const id = OPERATION_IDS[`${r.method.toUpperCase()} ${r.path}`];
-  if (!id) throw new Error(`OpenAPI: no operationId for ${r.method.toUpperCase()} ${r.path} (src/http/operation-ids.ts)`);
-  return id;
+/** The operation's stable id and short title (operation-ids.ts); a route without them is a programming error. */
+function namesOf(r: RouteSpec): readonly [id: string, title: string] {
+  const names = OPERATION_NAMES[`${r.method.toUpperCase()} ${r.path}`];
+  if (!names) throw new Error(`OpenAPI: no operationId for ${r.method.toUpperCase()} ${r.path} (src/http/operation-ids.ts)`);
+  return names;
 }
+const operationIdOf = (r: RouteSpec) => namesOf(r)[0];
 
 /** The reference's navigation: what partners call first, the rest (sandbox, callbacks, operator, operations) apart. */
 const TAG_GROUPS = [
@@ -421,14 +422,15 @@ function operationOf(r: RouteSpec, components: Components, errorRef: unknown): R
   };
   const operation: Record<string, unknown> = {
     operationId: operationIdOf(r),
-    summary: r.summary,
+    // The sidebar's entry is the short title; the route's own sentence (and more, where it has it) describes it.
+    summary: namesOf(r)[1],
+    description: r.description ? `${r.summary}\n\n${r.description}` : r.summary,
     tags: [r.tag],
     security: SECURITY[r.auth],
     'x-credentials': r.auth,
     parameters: parametersOf(r, examples, components),
     responses,
   };
-  if (r.description) operation.description = r.description;
   if (r.deprecated) operation.deprecated = true;
   if (r.body) {
     const Id = operationIdOf(r).replace(/^./, (c) => c.toUpperCase());
@@ -471,6 +473,8 @@ export function buildOpenApi(routes: RouteSpec[], serverUrl: string, webhooks: W
       title: 'Tally partner API',
       version: '1.0.0',
       description: INFO_DESCRIPTION,
+      // Partners reach us through their integration contact; the reference is where this document is served.
+      contact: { name: 'Tally partner integration', url: `${serverUrl.replace(/\/$/, '')}/docs` },
     },
     servers: [{ url: serverUrl }],
     tags: TAGS.filter((t) => routes.some((r) => r.tag === t.name)),

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import { allRoutes } from '../../src/http/app';
 import { buildOpenApi } from '../../src/http/openapi';
-import { OPERATION_IDS } from '../../src/http/operation-ids';
+import { OPERATION_NAMES } from '../../src/http/operation-ids';
+
+const OPERATION_IDS = Object.fromEntries(Object.entries(OPERATION_NAMES).map(([key, [id]]) => [key, id]));
 
 describe('OpenAPI: operation ids an SDK generator can use', () => {
   const keys = allRoutes().map((r) => `${r.method.toUpperCase()} ${r.path}`);
@@ -12,6 +14,11 @@ describe('OpenAPI: operation ids an SDK generator can use', () => {
     const ids = Object.values(OPERATION_IDS);
     expect(new Set(ids).size).to.equal(ids.length);
     for (const id of ids) expect(id).to.match(/^[a-z][A-Za-z0-9]{2,40}$/);
+    // Titles are the sidebar's entries: short, no sentence.
+    for (const [, title] of Object.values(OPERATION_NAMES)) {
+      expect(title.length, title).to.be.within(4, 40);
+      expect(title, title).to.not.match(/\.$/);
+    }
   });
 
   it('puts them in the document, and groups the partner API apart from sandbox, callbacks and operator routes', () => {
