@@ -16,7 +16,6 @@ import {
 import { answeredUnderKey, cardRequestDecider, type CardRequestAnswered } from '../../src/domain/cards/keyed';
 import { DEFAULT_CARD_LIMIT } from '../../src/domain/cards/limit';
 import { activated, AT, canceled, cardDeciderSpec, issued, issuedCard, LATER, locked, refused, unlocked } from './cards-support';
-import { refusal } from './ledger-support';
 
 const spec = cardDeciderSpec(cardDecider);
 const change = (action: CardAction) => ({ type: 'ChangeStatus' as const, action, at: LATER });
