@@ -1,10 +1,9 @@
 import { expect } from 'chai';
 import { type ApplicationFacts, type CardApplicationCommand, cardApplicationDecider, requireApproved } from '../../src/domain/cards/application';
-import { deciderSpec } from './spec';
-import { AT, application, decided, LATER, submitted } from './cards-support';
+import { AT, application, cardDeciderSpec, decided, LATER, refused, submitted } from './cards-support';
 import { refusal } from './ledger-support';
 
-const spec = deciderSpec(cardApplicationDecider);
+const spec = cardDeciderSpec(cardApplicationDecider);
 const READY: ApplicationFacts = { kycApproved: true, profileMissing: [] };
 const submit = (facts: ApplicationFacts = READY, over: Parameters<typeof application>[0] = {}): CardApplicationCommand => ({
   type: 'Submit',
@@ -44,35 +43,35 @@ describe('a card application, decided', () => {
       spec
         .given([])
         .when(submit(READY, { isTermsOfServiceAccepted: false }))
-        .thenThrows('invalid', 'isTermsOfServiceAccepted must be true');
+        .thenRefuses('invalid', 'terms_not_accepted', 'isTermsOfServiceAccepted must be true');
     });
 
     it('is refused while KYC is not approved', () => {
       spec
         .given([])
         .when(submit({ kycApproved: false, profileMissing: [] }))
-        .thenThrows('forbidden', 'KYC must be approved to apply for a card');
+        .thenRefuses('forbidden', 'kyc_not_approved', 'KYC must be approved to apply for a card');
     });
 
     it('is refused while another application is pending', () => {
       spec
         .given([submitted()])
         .when(submit(READY, { id: 'app-2' }))
-        .thenThrows('conflict', 'Card application already exists with status: pending');
+        .thenRefuses('conflict', 'card_application_exists', 'Card application already exists with status: pending');
     });
 
     it('is refused once an application was approved', () => {
       spec
         .given([submitted(), decided('approved')])
         .when(submit(READY, { id: 'app-2' }))
-        .thenThrows('conflict', 'Card application already exists with status: approved');
+        .thenRefuses('conflict', 'card_application_exists', 'Card application already exists with status: approved');
     });
 
     it('is refused when the profile lacks the fields the issuer asks for, naming them', () => {
       spec
         .given([])
         .when(submit({ kycApproved: true, profileMissing: ['occupation', 'annualSalary'] }))
-        .thenThrows('unprocessable', 'PersonalProfile is missing fields required for a card: occupation, annualSalary');
+        .thenRefuses('unprocessable', 'profile_incomplete_for_card', 'PersonalProfile is missing fields required for a card: occupation, annualSalary');
     });
   });
 
@@ -117,11 +116,11 @@ describe('a card application, decided', () => {
     });
 
     it('is refused for an application the user does not have (404)', () => {
-      spec.given([]).when(report('approved', 'approved')).thenThrows('not_found', 'Card application not found');
+      spec.given([]).when(report('approved', 'approved')).thenRefuses('not_found', 'card_application_not_found', 'Card application not found');
       spec
         .given([submitted()])
         .when(report('approved', 'approved', null, 'app-9'))
-        .thenThrows('not_found', 'Card application not found');
+        .thenRefuses('not_found', 'card_application_not_found', 'Card application not found');
     });
   });
 
@@ -142,11 +141,16 @@ describe('a card application, decided', () => {
       const fold = (...events: Parameters<typeof cardApplicationDecider.evolve>[1][]) =>
         events.reduce(cardApplicationDecider.evolve, cardApplicationDecider.initialState());
       expect(requireApproved(fold(submitted(), decided('approved'))).id).to.equal('app-1');
-      expect([refusal(() => requireApproved(fold())).kind, refusal(() => requireApproved(fold())).message]).to.deep.equal([
-        'not_found',
-        'Card application not found',
-      ]);
-      expect(refusal(() => requireApproved(fold(submitted()))).message).to.equal('Card application is pending');
+      expect(refused(() => requireApproved(fold()))).to.deep.equal({
+        kind: 'not_found',
+        code: 'card_application_not_found',
+        message: 'Card application not found',
+      });
+      expect(refused(() => requireApproved(fold(submitted())))).to.deep.equal({
+        kind: 'conflict',
+        code: 'card_application_not_approved',
+        message: 'Card application is pending',
+      });
       expect(refusal(() => requireApproved(fold(submitted(), decided('declined')))).message).to.equal('Card application is declined');
     });
   });

@@ -12,7 +12,7 @@ import { type CardEvent, type CardState, cardDecider } from '../../src/domain/ca
 import { DomainError } from '../../src/platform/decider';
 import { fixed, money } from '../../src/domain/ledger/money';
 import { type TransactionState, transactionDecider } from '../../src/domain/ledger/transaction';
-import { AT, canceled, issued, locked } from './cards-support';
+import { AT, canceled, issued, locked, refused } from './cards-support';
 
 const ACCOUNT = 1001;
 const opened: AccountEvent = {
@@ -237,6 +237,9 @@ describe('card authorizations (decider)', () => {
         'Cannot clear a card transaction in status completed',
       ]);
       expect(refusal(() => decideClearing(card, account, h.txn, settlement('nope')))).to.deep.equal(['not_found', 'Card transaction not found']);
+      // Each with its stable code.
+      expect(refused(() => decideReversal(card, account, h.txn, settlement(h.request.transactionId))).code).to.equal('card_transaction_status_forbids');
+      expect(refused(() => decideClearing(card, account, h.txn, settlement('nope'))).code).to.equal('card_transaction_not_found');
     });
 
     it('clears or reverses on a locked or canceled card: the merchant took the money while it was active', () => {

@@ -1,12 +1,23 @@
 import { expect } from 'chai';
-import { CARD_ACTIONS, type CardAction, type CardStatus, cardDecider, checkPin, requireCard, userCardsDecider } from '../../src/domain/cards/card';
+import {
+  CARD_ACTIONS,
+  type Card,
+  type CardAction,
+  type CardEvent,
+  type CardStatus,
+  cardDecider,
+  checkPin,
+  requireCard,
+  requireCardOfPartner,
+  requireOwnedCard,
+  requireRevealable,
+  userCardsDecider,
+} from '../../src/domain/cards/card';
 import { answeredUnderKey, cardRequestDecider, type CardRequestAnswered } from '../../src/domain/cards/keyed';
 import { DEFAULT_CARD_LIMIT } from '../../src/domain/cards/limit';
-import { deciderSpec } from './spec';
-import { activated, AT, canceled, issued, issuedCard, LATER, locked, unlocked } from './cards-support';
-import { refusal } from './ledger-support';
+import { activated, AT, canceled, cardDeciderSpec, issued, issuedCard, LATER, locked, refused, unlocked } from './cards-support';
 
-const spec = deciderSpec(cardDecider);
+const spec = cardDeciderSpec(cardDecider);
 const change = (action: CardAction) => ({ type: 'ChangeStatus' as const, action, at: LATER });
 const moved = (action: CardAction, from: CardStatus) => [
   { type: CARD_ACTIONS[action].event, data: { cardId: 'card-1', from, to: CARD_ACTIONS[action].to, at: LATER } },
@@ -29,7 +40,7 @@ describe('a card, decided', () => {
     });
 
     it('is refused on a stream that holds a card already', () => {
-      spec.given([issued()]).when({ type: 'Issue', card: issuedCard() }).thenThrows('conflict', 'Card already issued');
+      spec.given([issued()]).when({ type: 'Issue', card: issuedCard() }).thenRefuses('conflict', 'card_already_issued', 'Card already issued');
     });
   });
 
@@ -65,26 +76,26 @@ describe('a card, decided', () => {
     ];
     for (const [what, given, action, message] of refused) {
       it(`refuses (409) when it ${what}`, () => {
-        spec.given(given).when(change(action)).thenThrows('conflict', message);
+        spec.given(given).when(change(action)).thenRefuses('conflict', 'card_status_forbids', message);
       });
     }
 
     it('never moves a canceled card again: every action is 409', () => {
       for (const action of Object.keys(CARD_ACTIONS) as CardAction[]) {
-        spec.given([issued(), canceled()]).when(change(action)).thenThrows('conflict', `Cannot ${action} a card in status canceled`);
+        spec.given([issued(), canceled()]).when(change(action)).thenRefuses('conflict', 'card_status_forbids', `Cannot ${action} a card in status canceled`);
       }
       spec
         .given([issued(), canceled()])
         .when({ type: 'SetLimit', limit: DEFAULT_CARD_LIMIT, at: LATER })
-        .thenThrows('conflict', 'Cannot update the limit of a card in status canceled');
+        .thenRefuses('conflict', 'card_status_forbids', 'Cannot update the limit of a card in status canceled');
       spec
         .given([issued(), canceled()])
         .when({ type: 'ChangePin', pin: '1234', at: LATER })
-        .thenThrows('conflict', 'Cannot set the PIN of a card in status canceled');
+        .thenRefuses('conflict', 'card_status_forbids', 'Cannot set the PIN of a card in status canceled');
     });
 
     it('is 404 on a card that does not exist', () => {
-      spec.given([]).when(change('lock')).thenThrows('not_found', 'Card not found');
+      spec.given([]).when(change('lock')).thenRefuses('not_found', 'card_not_found', 'Card not found');
     });
   });
 
@@ -110,9 +121,12 @@ describe('a card, decided', () => {
     it('takes a PIN of exactly four digits', () => {
       expect(checkPin('0000')).to.equal('0000');
       for (const pin of ['123', '12345', '12a4', ' 1234', '١٢٣٤', 1234, null]) {
-        expect(refusal(() => checkPin(pin)).message, String(pin)).to.equal('pin must be exactly 4 digits');
+        expect(
+          refused(() => checkPin(pin)),
+          String(pin),
+        ).to.deep.equal({ kind: 'invalid', code: 'invalid_pin', message: 'pin must be exactly 4 digits' });
       }
-      spec.given([issued()]).when({ type: 'ChangePin', pin: '12', at: LATER }).thenThrows('invalid', 'pin must be exactly 4 digits');
+      spec.given([issued()]).when({ type: 'ChangePin', pin: '12', at: LATER }).thenRefuses('invalid', 'invalid_pin', 'pin must be exactly 4 digits');
     });
   });
 
@@ -133,13 +147,59 @@ describe('a card, decided', () => {
     it("hides another user's card as not found", () => {
       const state = [issued()].reduce(cardDecider.evolve, cardDecider.initialState());
       expect(requireCard(state, 'ada').cardId).to.equal('card-1');
-      expect(refusal(() => requireCard(state, 'bob')).message).to.equal('Card not found');
+      expect(refused(() => requireCard(state, 'bob'))).to.deep.equal({ kind: 'not_found', code: 'card_not_found', message: 'Card not found' });
+    });
+
+    it("names a card of another user of the partner as not theirs (403), another partner's or none as not found", () => {
+      const card = [issued()].reduce(cardDecider.evolve, cardDecider.initialState()).card as Card;
+      expect(requireOwnedCard(card, { userId: 'ada', partnerId: 'acme' }).cardId).to.equal('card-1');
+      expect(refused(() => requireOwnedCard(card, { userId: 'bob', partnerId: 'acme' }))).to.deep.equal({
+        kind: 'forbidden',
+        code: 'card_not_owned',
+        message: 'Card does not belong to the authenticated user',
+      });
+      for (const [named, user] of [
+        [card, { userId: 'ada', partnerId: 'globex' }],
+        [null, { userId: 'ada', partnerId: 'acme' }],
+      ] as const)
+        expect(refused(() => requireOwnedCard(named, user)).code).to.equal('card_not_found');
+      expect(requireCardOfPartner(card, 'acme').cardId).to.equal('card-1');
+      expect(refused(() => requireCardOfPartner(card, 'globex')).code).to.equal('card_not_found');
+    });
+  });
+
+  describe('revealing the secrets and the PIN', () => {
+    const cardIn = (...events: CardEvent[]) => events.reduce(cardDecider.evolve, cardDecider.initialState()).card as Card;
+
+    it('reveals them on an active or not yet activated card', () => {
+      for (const card of [cardIn(issued()), cardIn(issued('physical'))]) {
+        expect(requireRevealable(card, 'revealSecrets')).to.equal(card);
+        expect(requireRevealable(card, 'revealPin')).to.equal(card);
+      }
+    });
+
+    it('never while the card is locked or canceled: the PIN as the secrets (409)', () => {
+      for (const [card, status] of [
+        [cardIn(issued(), locked()), 'locked'],
+        [cardIn(issued(), canceled()), 'canceled'],
+      ] as const) {
+        expect(refused(() => requireRevealable(card, 'revealSecrets'))).to.deep.equal({
+          kind: 'conflict',
+          code: 'card_status_forbids',
+          message: `Cannot reveal the secrets of a card in status ${status}`,
+        });
+        expect(refused(() => requireRevealable(card, 'revealPin'))).to.deep.equal({
+          kind: 'conflict',
+          code: 'card_status_forbids',
+          message: `Cannot reveal the PIN of a card in status ${status}`,
+        });
+      }
     });
   });
 });
 
 describe("a user's cards", () => {
-  const users = deciderSpec(userCardsDecider);
+  const users = cardDeciderSpec(userCardsDecider);
   const assigned = (cardId: string) => ({ type: 'UserCardAssigned' as const, data: { userId: 'ada', cardId, at: AT } });
   const assign = (cardId: string, latestStatus: CardStatus | null) => ({ type: 'Assign' as const, userId: 'ada', cardId, latestStatus, at: AT });
 
@@ -159,7 +219,7 @@ describe("a user's cards", () => {
       users
         .given([assigned('card-1')])
         .when(assign('card-2', status))
-        .thenThrows('conflict', 'Card already issued');
+        .thenRefuses('conflict', 'card_already_issued', 'Card already issued');
     }
   });
 
@@ -172,7 +232,7 @@ describe("a user's cards", () => {
 });
 
 describe('a keyed card request', () => {
-  const keyed = deciderSpec(cardRequestDecider);
+  const keyed = cardDeciderSpec(cardRequestDecider);
   const answer = (over: Partial<CardRequestAnswered> = {}): CardRequestAnswered => ({
     uuid: 'k-1',
     kind: 'lock',
@@ -202,8 +262,11 @@ describe('a keyed card request', () => {
       { kind: 'lock' as const, requestHash: 'h2', userId: 'ada' },
       { kind: 'lock' as const, requestHash: 'h1', userId: 'bob' },
     ]) {
-      const error = refusal(() => answeredUnderKey(state, other));
-      expect([error.kind, error.message]).to.deep.equal(['unprocessable', 'Idempotency key reused with different parameters']);
+      expect(refused(() => answeredUnderKey(state, other))).to.deep.equal({
+        kind: 'unprocessable',
+        code: 'idempotency_key_reused',
+        message: 'Idempotency key reused with different parameters',
+      });
     }
   });
 });

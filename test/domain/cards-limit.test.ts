@@ -92,17 +92,27 @@ describe('a card spending limit', () => {
     });
 
     it('refuses an amount that is not positive, too precise or too large, and an unknown frequency', () => {
-      const cases: Array<[unknown, unknown, string]> = [
-        [0, 'allTime', 'Amount must be greater than 0'],
-        [-5, 'allTime', 'Amount must be greater than 0'],
-        ['1.000000001', 'allTime', 'amount must have at most 8 decimal places'],
-        ['1000000000000000000', 'allTime', 'amount is too large'],
-        ['ten', 'allTime', 'amount must be a number'],
-        [10, 'perMonth', 'frequency must be one of per24HourPeriod, per7DayPeriod, per30DayPeriod, perYearPeriod, perAuthorization, allTime'],
+      const cases: Array<[unknown, unknown, string, string]> = [
+        [0, 'allTime', 'amount_not_positive', 'Amount must be greater than 0'],
+        [-5, 'allTime', 'amount_not_positive', 'Amount must be greater than 0'],
+        ['1.000000001', 'allTime', 'amount_too_precise', 'amount must have at most 8 decimal places'],
+        ['1000000000000000000', 'allTime', 'amount_too_large', 'amount is too large'],
+        ['ten', 'allTime', 'invalid_amount', 'amount must be a number'],
+        [
+          10,
+          'perMonth',
+          'invalid_limit_frequency',
+          'frequency must be one of per24HourPeriod, per7DayPeriod, per30DayPeriod, perYearPeriod, perAuthorization, allTime',
+        ],
       ];
-      for (const [amount, frequency, message] of cases) {
+      for (const [amount, frequency, code, message] of cases) {
         const error = refusal(() => parseLimit(amount, frequency));
-        expect([error.kind, error.message], `${amount} ${frequency}`).to.deep.equal(['invalid', message]);
+        expect([error.kind, error.code, error.message, error.param], `${amount} ${frequency}`).to.deep.equal([
+          'invalid',
+          code,
+          message,
+          code === 'invalid_limit_frequency' ? 'frequency' : 'amount',
+        ]);
       }
     });
   });

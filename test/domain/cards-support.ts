@@ -1,6 +1,42 @@
+import { expect } from 'chai';
 import type { CardApplicationData, CardApplicationEvent } from '../../src/domain/cards/application';
 import type { CardEvent, CardIssuedData, CardStatus } from '../../src/domain/cards/card';
 import { DEFAULT_CARD_LIMIT } from '../../src/domain/cards/limit';
+import { type Decider, type DomainEvent, DomainError } from '../../src/platform/decider';
+import { deciderSpec } from './spec';
+
+/** What a refusal tells the client: its kind (hence status), its stable code and its message. */
+export function refused(fn: () => unknown): { kind: string; code: string; message: string } {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).to.be.instanceOf(DomainError);
+    const { kind, code, message } = error as DomainError;
+    return { kind, code, message };
+  }
+  expect.fail('expected a refusal');
+}
+
+/** deciderSpec (./spec.ts) whose refusals are checked with their stable code too: thenRefuses(kind, code, message). */
+export function cardDeciderSpec<S, C, E extends DomainEvent>(decider: Decider<S, C, E>) {
+  const base = deciderSpec(decider);
+  return {
+    given(events: E[]) {
+      const given = base.given(events);
+      const state = events.reduce(decider.evolve, decider.initialState());
+      return {
+        when(command: C) {
+          return {
+            ...given.when(command),
+            thenRefuses(kind: DomainError['kind'], code: string, message: string) {
+              expect(refused(() => decider.decide(command, state))).to.deep.equal({ kind, code, message });
+            },
+          };
+        },
+      };
+    },
+  };
+}
 
 /** Fixed instants: the deciders take their time from the command, never from a clock. */
 export const AT = '2026-11-25T12:00:00.000Z';

@@ -121,8 +121,10 @@ describe('card spending over HTTP: authorizations, clearing, reversal, balance a
     it("is 404 'Card not found' on another partner's card or an unknown one, and 400 on bad input naming the field", async () => {
       const h = await holder(null);
       for (const res of [await authorize({ ...h, partner: globex }, purchase(1)), await authorize({ ...h, cardId: randomUUID() }, purchase(1))]) {
-        expect([res.status, res.body]).to.deep.equal([404, { success: false, error: 'Card not found' }]);
+        expect(res.status).to.equal(404);
+        expect(res.body).to.include({ success: false, error: 'Card not found', code: 'card_not_found' });
       }
+      expect((await authorize({ ...h, cardId: 'not-a-uuid' }, purchase(1))).body).to.include({ error: 'Card not found', code: 'card_not_found' });
       expect((await authorize(h, purchase(1, { currency: 'EUR' }))).status).to.equal(400);
       expect((await authorize(h, purchase(1, { merchantCategoryCode: '54' }))).body.error).to.equal('merchantCategoryCode must be four digits (ISO 18245)');
       expect((await authorize(h, purchase(0))).body.error).to.equal('Amount must be greater than 0');
@@ -190,10 +192,14 @@ describe('card spending over HTTP: authorizations, clearing, reversal, balance a
       for (const res of [await reverse(h, id), await clear(h, id)]) expect(res.status).to.equal(409);
       expect((await clear(h, id)).body.error).to.equal('Cannot clear a card transaction in status reversed');
       const declined = (await authorize(h, purchase(5000))).body.data.id;
-      expect((await clear(h, declined)).body).to.include({ success: false, error: 'Cannot clear a card transaction in status declined' });
+      expect((await clear(h, declined)).body).to.include({
+        success: false,
+        error: 'Cannot clear a card transaction in status declined',
+        code: 'card_transaction_status_forbids',
+      });
       const pending = (await authorize(h, purchase(1))).body.data.id;
       for (const res of [await clear({ partner: globex }, pending), await reverse(h, randomUUID()), await clear(h, 'nope')]) {
-        expect([res.status, res.body.error]).to.deep.equal([404, 'Card transaction not found']);
+        expect([res.status, res.body.error, res.body.code]).to.deep.equal([404, 'Card transaction not found', 'card_transaction_not_found']);
       }
     });
   });
@@ -231,7 +237,8 @@ describe('card spending over HTTP: authorizations, clearing, reversal, balance a
       const who = await customer(app.http, acme);
       for (const path of ['/api/v1/cards/balance', '/api/v1/cards/transactions']) {
         const res = await app.http.get(path).set(who.bearer);
-        expect([res.status, res.body], path).to.deep.equal([404, { success: false, error: 'Card not found' }]);
+        expect(res.status, path).to.equal(404);
+        expect(res.body, path).to.include({ success: false, error: 'Card not found', code: 'card_not_found' });
       }
     });
 
@@ -265,7 +272,7 @@ describe('card spending over HTTP: authorizations, clearing, reversal, balance a
       const list = await app.http.get('/api/v1/cards/transactions').set(ada.who.bearer);
       expect(list.body.items.map((t: { id: string }) => t.id)).to.deep.equal([mine]);
       const foreign = await app.http.get('/api/v1/cards/transactions').query({ cardId: bob.cardId }).set(ada.who.bearer);
-      expect([foreign.status, foreign.body.error]).to.deep.equal([403, 'Card does not belong to the authenticated user']);
+      expect([foreign.status, foreign.body.error, foreign.body.code]).to.deep.equal([403, 'Card does not belong to the authenticated user', 'card_not_owned']);
       const bad = await app.http.get('/api/v1/cards/transactions').query({ cursor: 'not-a-cursor' }).set(ada.who.bearer);
       expect([bad.status, bad.body.error]).to.deep.equal([400, 'cursor is not valid']);
       expect((await app.http.get('/api/v1/cards/transactions').query({ limit: 0 }).set(ada.who.bearer)).status).to.equal(400);

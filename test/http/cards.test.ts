@@ -56,7 +56,8 @@ describe('cards over HTTP (real Postgres)', function () {
     it('answers 401 "x-user-id header required" without a valid token', async () => {
       for (const headers of [{}, { Authorization: 'Bearer nope' }, acme.headers]) {
         const res = await app.http.get('/api/v1/cards/application/status').set(headers);
-        expect([res.status, res.body]).to.deep.equal([401, { success: false, error: 'x-user-id header required' }]);
+        expect(res.status).to.equal(401);
+        expect(res.body).to.include({ success: false, error: 'x-user-id header required' });
       }
     });
 
@@ -134,19 +135,31 @@ describe('cards over HTTP (real Postgres)', function () {
       expect((await app.http.post(`/sandbox/v1/cards/applications/${id}/decline`).set(acme.headers).send({ reason: 'risk' })).status).to.equal(202);
       const status = await app.http.get('/api/v1/cards/application/status').set(ada.bearer);
       expect(status.body.data.application).to.include({ applicationStatus: 'declined', applicationReason: 'risk', isActive: false });
-      expect((await app.http.post(`/sandbox/v1/cards/applications/${id}/approve`).set(acme.headers).send({})).status).to.equal(409);
+      const otherwise = await app.http.post(`/sandbox/v1/cards/applications/${id}/approve`).set(acme.headers).send({});
+      expect([otherwise.status, otherwise.body.code]).to.deep.equal([409, 'card_application_already_decided']);
+      expect(otherwise.body.error).to.equal(`Card application ${id} is already denied`);
     });
 
     it('refuses terms not accepted (400), a second application (409), and names bad input', async () => {
       const ada = await customer(app.http, acme);
       const terms = await app.http.post('/api/v1/cards/application').set(ada.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: false });
-      expect([terms.status, terms.body.error]).to.deep.equal([400, 'isTermsOfServiceAccepted must be true']);
+      expect(terms.status).to.equal(400);
+      expect(terms.body).to.include({
+        success: false,
+        error: 'isTermsOfServiceAccepted must be true',
+        code: 'terms_not_accepted',
+        param: 'isTermsOfServiceAccepted',
+      });
       const bad = await app.http.post('/api/v1/cards/application').set(ada.bearer).send({ cardType: 'plastic', isTermsOfServiceAccepted: true });
       expect(bad.status).to.equal(400);
       expect(bad.body.error).to.contain('cardType');
       await app.http.post('/api/v1/cards/application').set(ada.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
       const again = await app.http.post('/api/v1/cards/application').set(ada.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
-      expect([again.status, again.body.error]).to.deep.equal([409, 'Card application already exists with status: pending']);
+      expect([again.status, again.body.error, again.body.code]).to.deep.equal([
+        409,
+        'Card application already exists with status: pending',
+        'card_application_exists',
+      ]);
     });
 
     it("lets a partner decide only its own users' applications (another partner's: 404)", async () => {
@@ -154,7 +167,7 @@ describe('cards over HTTP (real Postgres)', function () {
       const applied = await app.http.post('/api/v1/cards/application').set(ada.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
       const id = applied.body.data.application.id;
       const foreign = await app.http.post(`/sandbox/v1/cards/applications/${id}/approve`).set(globex.headers).send({});
-      expect([foreign.status, foreign.body.error]).to.deep.equal([404, 'Card application not found']);
+      expect([foreign.status, foreign.body.error, foreign.body.code]).to.deep.equal([404, 'Card application not found', 'card_application_not_found']);
       expect((await app.http.post(`/sandbox/v1/cards/applications/${randomUUID()}/approve`).set(acme.headers).send({})).status).to.equal(404);
       const status = await app.http.get('/api/v1/cards/application/status').set(ada.bearer);
       expect(status.body.data.application.applicationStatus).to.equal('pending');
@@ -174,7 +187,8 @@ describe('cards over HTTP (real Postgres)', function () {
       ];
       for (const call of calls) {
         const res = await call.set(ada.bearer).send();
-        expect([res.status, res.body]).to.deep.equal([404, { success: false, error: 'Card not found' }]);
+        expect(res.status).to.equal(404);
+        expect(res.body).to.include({ success: false, error: 'Card not found', code: 'card_not_found' });
       }
       const lock = await app.http.post('/api/v1/cards/lock').set(ada.bearer).set(key()).send();
       expect([lock.status, lock.body.error]).to.deep.equal([404, 'Card not found']);
@@ -196,7 +210,7 @@ describe('cards over HTTP (real Postgres)', function () {
       const replay = await app.http.post('/api/v1/cards').set(ada.bearer).set(headers).send({});
       expect([replay.status, replay.headers['idempotent-replayed'], replay.body]).to.deep.equal([201, 'true', issued.body]);
       const second = await app.http.post('/api/v1/cards').set(ada.bearer).set(key()).send({});
-      expect([second.status, second.body.error]).to.deep.equal([409, 'Card already issued']);
+      expect([second.status, second.body.error, second.body.code]).to.deep.equal([409, 'Card already issued', 'card_already_issued']);
       const status = await app.http.get('/api/v1/cards/application/status').set(ada.bearer);
       expect(status.body.data.card).to.deep.equal({
         id: card.id,
@@ -233,7 +247,7 @@ describe('cards over HTTP (real Postgres)', function () {
       const activated = await app.http.post('/api/v1/cards/activate').set(who.bearer).send();
       expect(activated.body).to.deep.equal({ success: true, data: { id: card.id, status: 'active' } });
       const again = await app.http.post('/api/v1/cards/activate').set(who.bearer).send();
-      expect([again.status, again.body.error]).to.deep.equal([409, 'Cannot activate a card in status active']);
+      expect([again.status, again.body.error, again.body.code]).to.deep.equal([409, 'Cannot activate a card in status active', 'card_status_forbids']);
     });
   });
 
@@ -251,21 +265,44 @@ describe('cards over HTTP (real Postgres)', function () {
       const replay = await app.http.post('/api/v1/cards/lock').set(who.bearer).set(headers).send();
       expect([replay.status, replay.headers['idempotent-replayed'], replay.body]).to.deep.equal([200, 'true', locked.body]);
       const reused = await app.http.post('/api/v1/cards/unlock').set(who.bearer).set(headers).send();
-      expect([reused.status, reused.body.error]).to.deep.equal([422, 'Idempotency key reused with different parameters']);
+      expect([reused.status, reused.body.error, reused.body.code]).to.deep.equal([
+        422,
+        'Idempotency key reused with different parameters',
+        'idempotency_key_reused',
+      ]);
       const twice = await app.http.post('/api/v1/cards/lock').set(who.bearer).set(key()).send();
-      expect([twice.status, twice.body.error]).to.deep.equal([409, 'Cannot lock a card in status locked']);
+      expect([twice.status, twice.body.error, twice.body.code]).to.deep.equal([409, 'Cannot lock a card in status locked', 'card_status_forbids']);
       const unlocked = await app.http.post('/api/v1/cards/unlock').set(who.bearer).set(key()).send();
       expect(unlocked.body.data.status).to.equal('active');
     });
 
-    it('hides the number and CVC while the card is locked', async () => {
+    it('takes the required key under either name: Idempotency-Key alone is the key (docs/decisions.md)', async () => {
+      const { who, card } = await withCard();
+      const ietf = randomUUID();
+      const locked = await app.http.post('/api/v1/cards/lock').set(who.bearer).set('Idempotency-Key', ietf).send();
+      expect(locked.body).to.deep.equal({ success: true, data: { id: card.id, status: 'locked' } });
+      const replay = await app.http.post('/api/v1/cards/lock').set(who.bearer).set('x-idempotency-key', ietf).send();
+      expect([replay.status, replay.headers['idempotent-replayed']]).to.deep.equal([200, 'true']);
+    });
+
+    it('hides the number, CVC and PIN while the card is locked', async () => {
       const { who } = await withCard();
       await app.http.post('/api/v1/cards/lock').set(who.bearer).set(key()).send();
       const secrets = await app.http.get('/api/v1/cards/secrets').set(who.bearer);
-      expect([secrets.status, secrets.body.error]).to.deep.equal([409, 'Cannot reveal the secrets of a card in status locked']);
+      expect([secrets.status, secrets.body.error, secrets.body.code]).to.deep.equal([
+        409,
+        'Cannot reveal the secrets of a card in status locked',
+        'card_status_forbids',
+      ]);
       const full = await app.http.get('/api/v1/cards/details/full?includeSecrets=true').set(who.bearer);
       expect(full.status).to.equal(200);
       expect(full.body).not.to.have.any.keys('cardNumber', 'cvc');
+      // The PIN as the secrets: never while the card is locked.
+      const pin = await app.http.get('/api/v1/cards/pin').set(who.bearer);
+      expect(pin.status).to.equal(409);
+      expect(pin.body).to.include({ success: false, error: 'Cannot reveal the PIN of a card in status locked', code: 'card_status_forbids' });
+      await app.http.post('/api/v1/cards/unlock').set(who.bearer).set(key()).send();
+      expect((await app.http.get('/api/v1/cards/pin').set(who.bearer)).body).to.deep.equal({ success: true, data: { pin: null } });
     });
 
     it('answers 400 to a copy sent while the first is in flight, and changes the limit once', async () => {
@@ -294,6 +331,7 @@ describe('cards over HTTP (real Postgres)', function () {
       for (const pin of ['123', '12345', 'abcd']) {
         const res = await app.http.put('/api/v1/cards/pin').set(who.bearer).set(key()).send({ pin });
         expect([res.status, res.body.error], pin).to.deep.equal([400, 'pin must be exactly 4 digits']);
+        expect(res.body, pin).to.include({ code: 'invalid_pin', param: 'pin' });
       }
     });
 
@@ -331,13 +369,21 @@ describe('cards over HTTP (real Postgres)', function () {
       const canceled = await app.http.post(`/admin/v1/cards/${card.id}/cancel`).set(admin).send();
       expect(canceled.body).to.deep.equal({ id: card.id, status: 'canceled' });
       const again = await app.http.post(`/admin/v1/cards/${card.id}/cancel`).set(admin).send();
-      expect([again.status, again.body.error]).to.deep.equal([409, 'Cannot cancel a card in status canceled']);
+      expect([again.status, again.body.error, again.body.code]).to.deep.equal([409, 'Cannot cancel a card in status canceled', 'card_status_forbids']);
       for (const action of ['lock', 'unlock', 'activate']) {
         const res = await app.http.post(`/api/v1/cards/${action}`).set(who.bearer).set(key()).send();
         expect([res.status, res.body.error], action).to.deep.equal([409, `Cannot ${action} a card in status canceled`]);
       }
       const limit = await app.http.patch('/api/v1/cards/limit').set(who.bearer).set(key()).send({ amount: 5, frequency: 'allTime' });
       expect([limit.status, limit.body.error]).to.deep.equal([409, 'Cannot update the limit of a card in status canceled']);
+      const pin = await app.http.put('/api/v1/cards/pin').set(who.bearer).set(key()).send({ pin: '1234' });
+      expect([pin.status, pin.body.error, pin.body.code]).to.deep.equal([409, 'Cannot set the PIN of a card in status canceled', 'card_status_forbids']);
+      const reveal = await app.http.get('/api/v1/cards/pin').set(who.bearer);
+      expect([reveal.status, reveal.body.error, reveal.body.code]).to.deep.equal([
+        409,
+        'Cannot reveal the PIN of a card in status canceled',
+        'card_status_forbids',
+      ]);
       expect((await app.http.get('/api/v1/cards/application/status').set(who.bearer)).body.data.canCreateCard).to.equal(true);
       const next = await app.http.post('/api/v1/cards').set(who.bearer).set(key()).send({});
       expect(next.status).to.equal(201);

@@ -10,6 +10,7 @@ import {
   issuerApplicationDecider,
   issuerApplicationStream,
 } from '../../domain/cards/application';
+import { CARD_REFUSALS } from '../../domain/cards/refusals';
 import { kycDecider, kycStream, latest } from '../../domain/identity';
 import { isApprovedAt } from '../../domain/ledger';
 import { profileDecider, profileStream } from '../../domain/identity';
@@ -24,7 +25,6 @@ import type { StateCache } from '../../platform/commands/commands';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import type { BuiltProviders } from '../../providers/index';
-import { NotFound } from '../../platform/failures';
 
 type User = { userId: string; partnerId: string };
 
@@ -158,7 +158,7 @@ export class CardApplications {
   /** An issuer's verified callback: the application it names moves (or its status word is mirrored). */
   async applyIssuerWebhook(issuerName: string, event: CardIssuerWebhookEvent): Promise<void> {
     const { state: link } = await load(this.deps.store, issuerApplicationStream(issuerName, event.issuerApplicationId), issuerApplicationDecider);
-    if (!link) throw new NotFound('Card application not found');
+    if (!link) throw CARD_REFUSALS.applicationNotFound();
     const ctx: CommandContext = {
       commandId: `cards:${issuerName}:${event.eventId}`,
       metadata: { actor: { kind: 'provider', id: issuerName }, correlationId: event.eventId },

@@ -5,12 +5,13 @@ import {
   type CardAction,
   type CardEvent,
   type CardState,
-  cannot,
   cardDecider,
   cardStream,
   checkPin,
   primaryCardId,
   requireCard,
+  requireOwnedCard,
+  requireRevealable,
   userCardsDecider,
   userCardsStream,
 } from '../../domain/cards/card';
@@ -27,7 +28,6 @@ import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { StateCache } from '../../platform/commands/commands';
 import type { ServiceKeys } from '../../platform/keys';
-import { requireOwnedBy } from '../../domain/identity';
 
 type User = { userId: string; partnerId: string };
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
@@ -275,9 +275,7 @@ export class CardCommands {
    */
   async requireOwnCard(cardId: string, user: User): Promise<Card> {
     const { state } = await load(this.deps.store, cardStream(cardId), cardDecider, { cache: this.deps.stateCache });
-    const card = state.card;
-    if (!card || card.partnerId !== user.partnerId) return requireCard({ card: null });
-    return requireOwnedBy(card, card, user, { notFound: 'Card not found', forbidden: 'Card does not belong to the authenticated user' });
+    return requireOwnedCard(state.card, user);
   }
 
   /** The user's primary card (the latest issued), 404 when there is none. */
@@ -290,15 +288,13 @@ export class CardCommands {
 
   /** Number, CVC and expiry from the issuer: never for a locked or canceled card. */
   async secrets(userId: string): Promise<CardSecrets> {
-    const card = await this.primaryCard(userId);
-    if (card.status === 'locked' || card.status === 'canceled') throw cannot('reveal the secrets of', card.status);
+    const card = requireRevealable(await this.primaryCard(userId), 'revealSecrets');
     return this.applications.callIssuer(() => this.applications.issuer(card.issuer).revealSecrets(card.issuerReference));
   }
 
-  /** The PIN from the issuer (null while none was set): never for a canceled card. */
+  /** The PIN from the issuer (null while none was set): as the secrets, never for a locked or canceled card. */
   async pin(userId: string): Promise<{ id: string; pin: string | null }> {
-    const card = await this.primaryCard(userId);
-    if (card.status === 'canceled') throw cannot('reveal the PIN of', card.status);
+    const card = requireRevealable(await this.primaryCard(userId), 'revealPin');
     const pin = await this.applications.callIssuer(() => this.applications.issuer(card.issuer).revealPin(card.issuerReference));
     return { id: card.cardId, pin };
   }

@@ -8,7 +8,7 @@ import {
   type SettlementDecided,
   type SettlementRequest,
 } from '../../domain/cards/authorization';
-import { type CardState, cardDecider, cardStream, requireCard } from '../../domain/cards/card';
+import { type CardState, cardDecider, cardStream, requireCard, requireCardOfPartner } from '../../domain/cards/card';
 import type { CardSpendData } from '../../domain/cards/spend';
 import { invariant } from '../../platform/decider';
 import { uuidV5, uuidV7 } from '../../platform/ids';
@@ -27,9 +27,7 @@ import type { WaitForReadModels } from '../../platform/consumers/read-your-write
 import type { StateCache } from '../../platform/commands/commands';
 import type { NoteWrite } from '../../platform/consumers/read-your-writes';
 import type { ProfileService, UserService } from '../identity';
-import { requireOfPartner } from '../../domain/identity';
-import { refuseSettlement } from '../../domain/cards';
-import { NotFound } from '../../platform/failures';
+import { CARD_REFUSALS, refuseSettlement } from '../../domain/cards';
 
 /** An authorization as the card network sends it (the sandbox route's body, checked). */
 export interface AuthorizationInput {
@@ -50,7 +48,6 @@ interface Asked {
   ctx: CommandContext;
 }
 
-const CARD_TRANSACTION_NOT_FOUND = 'Card transaction not found';
 /** Card holders kept in memory before the memo starts again. */
 const MAX_HOLDERS = 10_000;
 
@@ -88,7 +85,7 @@ export class CardSpending {
 
   /** A sandbox authorization on one of the partner's cards: 201 the card transaction, pending or declined. */
   async authorize(partnerId: string, cardId: string, input: AuthorizationInput, ctx: CommandContext): Promise<CardTransactionView> {
-    const card = requireOfPartner(await this.issuedCard(cardId), partnerId, 'Card not found');
+    const card = requireCardOfPartner(await this.issuedCard(cardId), partnerId);
     const request = {
       transactionId: uuidV7(),
       amount: input.amount,
@@ -206,7 +203,7 @@ export class CardSpending {
   private async notSettleable(partnerId: string, transactionId: string, action: 'clear' | 'reverse'): Promise<never> {
     const seen = await this.queries.get(partnerId, transactionId);
     if (seen && seen.spend.status !== 'pending') refuseSettlement(seen.spend.status, action);
-    throw new NotFound(CARD_TRANSACTION_NOT_FOUND);
+    throw CARD_REFUSALS.transactionNotFound();
   }
 
   /**

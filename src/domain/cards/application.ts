@@ -1,4 +1,5 @@
-import { DomainError, type Decider } from '../../platform/decider';
+import type { Decider } from '../../platform/decider';
+import { CARD_REFUSALS } from './refusals';
 
 /** Card types (docs/interface.md, "Resources"). */
 export const CARD_TYPES = ['virtual', 'physical'] as const;
@@ -99,13 +100,11 @@ export const cardApplicationStream = (userId: string) => `cardapplication-${user
  * asked, and again when the submission is decided.
  */
 export function checkCanApply(state: CardApplicationState, request: { termsAccepted: boolean }, facts: ApplicationFacts): void {
-  if (!request.termsAccepted) throw new DomainError('invalid', 'isTermsOfServiceAccepted must be true');
-  if (!facts.kycApproved) throw new DomainError('forbidden', 'KYC must be approved to apply for a card');
+  if (!request.termsAccepted) throw CARD_REFUSALS.termsNotAccepted();
+  if (!facts.kycApproved) throw CARD_REFUSALS.kycNotApproved();
   const current = state.current;
-  if (current && current.applicationStatus !== 'declined')
-    throw new DomainError('conflict', `Card application already exists with status: ${current.applicationStatus}`);
-  if (facts.profileMissing.length > 0)
-    throw new DomainError('unprocessable', `PersonalProfile is missing fields required for a card: ${facts.profileMissing.join(', ')}`);
+  if (current && current.applicationStatus !== 'declined') throw CARD_REFUSALS.applicationExists(current.applicationStatus);
+  if (facts.profileMissing.length > 0) throw CARD_REFUSALS.profileIncomplete(facts.profileMissing.join(', '));
 }
 
 export const cardApplicationDecider: Decider<CardApplicationState, CardApplicationCommand, CardApplicationEvent> = {
@@ -148,7 +147,7 @@ export const cardApplicationDecider: Decider<CardApplicationState, CardApplicati
  */
 function decideIssuerStatus(state: CardApplicationState, command: Extract<CardApplicationCommand, { type: 'ApplyIssuerStatus' }>): CardApplicationEvent[] {
   const current = state.current;
-  if (!current || current.id !== command.applicationId) throw new DomainError('not_found', 'Card application not found');
+  if (!current || current.id !== command.applicationId) throw CARD_REFUSALS.applicationNotFound();
   const { applicationId, externalStatus, source, at } = command;
   if (current.applicationStatus === 'pending' && command.status !== 'pending') {
     const data = {
@@ -170,8 +169,8 @@ function decideIssuerStatus(state: CardApplicationState, command: Extract<CardAp
 /** Whether a card may be issued on the application (and why not): approved, nothing else. */
 export function requireApproved(state: CardApplicationState): CardApplication {
   const current = state.current;
-  if (!current) throw new DomainError('not_found', 'Card application not found');
-  if (current.applicationStatus !== 'approved') throw new DomainError('conflict', `Card application is ${current.applicationStatus}`);
+  if (!current) throw CARD_REFUSALS.applicationNotFound();
+  if (current.applicationStatus !== 'approved') throw CARD_REFUSALS.applicationNotApproved(current.applicationStatus);
   return current;
 }
 

@@ -1,10 +1,11 @@
 import { type AccountEvent, type AccountState, accountDecider, assertAccount, available } from '../ledger';
-import { DomainError, invariant } from '../../platform/decider';
+import { invariant } from '../../platform/decider';
 import { fixed, money } from '../ledger';
 import { type TransactionCreatedData, type TransactionEvent, type TransactionState, transactionDecider } from '../ledger';
 import { type Card, type CardEvent, type CardState, cardDecider, requireCard } from './card';
 import { withinLimit } from './limit';
-import type { CardSpend, CardSpendData, DeclinedReason, SpendHistory } from './spend';
+import { type CardSpend, type CardSpendData, type DeclinedReason, refuseSettlement, type SpendHistory } from './spend';
+import { CARD_REFUSALS } from './refusals';
 
 /** An authorization as asked for, with the ids it was given (the transaction id names its ledger transaction). */
 export type AuthorizationRequest = Omit<CardSpendData, 'cardId' | 'userId' | 'partnerId' | 'accountId' | 'cardType'> & {
@@ -191,8 +192,8 @@ export function decideReversal(state: CardState, account: AccountState, txn: Tra
 function pendingSpend(state: CardState, transactionId: string, action: 'clear' | 'reverse'): { card: Card; spend: CardSpend } {
   const card = requireCard(state);
   const spend = state.spends[transactionId];
-  if (!spend) throw new DomainError('not_found', 'Card transaction not found');
-  if (spend.status !== 'pending') throw new DomainError('conflict', `Cannot ${action} a card transaction in status ${spend.status}`);
+  if (!spend) throw CARD_REFUSALS.transactionNotFound();
+  if (spend.status !== 'pending') refuseSettlement(spend.status, action);
   return { card, spend };
 }
 

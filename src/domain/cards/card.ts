@@ -1,8 +1,9 @@
 import type { JsonObject } from '../../eventstore/port';
-import { DomainError, type Decider, invariant, type SnapshotCodec } from '../../platform/decider';
+import { type Decider, invariant, type SnapshotCodec } from '../../platform/decider';
 import { parseAmount } from '../ledger';
 import { CARD_TYPES, type CardType } from './application';
 import { type CardLimit, DEFAULT_CARD_LIMIT, isLimitFrequency } from './limit';
+import { CARD_REFUSALS, CARD_STATUS_REFUSALS, type CardStatusRule } from './refusals';
 import { type CardSpend, type CardSpendEvent, type CardSpends, evolveSpends, type SpendHistory } from './spend';
 
 /** Card statuses (docs/interface.md, "Cards"). */
@@ -72,19 +73,44 @@ export const cardStream = (cardId: string) => `card-${cardId}`;
 /** The status a new card starts in: virtual cards are usable at once, physical ones once activated. */
 export const initialStatus = (type: CardType): CardStatus => (type === 'virtual' ? 'active' : 'notActivated');
 
-/** The one message for an action the card's status forbids (docs/decisions.md, card rows of "Errors"). */
-export const cannot = (action: string, status: CardStatus) => new DomainError('conflict', `Cannot ${action} a card in status ${status}`);
+/** The refusal of an action the card's status forbids, one code for all (docs/decisions.md, card rows of "Errors"). */
+export const cannot = (rule: CardStatusRule, status: CardStatus) => CARD_STATUS_REFUSALS[rule](status);
+
+/** Whether the card's number, CVC and PIN may be read from the issuer: never while it is locked or canceled. */
+export const revealable = (card: Pick<Card, 'status'>): boolean => card.status !== 'locked' && card.status !== 'canceled';
+
+/** The card, when its secrets (number and CVC) or its PIN may be revealed (see revealable), else 409. */
+export function requireRevealable(card: Card, what: 'revealSecrets' | 'revealPin'): Card {
+  if (!revealable(card)) throw cannot(what, card.status);
+  return card;
+}
 
 /** A PIN is exactly four digits (docs/decisions.md, "Cards"); it is checked before anything is stored. */
 export function checkPin(pin: unknown): string {
-  if (typeof pin !== 'string' || !/^[0-9]{4}$/.test(pin)) throw new DomainError('invalid', 'pin must be exactly 4 digits');
+  if (typeof pin !== 'string' || !/^[0-9]{4}$/.test(pin)) throw CARD_REFUSALS.invalidPin();
   return pin;
 }
 
 /** The card, for an action of its owner (404 when there is none, or it is someone else's). */
 export function requireCard(state: Pick<CardState, 'card'>, userId?: string): Card {
   const card = state.card;
-  if (!card || (userId !== undefined && card.userId !== userId)) throw new DomainError('not_found', 'Card not found');
+  if (!card || (userId !== undefined && card.userId !== userId)) throw CARD_REFUSALS.cardNotFound();
+  return card;
+}
+
+/** A card of the partner's (the sandbox network's calls): 404 when there is none, or it is another partner's. */
+export function requireCardOfPartner(card: Card | null, partnerId: string): Card {
+  if (!card || card.partnerId !== partnerId) throw CARD_REFUSALS.cardNotFound();
+  return card;
+}
+
+/**
+ * A card the user names: 404 when there is none or it is another partner's (its existence is not
+ * theirs to learn), 403 when it is another user's of the same partner (as accounts are, docs/decisions.md, "Errors").
+ */
+export function requireOwnedCard(card: Card | null, user: { userId: string; partnerId: string }): Card {
+  if (!card || card.partnerId !== user.partnerId) throw CARD_REFUSALS.cardNotFound();
+  if (card.userId !== user.userId) throw CARD_REFUSALS.cardNotOwned();
   return card;
 }
 
@@ -187,7 +213,7 @@ export const cardDecider: Decider<CardState, CardCommand, CardEvent> = {
 
   decide(command, state) {
     if (command.type === 'Issue') {
-      if (state.card) throw new DomainError('conflict', 'Card already issued');
+      if (state.card) throw CARD_REFUSALS.cardAlreadyIssued();
       const { card } = command;
       invariant(
         /^[0-9]{4}$/.test(card.last4) && /^[0-9]{2}$/.test(card.expirationMonth) && /^[0-9]{2}$/.test(card.expirationYear),
@@ -203,11 +229,11 @@ export const cardDecider: Decider<CardState, CardCommand, CardEvent> = {
         return [{ type: move.event, data: { cardId: card.cardId, from: card.status, to: move.to, at: command.at } }];
       }
       case 'SetLimit':
-        if (card.status === 'canceled') throw cannot('update the limit of', card.status);
+        if (card.status === 'canceled') throw cannot('limit', card.status);
         return [{ type: 'CardLimitChanged', data: { cardId: card.cardId, limit: command.limit, at: command.at } }];
       case 'ChangePin':
         checkPin(command.pin);
-        if (card.status === 'canceled') throw cannot('set the PIN of', card.status);
+        if (card.status === 'canceled') throw cannot('setPin', card.status);
         return [{ type: 'CardPinChanged', data: { cardId: card.cardId, at: command.at } }];
     }
   },
@@ -235,7 +261,7 @@ export const userCardsDecider: Decider<
   evolve: (state, event) => ({ cardIds: [...state.cardIds, event.data.cardId] }),
   decide(command, state) {
     if (state.cardIds.includes(command.cardId)) return [];
-    if (primaryCardId(state) !== null && command.latestStatus !== 'canceled') throw new DomainError('conflict', 'Card already issued');
+    if (primaryCardId(state) !== null && command.latestStatus !== 'canceled') throw CARD_REFUSALS.cardAlreadyIssued();
     return [{ type: 'UserCardAssigned', data: { userId: command.userId, cardId: command.cardId, at: command.at } }];
   },
 };

@@ -4,5 +4,7 @@ export * from './authorization';
 export * from './card';
 export * from './keyed';
 export * from './limit';
+export * from './limit-frequencies';
 export * from './merchant-categories';
+export * from './refusals';
 export * from './spend';

@@ -1,4 +1,5 @@
-import { DomainError, type Decider } from '../../platform/decider';
+import type { Decider } from '../../platform/decider';
+import { CARD_REFUSALS } from './refusals';
 
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
@@ -28,7 +29,7 @@ export interface CardRequestState {
 
 export const cardRequestStream = (uuid: string) => `cardrequest-${uuid}`;
 
-export const REUSED_KEY = 'Idempotency key reused with different parameters';
+export const REUSED_KEY = CARD_REFUSALS.idempotencyKeyReused.template;
 
 /**
  * The answer kept under the key for this same request, null when nothing was made under it; another
@@ -38,7 +39,7 @@ export function answeredUnderKey(state: CardRequestState, request: { kind: CardR
   const answered = state.answered;
   if (!answered) return null;
   if (answered.kind !== request.kind || answered.requestHash !== request.requestHash || answered.userId !== request.userId)
-    throw new DomainError('unprocessable', REUSED_KEY);
+    throw CARD_REFUSALS.idempotencyKeyReused();
   return answered;
 }
 
@@ -59,4 +60,4 @@ export function refuseKeyMadeElsewhere(madeElsewhere: boolean): void {
   if (madeElsewhere) throw reusedKey();
 }
 
-export const reusedKey = () => new DomainError('unprocessable', REUSED_KEY);
+export const reusedKey = () => CARD_REFUSALS.idempotencyKeyReused();

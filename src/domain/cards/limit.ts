@@ -1,9 +1,8 @@
-import { DomainError } from '../../platform/decider';
-import { type Amount, checkAmount, fixed, MONEY_DECIMALS, money, parseAmount, ZERO } from '../ledger';
+import { type Amount, checkAmount, fixed, money, parseAmount, ZERO } from '../ledger';
+import { LIMIT_FREQUENCIES, type LimitFrequency } from './limit-frequencies';
+import { CARD_REFUSALS } from './refusals';
 
-/** The spending limit's frequencies (docs/interface.md, "Cards"), in Rain's spelling. */
-export const LIMIT_FREQUENCIES = ['per24HourPeriod', 'per7DayPeriod', 'per30DayPeriod', 'perYearPeriod', 'perAuthorization', 'allTime'] as const;
-export type LimitFrequency = (typeof LIMIT_FREQUENCIES)[number];
+export { LIMIT_FREQUENCIES, type LimitFrequency } from './limit-frequencies';
 
 /** A card's spending limit: a decimal string in USD (the card spends 1:1 from USDC) over a frequency. */
 export type CardLimit = {
@@ -76,18 +75,18 @@ export function withinLimit(limit: CardLimit, spends: readonly Spend[], amount: 
 
 /** A limit as asked for: the amount read as money (never a float), or the refusal naming the rule. */
 export function parseLimit(amount: unknown, frequency: unknown): CardLimit {
-  if (!isLimitFrequency(frequency)) throw new DomainError('invalid', `frequency must be one of ${LIMIT_FREQUENCIES.join(', ')}`);
+  if (!isLimitFrequency(frequency)) throw CARD_REFUSALS.invalidLimitFrequency();
   const parsed = parseAmount(amount);
   switch (checkAmount(parsed)) {
     case null:
       return { amount: fixed(parsed as Amount), frequency };
     case 'not_positive':
-      throw new DomainError('invalid', 'Amount must be greater than 0');
+      throw CARD_REFUSALS.amountNotPositive();
     case 'too_many_decimals':
-      throw new DomainError('invalid', `amount must have at most ${MONEY_DECIMALS} decimal places`);
+      throw CARD_REFUSALS.amountTooPrecise();
     case 'too_large':
-      throw new DomainError('invalid', 'amount is too large');
+      throw CARD_REFUSALS.amountTooLarge();
     case 'not_a_number':
-      throw new DomainError('invalid', 'amount must be a number');
+      throw CARD_REFUSALS.invalidAmount();
   }
 }

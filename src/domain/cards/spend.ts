@@ -1,4 +1,4 @@
-import { DomainError } from '../../platform/decider';
+import { CARD_REFUSALS } from './refusals';
 import { type Amount, fixed, money } from '../ledger';
 import type { CardType } from './application';
 import type { Spend } from './limit';
@@ -112,5 +112,5 @@ function keptWith(history: SpendHistory, added: CardSpend): SpendHistory {
  * its status. Only a pending spend is cleared or reversed.
  */
 export function refuseSettlement(status: string, action: 'clear' | 'reverse'): never {
-  throw new DomainError('conflict', `Cannot ${action} a card transaction in status ${status}`);
+  throw (action === 'clear' ? CARD_REFUSALS.clearForbidden : CARD_REFUSALS.reverseForbidden)(status);
 }

@@ -1,7 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { CARD_STATUSES } from '../../domain/cards/card';
+import { CARD_REFUSALS, CARD_STATUSES } from '../../domain/cards';
 import { SandboxApplicationConflictError } from '../../providers/cards/sandbox';
-import { HttpError } from '../../platform/http/errors';
 import { routeFor } from '../../platform/http/route';
 import { StringEnum, Success, UUID_RE, Uuid } from '../schemas';
 import { type AppServices, sandboxOf } from '../services';
@@ -30,15 +29,16 @@ const applicationDecision = (action: 'approve' | 'decline') =>
       404: { description: 'No such application of the partner' },
       409: { description: 'Already decided otherwise' },
     },
+    refuses: [CARD_REFUSALS.applicationNotFound, CARD_REFUSALS.applicationAlreadyDecided],
     async handler({ services, params, body, partnerId }) {
       const issuer = sandboxOf(services).cards;
       const found = UUID_RE.test(params.applicationId) ? await issuer.findApplication(params.applicationId) : null;
-      if (!found || !(await services.users.get(partnerId, found.userId))) throw new HttpError(404, 'Card application not found');
+      if (!found || !(await services.users.get(partnerId, found.userId))) throw CARD_REFUSALS.applicationNotFound();
       try {
         const eventId = await issuer.decideApplication(found.applicationId, action === 'approve' ? 'approved' : 'denied', body.reason);
         return { status: 202, body: { success: true, data: { applicationId: found.applicationId, eventId } } };
       } catch (error) {
-        if (error instanceof SandboxApplicationConflictError) throw new HttpError(409, error.message);
+        if (error instanceof SandboxApplicationConflictError) throw CARD_REFUSALS.applicationAlreadyDecided(error.applicationId, error.status);
         throw error;
       }
     },
@@ -59,8 +59,9 @@ export const cardOperationRoutes = [
       404: { description: 'No such card' },
       409: { description: 'Already canceled' },
     },
+    refuses: [CARD_REFUSALS.cardNotFound, CARD_REFUSALS.cancelForbidden],
     async handler({ services, params, command }) {
-      if (!UUID_RE.test(params.cardId)) throw new HttpError(404, 'Card not found');
+      if (!UUID_RE.test(params.cardId)) throw CARD_REFUSALS.cardNotFound();
       return { status: 200, body: await services.cards.cards.cancel(params.cardId.toLowerCase(), command()) };
     },
   }),

@@ -1,14 +1,13 @@
 import { isIP } from 'node:net';
 import { type Static, Type } from '@sinclair/typebox';
-import { CARD_STATUSES } from '../../domain/cards/card';
-import { LIMIT_FREQUENCIES } from '../../domain/cards/limit';
+import { CARD_REFUSALS, CARD_STATUS_REFUSALS, CARD_STATUSES, LIMIT_FREQUENCIES, revealable } from '../../domain/cards';
 import { viewOfCard } from '../../app/cards';
 import { applicationOf, cardOf, cardSummaryOf } from '../../app/cards/views';
 import { maskPan } from '../../providers/cards/port';
 import { HttpError } from '../../platform/http/errors';
 import { type RequestContext, routeFor } from '../../platform/http/route';
 import { IsoDateTime, StringEnum, Success, Uuid } from '../schemas';
-import { AmountField, asNumber, IdempotencyHeader, idempotencyKeyOf, REPLAYED, requireAmount } from '../ledger';
+import { AmountField, asNumber, idempotencyKeyOf, REPLAYED, requireAmount } from '../ledger';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */
@@ -17,7 +16,48 @@ const route = routeFor<AppServices>()(USES);
 
 const me = (ctx: RequestContext) => ({ userId: ctx.userId, partnerId: ctx.partnerId });
 
-/** Lock, unlock, limit and PUT pin take a key (docs/interface.md, "Idempotency"; docs/decisions.md, "Errors"). */
+/**
+ * The key of lock, unlock, limit and PUT pin: required, under either name (docs/interface.md,
+ * "Idempotency"; docs/decisions.md, "Errors"). `Idempotency-Key` is taken wherever `x-idempotency-key`
+ * is (docs/decisions.md), so neither header alone is required: each says so, and a request with
+ * neither is 400 `x-idempotency-key header is required` (requiredKey).
+ */
+const RequiredKeyHeader = Type.Object({
+  'x-idempotency-key': Type.Optional(
+    Type.String({
+      format: 'uuid',
+      'x-error': 'x-idempotency-key must be a UUID',
+      description:
+        'Required on this operation, under this name or as `Idempotency-Key` (the same key): without either, 400 `x-idempotency-key header is required`.',
+    }),
+  ),
+  'idempotency-key': Type.Optional(
+    Type.String({
+      format: 'uuid',
+      'x-error': 'Idempotency-Key must be a UUID',
+      description: 'The same key as `x-idempotency-key`: one of the two is required on this operation.',
+    }),
+  ),
+});
+
+/**
+ * The key of POST /api/v1/cards and activate: optional (docs/interface.md, "Idempotency"); with it,
+ * the same request again gets the first answer.
+ */
+const OptionalKeyHeader = Type.Object({
+  'x-idempotency-key': Type.Optional(
+    Type.String({
+      format: 'uuid',
+      'x-error': 'x-idempotency-key must be a UUID',
+      description: 'Optional: with it (or `Idempotency-Key`, the same key), the same request again answers the first answer.',
+    }),
+  ),
+  'idempotency-key': Type.Optional(
+    Type.String({ format: 'uuid', 'x-error': 'Idempotency-Key must be a UUID', description: 'Optional: the same key as `x-idempotency-key`.' }),
+  ),
+});
+
+/** Lock, unlock, limit and PUT pin take a key (see RequiredKeyHeader). */
 function requiredKey(headers: Record<string, string | undefined>): string {
   const key = idempotencyKeyOf(headers);
   if (key === undefined)
@@ -142,6 +182,7 @@ const applicationRoutes = [
       409: { description: 'An application is pending or approved already' },
       422: { description: 'The profile lacks the fields a card application carries' },
     },
+    refuses: [CARD_REFUSALS.termsNotAccepted, CARD_REFUSALS.kycNotApproved, CARD_REFUSALS.applicationExists, CARD_REFUSALS.profileIncomplete],
     async handler(ctx) {
       const ipAddress = isIP(ctx.clientIp) ? ctx.clientIp : null;
       const application = await ctx.services.cards.applications.apply(me(ctx), { ...ctx.body, ipAddress }, ctx.command());
@@ -159,12 +200,14 @@ const cardRoutes = [
     tag: 'Cards',
     summary: 'Issue the card on the approved application: virtual starts active, physical notActivated until activated.',
     description: 'With `x-idempotency-key` (or `Idempotency-Key`), the same request again answers the first card, with `Idempotent-Replayed: true`.',
-    headers: IdempotencyHeader,
+    headers: OptionalKeyHeader,
     responses: {
       201: { description: 'Issued', schema: Success(Card) },
       404: { description: 'No card application' },
       409: { description: 'The application is not approved, or a card that is not canceled exists' },
+      422: { description: 'The idempotency key was used with another request' },
     },
+    refuses: [CARD_REFUSALS.applicationNotFound, CARD_REFUSALS.applicationNotApproved, CARD_REFUSALS.cardAlreadyIssued, CARD_REFUSALS.idempotencyKeyReused],
     async handler(ctx) {
       const issued = await ctx.services.cards.cards.issue(me(ctx), ctx.command(), idempotencyKeyOf(ctx.headers));
       return { status: 201, ...(issued.replayed ? { headers: REPLAYED } : {}), body: { success: true, data: cardOf(issued.data) } };
@@ -179,7 +222,7 @@ const cardRoutes = [
     auth: 'bearer',
     tag: 'Cards',
     summary: "Set the card's spending limit over one of its six frequencies (rolling windows ending at each authorization).",
-    headers: IdempotencyHeader,
+    headers: RequiredKeyHeader,
     body: LimitBody,
     responses: {
       200: { description: 'The new limit', schema: Type.Object({ id: Uuid, limit: Limit }, { $id: 'CardLimitChanged' }) },
@@ -187,6 +230,7 @@ const cardRoutes = [
       409: { description: 'The card is canceled' },
       422: { description: 'The idempotency key was used with another request' },
     },
+    refuses: [CARD_REFUSALS.cardNotFound, CARD_REFUSALS.limitForbidden, CARD_REFUSALS.idempotencyKeyReused],
     async handler(ctx) {
       const key = requiredKey(ctx.headers);
       const amount = requireAmount(ctx.body.amount);
@@ -205,7 +249,7 @@ const cardRoutes = [
     auth: 'bearer',
     tag: 'Cards',
     summary: "Set the card's PIN (4 digits). It goes to the issuer only; nothing of it is kept here.",
-    headers: IdempotencyHeader,
+    headers: RequiredKeyHeader,
     body: PinBody,
     responses: {
       200: { description: 'Set', schema: Success(Type.Object({ id: Uuid }, { $id: 'CardPinSet' })) },
@@ -213,6 +257,7 @@ const cardRoutes = [
       409: { description: 'The card is canceled' },
       422: { description: 'The idempotency key was used with another request' },
     },
+    refuses: [CARD_REFUSALS.invalidPin, CARD_REFUSALS.cardNotFound, CARD_REFUSALS.pinSetForbidden, CARD_REFUSALS.idempotencyKeyReused],
     async handler(ctx) {
       const key = requiredKey(ctx.headers);
       const set = await ctx.services.cards.cards.setPin(me(ctx), ctx.body.pin, ctx.command(), key);
@@ -229,7 +274,7 @@ function statusChange(action: 'activate' | 'lock' | 'unlock', keyRequired: boole
     auth: 'bearer',
     tag: 'Cards',
     summary: { activate: 'Activate a physical card.', lock: 'Lock the card (a temporary block).', unlock: 'Unlock a locked card.' }[action],
-    headers: IdempotencyHeader,
+    headers: keyRequired ? RequiredKeyHeader : OptionalKeyHeader,
     responses: {
       200: { description: 'The card after the change', schema: CardStatusBody },
       400: { description: keyRequired ? 'x-idempotency-key header is required, or a copy is still running' : 'A copy is still running' },
@@ -237,6 +282,7 @@ function statusChange(action: 'activate' | 'lock' | 'unlock', keyRequired: boole
       409: { description: 'The card’s status forbids it' },
       422: { description: 'The idempotency key was used with another request' },
     },
+    refuses: [CARD_REFUSALS.cardNotFound, CARD_STATUS_REFUSALS[action], CARD_REFUSALS.idempotencyKeyReused],
     async handler(ctx) {
       const key = keyRequired ? requiredKey(ctx.headers) : idempotencyKeyOf(ctx.headers);
       const changed = await ctx.services.cards.cards.changeStatus(me(ctx), action, ctx.command(), key);
@@ -270,6 +316,7 @@ const readRoutes = [
     tag: 'Cards',
     summary: "The card's status.",
     responses: { 200: { description: 'Status', schema: CardStatusBody }, 404: { description: 'No card' } },
+    refuses: [CARD_REFUSALS.cardNotFound],
     async handler({ services, userId }) {
       const card = await services.cards.cards.primaryCard(userId);
       return { status: 200, body: { success: true, data: { id: card.cardId, status: card.status } } };
@@ -282,6 +329,7 @@ const readRoutes = [
     tag: 'Cards',
     summary: 'The card (no number, CVC or PIN).',
     responses: { 200: { description: 'The card', schema: Success(Card) }, 404: { description: 'No card' } },
+    refuses: [CARD_REFUSALS.cardNotFound],
     async handler({ services, userId }) {
       return { status: 200, body: { success: true, data: cardOf(viewOfCard(await services.cards.cards.primaryCard(userId))) } };
     },
@@ -294,10 +342,11 @@ const readRoutes = [
     summary: 'The card with its token wallets; with `includeSecrets=true` and the card not locked, the masked number and the CVC.',
     query: FullQuery,
     responses: { 200: { description: 'The card', schema: CardFull }, 404: { description: 'No card' } },
+    refuses: [CARD_REFUSALS.cardNotFound],
     async handler({ services, userId, query }) {
       const card = await services.cards.cards.primaryCard(userId);
       const full = { ...cardOf(viewOfCard(card)), tokenWallets: [] as string[] };
-      if (query.includeSecrets !== 'true' || card.status === 'locked' || card.status === 'canceled') return { status: 200, body: full };
+      if (query.includeSecrets !== 'true' || !revealable(card)) return { status: 200, body: full };
       const secrets = await services.cards.cards.secrets(userId);
       return { status: 200, body: { ...full, cardNumber: maskPan(secrets.cardNumber), cvc: secrets.cvc } };
     },
@@ -318,6 +367,7 @@ const readRoutes = [
       404: { description: 'No card' },
       409: { description: 'The card is locked or canceled' },
     },
+    refuses: [CARD_REFUSALS.cardNotFound, CARD_REFUSALS.secretsRevealForbidden],
     async handler({ services, userId }) {
       return { status: 200, body: { success: true, data: await services.cards.cards.secrets(userId) } };
     },
@@ -327,12 +377,13 @@ const readRoutes = [
     path: '/api/v1/cards/pin',
     auth: 'bearer',
     tag: 'Cards',
-    summary: "The card's PIN, from the issuer (null while none was set).",
+    summary: "The card's PIN, from the issuer (null while none was set); as the secrets, never while the card is locked (409).",
     responses: {
       200: { description: 'PIN', schema: Success(Type.Object({ pin: Type.Union([Type.String(), Type.Null()]) }, { $id: 'CardPin' })) },
       404: { description: 'No card' },
-      409: { description: 'The card is canceled' },
+      409: { description: 'The card is locked or canceled' },
     },
+    refuses: [CARD_REFUSALS.cardNotFound, CARD_REFUSALS.pinRevealForbidden],
     async handler({ services, userId }) {
       const { pin } = await services.cards.cards.pin(userId);
       return { status: 200, body: { success: true, data: { pin } } };

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { DECLINED_REASONS } from '../../domain/cards/spend';
+import { CARD_REFUSALS, DECLINED_REASONS } from '../../domain/cards';
 import { fixed, money, ZERO } from '../../domain/ledger';
 import { decodeCursor } from '../../projections/cards';
 import { HttpError } from '../../platform/http/errors';
@@ -81,8 +81,9 @@ export const sandboxCardTransactionRoutes = [
       201: { description: 'The card transaction, pending or declined', schema: Success(CardTransaction) },
       404: { description: 'No such card of the partner' },
     },
+    refuses: [CARD_REFUSALS.cardNotFound],
     async handler({ services, params, body, partnerId, command }) {
-      if (!UUID_RE.test(params.cardId)) throw new HttpError(404, 'Card not found');
+      if (!UUID_RE.test(params.cardId)) throw CARD_REFUSALS.cardNotFound();
       const { amount, localAmount, ...rest } = body;
       const input = {
         ...rest,
@@ -117,8 +118,9 @@ function settlement(action: 'clear' | 'reverse') {
       404: { description: 'No such card transaction of the partner' },
       409: { description: 'Already cleared or reversed, or declined' },
     },
+    refuses: [CARD_REFUSALS.transactionNotFound, action === 'clear' ? CARD_REFUSALS.clearForbidden : CARD_REFUSALS.reverseForbidden],
     async handler({ services, params, body, partnerId, command }) {
-      if (!UUID_RE.test(params.id)) throw new HttpError(404, 'Card transaction not found');
+      if (!UUID_RE.test(params.id)) throw CARD_REFUSALS.transactionNotFound();
       const id = params.id.toLowerCase();
       const spending = services.cards.spending;
       const view =
@@ -148,6 +150,7 @@ export const cardTransactionRoutes = [
     summary: 'What the card can spend, by currency: available (the USDC account’s balance, 1:1 in USD) and pending (held by pending card transactions).',
     readsAfterWrites: ['ledger', 'cards'],
     responses: { 200: { description: 'Balances', schema: Success(Type.Array(Balance)) }, 404: { description: 'No card' } },
+    refuses: [CARD_REFUSALS.cardNotFound],
     async handler({ services, userId }) {
       await services.cards.cards.primaryCard(userId);
       // Available as the account shows it (credits - debits, holds included): what a card can still spend.
@@ -171,6 +174,7 @@ export const cardTransactionRoutes = [
       403: { description: '`cardId` is another user’s card (of the same partner)' },
       404: { description: 'No card, or `cardId` is no card of the partner’s' },
     },
+    refuses: [CARD_REFUSALS.cardNotOwned, CARD_REFUSALS.cardNotFound],
     async handler({ services, userId, partnerId, query }) {
       const cardId = query.cardId?.toLowerCase();
       if (cardId) await services.cards.cards.requireOwnCard(cardId, { userId, partnerId });

@@ -52,7 +52,10 @@ export class SandboxCardNotFoundError extends ProviderError {
 
 /** A decided application asked for another outcome (the route answers 409). */
 export class SandboxApplicationConflictError extends ProviderError {
-  constructor(applicationId: string, status: SandboxApplicationStatus) {
+  constructor(
+    readonly applicationId: string,
+    readonly status: SandboxApplicationStatus,
+  ) {
     super(`Card application ${applicationId} is already ${status}`, PROVIDER);
     this.name = 'SandboxApplicationConflictError';
   }
