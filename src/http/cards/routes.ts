@@ -18,24 +18,23 @@ const me = (ctx: RequestContext) => ({ userId: ctx.userId, partnerId: ctx.partne
 
 /**
  * The key of lock, unlock, limit and PUT pin: required, under either name (docs/interface.md,
- * "Idempotency"; docs/decisions.md, "Errors"). `Idempotency-Key` is taken wherever `x-idempotency-key`
- * is (docs/decisions.md), so neither header alone is required: each says so, and a request with
- * neither is 400 `x-idempotency-key header is required` (requiredKey).
+ * "Idempotency"; docs/decisions.md, "Errors"). The schema requires `x-idempotency-key`, and the request
+ * path reads it from `Idempotency-Key` when only that is sent (`x-alias`): a request with neither is
+ * 400 `x-idempotency-key header is required`.
  */
 const RequiredKeyHeader = Type.Object({
-  'x-idempotency-key': Type.Optional(
-    Type.String({
-      format: 'uuid',
-      'x-error': 'x-idempotency-key must be a UUID',
-      description:
-        'Required on this operation, under this name or as `Idempotency-Key` (the same key): without either, 400 `x-idempotency-key header is required`.',
-    }),
-  ),
+  'x-idempotency-key': Type.String({
+    format: 'uuid',
+    'x-error': 'x-idempotency-key must be a UUID',
+    'x-required-error': 'x-idempotency-key header is required',
+    'x-alias': 'idempotency-key',
+    description: 'Required on this operation (or send the same key as `Idempotency-Key`): the same request again answers the first answer.',
+  }),
   'idempotency-key': Type.Optional(
     Type.String({
       format: 'uuid',
       'x-error': 'Idempotency-Key must be a UUID',
-      description: 'The same key as `x-idempotency-key`: one of the two is required on this operation.',
+      description: 'The IETF name of the same key: taken for `x-idempotency-key` when that is not sent; when both are sent they must be equal.',
     }),
   ),
 });
@@ -57,12 +56,9 @@ const OptionalKeyHeader = Type.Object({
   ),
 });
 
-/** Lock, unlock, limit and PUT pin take a key (see RequiredKeyHeader). */
+/** Lock, unlock, limit and PUT pin take a key: the schema required it (RequiredKeyHeader); both names sent must agree. */
 function requiredKey(headers: Record<string, string | undefined>): string {
-  const key = idempotencyKeyOf(headers);
-  if (key === undefined)
-    throw new HttpError(400, 'x-idempotency-key header is required', { code: 'validation_error', details: [{ field: 'x-idempotency-key', rule: 'required' }] });
-  return key;
+  return idempotencyKeyOf(headers) as string;
 }
 
 const Limit = Type.Object({ amount: Type.Number(), frequency: StringEnum(LIMIT_FREQUENCIES) }, { $id: 'CardLimit' });

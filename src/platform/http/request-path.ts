@@ -277,11 +277,17 @@ function readInput(spec: RouteSpec, req: Request, ctx: Context): void {
   if (spec.body) ctx.body = validate(spec.body, req.body ?? {}, { coerce: false, jsonText });
 }
 
-/** The request's values of the headers a route declares (those it does not carry left out). */
+/**
+ * The request's values of the headers a route declares (those it does not carry left out). A header
+ * declared with `x-alias` takes the alias's value when only the alias is sent (`x-idempotency-key`
+ * from `Idempotency-Key`), so the schema may require it under its own name and either name satisfies it.
+ */
 function declaredHeaders(schema: TSchema, req: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const name of Object.keys((schema as { properties?: object }).properties ?? {})) {
-    const value = header(req, name);
+  const properties = (schema as { properties?: Record<string, { 'x-alias'?: string }> }).properties ?? {};
+  for (const name of Object.keys(properties)) {
+    const alias = properties[name]?.['x-alias'];
+    const value = header(req, name) ?? (alias === undefined ? undefined : header(req, alias));
     if (value !== undefined) out[name] = value;
   }
   return out;
