@@ -2,6 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { HttpError } from '../platform/http/errors';
 import { routeFor } from '../platform/http/route';
 import { Success, User, UUID_RE } from './schemas';
+import { IDENTITY_REFUSALS as R } from '../domain/identity';
 import type { AppServices } from './services';
 
 /** The services these routes use. */
@@ -17,7 +18,7 @@ const ProjectionParams = Type.Object({ name: Type.String() });
 const KeyPair = Type.Object({ id: Type.String(), apiKey: Type.String(), apiSecret: Type.String() }, { $id: 'KeyPair' });
 
 const requirePartnerId = (id: string) => {
-  if (!UUID_RE.test(id)) throw new HttpError(404, 'Partner not found');
+  if (!UUID_RE.test(id)) throw R.partnerNotFound();
   return id;
 };
 
@@ -34,8 +35,9 @@ const userAction = (action: 'suspend' | 'ban' | 'reinstate', summary: string) =>
       200: { description: 'The user after the action', schema: Success(Type.Object({ user: User })) },
       409: { description: 'The action does not apply to the user’s status' },
     },
+    refuses: [R.userNotFound, ...(action === 'suspend' ? [R.userBanned] : action === 'reinstate' ? [R.bannedUserNotReinstatable, R.userNotSuspended] : [])],
     async handler({ services, params, body, command }) {
-      if (!UUID_RE.test(params.userId)) throw new HttpError(404, 'User not found');
+      if (!UUID_RE.test(params.userId)) throw R.userNotFound();
       const user = await services.users.operatorAction(params.userId, action, body.reason ?? `operator_${action}`, command());
       return { status: 200, body: { success: true, data: { user } } };
     },
@@ -50,6 +52,7 @@ export const adminRoutes = [
     summary: 'Create a partner with its first key pair; the secret is shown this once.',
     body: PartnerBody,
     responses: { 201: { description: 'Created', schema: Type.Composite([KeyPair, Type.Object({ name: Type.String() })], { $id: 'PartnerCreated' }) } },
+    refuses: [R.partnerNameEmpty],
     async handler({ services, body, command }) {
       const created = await services.partners.create(body.name, { sandbox: services.config.sandbox, ctx: command() });
       return { status: 201, body: created };
@@ -63,6 +66,7 @@ export const adminRoutes = [
     summary: 'Create another key pair for a partner (rotation); the secret is shown this once.',
     params: PartnerParams,
     responses: { 201: { description: 'Created', schema: KeyPair }, 409: { description: 'The partner holds the most active keys allowed' } },
+    refuses: [R.partnerNotFound, R.apiKeyLimitReached],
     async handler({ services, params, command }) {
       return { status: 201, body: await services.partners.createKey(requirePartnerId(params.id), command()) };
     },
@@ -75,6 +79,7 @@ export const adminRoutes = [
     summary: 'Revoke a key pair at once.',
     params: KeyParams,
     responses: { 204: { description: 'Revoked' } },
+    refuses: [R.partnerNotFound, R.apiKeyNotFound],
     async handler({ services, params, command }) {
       await services.partners.revokeKey(requirePartnerId(params.id), params.apiKey, command());
       return { status: 204 };

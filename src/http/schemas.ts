@@ -1,5 +1,6 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { USER_STATUSES } from '../domain/identity';
+import { isValid as isValidCountry } from 'i18n-iso-countries';
 import { HttpError } from '../platform/http/errors';
 
 /** Shared schema pieces: the same field is spelled and checked the same way everywhere. */
@@ -86,6 +87,50 @@ export function parseInstant(value: string, name: string): { ms: number; dateOnl
 
 /** The instant a date-time names, as an ISO string in UTC (see parseInstant). */
 export const instantOf = (value: string, name: string): string => new Date(parseInstant(value, name).ms).toISOString();
+
+/** What a date filter's text may look like before parseInstant checks the calendar and the range. */
+const DATE_FILTER_PATTERN = '^\\d{4}-\\d{2}-\\d{2}([Tt ]\\d{2}(:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?)?([Zz]|[+-]\\d{2}:?\\d{2})?)?$';
+
+/**
+ * A list's date filter (`createdFrom`, `createdTo`...): a full ISO 8601 date-time, or a date alone,
+ * which means the start of that day in UTC, for an upper bound too (`createdTo=2026-11-01` stops at
+ * 2026-11-01T00:00:00Z, leaving that day out). Read it with instantOf, which also refuses a date
+ * the calendar does not have or one outside 1970-9999 (400 naming the field).
+ */
+export const DateFilter = (name: string, bound: 'lower' | 'upper') =>
+  Type.String({
+    pattern: DATE_FILTER_PATTERN,
+    'x-error': `${name} must be an ISO 8601 date`,
+    description:
+      bound === 'lower'
+        ? 'Inclusive lower bound: an ISO 8601 date-time (UTC when it has no offset), or a date alone, meaning 00:00 UTC of that day'
+        : 'Inclusive upper bound: an ISO 8601 date-time (UTC when it has no offset), or a date alone, meaning 00:00 UTC of that day (so that day itself is left out; send the next day to include it)',
+  });
+
+/** The message of a country field that is not an assigned ISO 3166-1 alpha-2 code. */
+export const countryMessage = (name: string) => `${name} must be an ISO 3166-1 alpha-2 country code`;
+
+/**
+ * Whether `value` is an ISO 3166-1 alpha-2 code in use, in any case (i18n-iso-countries' list). Two
+ * letters only: the package's isValid also takes alpha-3 and numeric codes, which a field of ours never does.
+ */
+export const isCountryCode = (value: string): boolean => /^[A-Za-z]{2}$/.test(value) && isValidCountry(value.toUpperCase());
+
+/**
+ * A country field: two letters here, then checkCountries (after validation) refuses a code ISO 3166-1
+ * has not assigned (`ZZ`) with 400 `<name> must be an ISO 3166-1 alpha-2 country code`.
+ */
+export const CountryField = (name: string) => Type.String({ pattern: '^[A-Za-z]{2}$', 'x-error': countryMessage(name), description: COUNTRY_DESCRIPTION });
+
+export const COUNTRY_DESCRIPTION = 'An assigned ISO 3166-1 alpha-2 country code (e.g. `CO`), in any case; stored upper-cased';
+
+/** 400 `validation_error` naming the first of `names` in `input` that is a string but no assigned country code. */
+export function checkCountries(input: Record<string, unknown>, names: readonly string[]): void {
+  for (const name of names) {
+    const value = input[name];
+    if (typeof value === 'string' && !isCountryCode(value)) throw invalidField(name, countryMessage(name), 'country');
+  }
+}
 
 /* Response schemas shared by several routes (documentation only: answers are not validated against them). */
 

@@ -1,9 +1,13 @@
 import { expect } from 'chai';
 import { type KycEvent, kycDecider, decideStart } from '../../src/domain/identity/kyc';
+import { KYC_HISTORY_STATUSES, KYC_STATUSES, type KycStatus, kycHistoryStatus } from '../../src/domain/identity/kyc-statuses';
 import { type LoginEvent, loginDecider } from '../../src/domain/identity/login';
 import { ageOn, type ProfileEvent, profileDecider } from '../../src/domain/identity/profile';
 import { type SessionEvent, sessionDecider } from '../../src/domain/identity/session';
 import { type UserEvent, type UserStatus, userDecider } from '../../src/domain/identity/user';
+import { type PartnerEvent, partnerDecider } from '../../src/domain/identity/partner';
+import { IDENTITY_REFUSALS, requireActiveForLogin, requireMayVerify, requireOfPartner, requireOwnedBy, requireUserOfPartner } from '../../src/domain/identity';
+import { type Decider, type DomainEvent, DomainError } from '../../src/platform/decider';
 import { deciderSpec } from './spec';
 
 const userId = '11111111-1111-4111-8111-111111111111';
@@ -252,5 +256,272 @@ describe('profiles', () => {
       .given([])
       .when({ type: 'CreateProfile', userId, partnerId: 'p', fields: { dateOfBirth: '2008-06-15' }, today: '2026-06-14' })
       .thenThrows('invalid', 'dateOfBirth: the user must be at least 18 years old');
+  });
+});
+
+/** The refusal a decider answers a command with, given events: its kind, code, message and param. */
+function refusalOf<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, given: E[], command: C) {
+  return refused(() => decider.decide(command, given.reduce(decider.evolve, decider.initialState())));
+}
+
+function refused(act: () => unknown) {
+  try {
+    act();
+  } catch (error) {
+    expect(error).to.be.instanceOf(DomainError);
+    const e = error as DomainError;
+    return { kind: e.kind, code: e.code, message: e.message, ...(e.param === undefined ? {} : { param: e.param }) };
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('identity refusals carry their own codes', () => {
+  const at = '2026-01-01T00:00:00.000Z';
+  it('every code of the catalogue is snake_case and none is a kind default', () => {
+    for (const r of Object.values(IDENTITY_REFUSALS)) {
+      expect(r.code).to.match(/^[a-z][a-z0-9_]*$/);
+      expect(['invalid_request', 'not_found', 'conflict', 'forbidden', 'unauthenticated', 'unprocessable', 'gone']).not.to.include(r.code);
+    }
+  });
+
+  it('partners', () => {
+    const created: PartnerEvent[] = [
+      { type: 'PartnerCreated', data: { partnerId: 'p', name: 'Acme', sandbox: true } },
+      { type: 'PartnerApiKeyCreated', data: { partnerId: 'p', apiKey: 'k0', secretHash: 'h' } },
+    ];
+    const create = { type: 'CreatePartner' as const, partnerId: 'p', name: 'Acme', sandbox: true, apiKey: 'k', secretHash: 'h' };
+    expect(refusalOf(partnerDecider, created, create)).to.deep.equal({ kind: 'conflict', code: 'partner_exists', message: 'Partner already exists' });
+    expect(refusalOf(partnerDecider, [], { ...create, name: '   ' })).to.deep.equal({
+      kind: 'invalid',
+      code: 'partner_name_empty',
+      message: 'name must not be empty',
+      param: 'name',
+    });
+    expect(refusalOf(partnerDecider, [], { type: 'CreateApiKey', apiKey: 'k', secretHash: 'h' })).to.include({
+      code: 'partner_not_found',
+      message: 'Partner not found',
+    });
+    expect(refusalOf(partnerDecider, [], { type: 'RevokeApiKey', apiKey: 'k' })).to.include({ code: 'partner_not_found' });
+    expect(refusalOf(partnerDecider, created, { type: 'RevokeApiKey', apiKey: 'nope' })).to.deep.equal({
+      kind: 'not_found',
+      code: 'api_key_not_found',
+      message: 'API key not found',
+    });
+    const keys: PartnerEvent[] = Array.from({ length: 9 }, (_, i) => ({
+      type: 'PartnerApiKeyCreated',
+      data: { partnerId: 'p', apiKey: `k${i + 1}`, secretHash: 'h' },
+    }));
+    expect(refusalOf(partnerDecider, [...created, ...keys], { type: 'CreateApiKey', apiKey: 'k10', secretHash: 'h' })).to.deep.equal({
+      kind: 'conflict',
+      code: 'api_key_limit_reached',
+      message: 'A partner may hold at most 10 active keys; revoke one first',
+    });
+  });
+
+  it('users', () => {
+    expect(refusalOf(userDecider, [registered], { type: 'RegisterUser', data: registered.data })).to.deep.equal({
+      kind: 'conflict',
+      code: 'user_exists',
+      message: 'User already exists',
+    });
+    expect(refusalOf(userDecider, [], { type: 'Suspend', reason: 'r' })).to.deep.equal({
+      kind: 'not_found',
+      code: 'user_not_found',
+      message: 'User not found',
+    });
+    expect(refusalOf(userDecider, [registered, moved('pending', 'banned')], { type: 'Suspend', reason: 'r' })).to.include({ code: 'user_banned' });
+    expect(refusalOf(userDecider, [registered, moved('pending', 'banned')], { type: 'Reinstate', reason: 'r' })).to.include({
+      code: 'banned_user_not_reinstatable',
+    });
+    expect(refusalOf(userDecider, [registered], { type: 'Reinstate', reason: 'r' })).to.deep.equal({
+      kind: 'conflict',
+      code: 'user_not_suspended',
+      message: 'User is not suspended (status pending)',
+    });
+    expect(IDENTITY_REFUSALS.emailTaken()).to.include({ kind: 'conflict', code: 'email_taken', message: 'User with this email already exists' });
+  });
+
+  it('who owns what', () => {
+    expect(refused(() => requireUserOfPartner(null, 'p'))).to.include({ code: 'user_not_found' });
+    expect(refused(() => requireUserOfPartner({ partnerId: 'q' }, 'p'))).to.deep.equal({
+      kind: 'forbidden',
+      code: 'user_of_another_partner',
+      message: 'User does not belong to this partner',
+    });
+    // Another capability's refusal keeps its own code; a bare message keeps the kind's.
+    expect(refused(() => requireOfPartner({ partnerId: 'q' }, 'p', IDENTITY_REFUSALS.partnerNotFound))).to.include({ code: 'partner_not_found' });
+    expect(refused(() => requireOfPartner(null, 'p', 'Thing not found'))).to.deep.equal({ kind: 'not_found', code: 'not_found', message: 'Thing not found' });
+    const caller = { partnerId: 'p', userId: 'u' };
+    const refusals = { notFound: IDENTITY_REFUSALS.userNotFound, forbidden: IDENTITY_REFUSALS.userOfAnotherPartner };
+    expect(refused(() => requireOwnedBy({}, { partnerId: 'q', userId: 'u' }, caller, refusals))).to.include({ code: 'user_not_found' });
+    expect(refused(() => requireOwnedBy({}, { partnerId: 'p', userId: 'v' }, caller, refusals))).to.include({ code: 'user_of_another_partner' });
+    expect(requireOwnedBy(1, caller, caller, refusals)).to.equal(1);
+  });
+
+  it('profiles', () => {
+    const created: ProfileEvent = { type: 'ProfileCreated', data: { userId, partnerId: 'p', fields: { firstName: 'Ada' } } };
+    const create = { type: 'CreateProfile' as const, userId, partnerId: 'p', fields: {}, today: '2026-06-14' };
+    expect(refusalOf(profileDecider, [created], create)).to.deep.equal({
+      kind: 'conflict',
+      code: 'profile_exists',
+      message: `PersonalProfile already exists: ${userId}`,
+    });
+    expect(refusalOf(profileDecider, [], { type: 'UpdateProfile', userId, changes: {}, today: '2026-06-14', identityVerified: false })).to.deep.equal({
+      kind: 'not_found',
+      code: 'profile_not_found',
+      message: `PersonalProfile not found: ${userId}`,
+    });
+    expect(refusalOf(profileDecider, [], { ...create, fields: { dateOfBirth: '2001-02-29' } })).to.deep.equal({
+      kind: 'invalid',
+      code: 'date_of_birth_invalid',
+      message: 'dateOfBirth must be a real date in YYYY-MM-DD format',
+      param: 'dateOfBirth',
+    });
+    expect(refusalOf(profileDecider, [], { ...create, fields: { dateOfBirth: '2026-06-15' } })).to.deep.equal({
+      kind: 'invalid',
+      code: 'date_of_birth_in_future',
+      message: 'dateOfBirth must be in the past',
+      param: 'dateOfBirth',
+    });
+    expect(refusalOf(profileDecider, [], { ...create, fields: { dateOfBirth: '2008-06-15' } })).to.deep.equal({
+      kind: 'invalid',
+      code: 'user_under_age',
+      message: 'dateOfBirth: the user must be at least 18 years old',
+      param: 'dateOfBirth',
+    });
+    expect(
+      refusalOf(profileDecider, [created], { type: 'UpdateProfile', userId, changes: { firstName: 'Grace' }, today: '2026-06-14', identityVerified: true }),
+    ).to.deep.equal({ kind: 'conflict', code: 'verified_fields_locked', message: 'Verified identity fields cannot be changed: firstName' });
+  });
+
+  it('KYC', () => {
+    const started: KycEvent = {
+      type: 'KycVerificationStarted',
+      data: { userId, verificationId: 'v1', inquiryId: 'inq1', provider: 'sandbox', verificationUrl: 'u', verificationLevel: 'basic', at },
+    };
+    const change = (to: string) =>
+      ({
+        type: 'KycStatusChanged',
+        data: {
+          userId,
+          verificationId: 'v1',
+          inquiryId: 'inq1',
+          from: 'created',
+          to,
+          riskLevel: null,
+          riskScore: null,
+          rejectionReasons: null,
+          document: null,
+          source: 's',
+          at,
+        },
+      }) as KycEvent;
+    const state = (events: KycEvent[]) => events.reduce(kycDecider.evolve, kycDecider.initialState());
+    expect(refused(() => decideStart(state([started, change('needs_review')])))).to.deep.equal({
+      kind: 'conflict',
+      code: 'kyc_in_progress',
+      message: 'KYC already in progress',
+    });
+    expect(refused(() => decideStart(state([started, change('approved')])))).to.deep.equal({
+      kind: 'unprocessable',
+      code: 'kyc_finalized',
+      message: 'KYC already finalized with status: approved',
+    });
+    const record = {
+      type: 'RecordVerificationStarted' as const,
+      userId,
+      verificationId: 'v2',
+      inquiryId: 'inq2',
+      provider: 'sandbox',
+      verificationUrl: 'u',
+      at,
+    };
+    expect(refusalOf(kycDecider, [started, change('completed')], record)).to.include({ code: 'kyc_in_progress' });
+    const apply = {
+      type: 'ApplyProviderStatus' as const,
+      inquiryId: 'nope',
+      status: 'approved' as const,
+      riskLevel: null,
+      riskScore: null,
+      reasons: null,
+      document: null,
+      source: 's',
+      at,
+    };
+    expect(refusalOf(kycDecider, [started], apply)).to.deep.equal({ kind: 'not_found', code: 'unknown_inquiry', message: 'Unknown inquiry nope' });
+    expect(IDENTITY_REFUSALS.kycNotFound(userId)).to.include({ kind: 'not_found', code: 'kyc_not_found', message: `KycVerification not found: ${userId}` });
+  });
+
+  it('login codes and sessions', () => {
+    expect(refusalOf(loginDecider, [], { type: 'VerifyCode', userId, presentedHash: 'aa', sessionId: 's', at })).to.deep.equal({
+      kind: 'unauthenticated',
+      code: 'invalid_login_code',
+      message: 'Invalid or expired code',
+    });
+    const started: SessionEvent = {
+      type: 'SessionStarted',
+      data: { sessionId: 's', userId, partnerId: 'p', refreshHash: 'aa'.repeat(32), expiresAt: '2026-01-31T00:00:00.000Z', at },
+    };
+    const start = { type: 'StartSession' as const, sessionId: 's', userId, partnerId: 'p', refreshHash: 'aa', userGeneration: 0, at };
+    expect(refusalOf(sessionDecider, [started], start)).to.deep.equal({ kind: 'conflict', code: 'session_exists', message: 'Session already exists' });
+    expect(refusalOf(sessionDecider, [started], { type: 'Logout', presentedHash: 'bb'.repeat(32), at })).to.deep.equal({
+      kind: 'unauthenticated',
+      code: 'refresh_token_invalid',
+      message: 'Invalid or expired token',
+    });
+    const refresh = { type: 'Refresh' as const, presentedHash: 'aa'.repeat(32), newHash: 'bb'.repeat(32), userGeneration: 0, at };
+    expect(refusalOf(sessionDecider, [started], { ...refresh, userStatus: 'suspended' })).to.deep.equal({
+      kind: 'unauthenticated',
+      code: 'user_not_active',
+      message: 'User account is suspended',
+    });
+    expect(refusalOf(sessionDecider, [], { ...refresh, userStatus: 'active' })).to.include({ code: 'refresh_token_invalid' });
+  });
+
+  it('users who may not verify or log in', () => {
+    expect(refused(() => requireMayVerify('banned'))).to.deep.equal({ kind: 'conflict', code: 'user_suspended_or_banned', message: 'User account is banned' });
+    expect(refused(() => requireActiveForLogin('pending'))).to.deep.equal({
+      kind: 'unauthenticated',
+      code: 'user_not_active',
+      message: 'User account is pending',
+    });
+  });
+
+  it('the sandbox and the retired login route', () => {
+    expect(IDENTITY_REFUSALS.inquiryDecided('inq1', 'approved')).to.include({
+      kind: 'conflict',
+      code: 'inquiry_already_decided',
+      message: 'Sandbox inquiry inq1 is already approved',
+    });
+    expect(IDENTITY_REFUSALS.inquiryNotFound()).to.include({ kind: 'not_found', code: 'inquiry_not_found', message: 'Inquiry not found' });
+    expect(IDENTITY_REFUSALS.loginDeprecated()).to.include({ kind: 'gone', code: 'login_deprecated' });
+  });
+});
+
+describe('KYC history statuses', () => {
+  it('sums up each KYC status in the interface’s five values, naming the cause of a failure first', () => {
+    const expected: Record<KycStatus, string> = {
+      created: 'created',
+      pending: 'processing',
+      in_progress: 'processing',
+      completed: 'processing',
+      needs_review: 'manual_review',
+      approved: 'approved',
+      declined: 'failed',
+      rejected: 'failed',
+      failed: 'failed',
+      expired: 'failed',
+    };
+    for (const status of KYC_STATUSES) {
+      const item = kycHistoryStatus(status, null);
+      expect(item.status, status).to.equal(expected[status]);
+      expect(KYC_HISTORY_STATUSES).to.include(item.status);
+      expect(item.rejectionReasons, status).to.deep.equal(item.status === 'failed' ? [status] : null);
+    }
+    expect(kycHistoryStatus('declined', ['document_expired', 'declined'])).to.deep.equal({
+      status: 'failed',
+      rejectionReasons: ['declined', 'document_expired'],
+    });
+    expect(kycHistoryStatus('approved', ['ignored'])).to.deep.equal({ status: 'approved', rejectionReasons: null });
   });
 });

@@ -194,6 +194,9 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
           return w.refreshOfBob;
         case 'code':
           return '123456';
+        case 'countryCode':
+          // Two characters are not enough: only a code ISO 3166-1 has assigned registers a user.
+          return 'CO';
         case 'amount':
         case 'fromAmount':
           return '1';

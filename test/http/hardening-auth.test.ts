@@ -113,12 +113,12 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
       expect((await operator(user.id, 'suspend')).status).to.equal(200);
       const res = await refresh(acme, tokens.refreshToken);
       expect(res.status).to.equal(401);
-      expect(res.body).to.include({ success: false, error: 'User account is suspended' });
+      expect(res.body).to.include({ success: false, error: 'User account is suspended', code: 'user_not_active' });
       expect(await sessionEvents(sessionId)).to.equal(before);
       expect((await operator(user.id, 'ban')).status).to.equal(200);
       const banned = await refresh(acme, tokens.refreshToken);
       expect(banned.status).to.equal(401);
-      expect(banned.body).to.include({ success: false, error: 'User account is banned' });
+      expect(banned.body).to.include({ success: false, error: 'User account is banned', code: 'user_not_active' });
       expect(await sessionEvents(sessionId)).to.equal(before);
     });
 
@@ -136,7 +136,7 @@ describe('hardening: logins, partner secrets and user status over HTTP', () => {
         expect(use.body).to.include({ success: false, error: 'Invalid or expired token' });
         const renewed = await refresh(acme, tokens.refreshToken);
         expect(renewed.status).to.equal(401);
-        expect(renewed.body).to.include({ success: false, error: 'Invalid or expired token' });
+        expect(renewed.body).to.include({ success: false, error: 'Invalid or expired token', code: 'refresh_token_invalid' });
       }
       const fresh = await login(app.http, acme, user.email);
       expect((await profile(fresh.accessToken)).status).to.equal(200);

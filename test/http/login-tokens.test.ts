@@ -66,7 +66,7 @@ describe('identity: login codes and tokens over HTTP', () => {
       const code = await latestCode(app.http, acme, user.email);
       for (const res of [await verify(acme, user.email, wrong(code)), await verify(acme, uniqueEmail('x'), code), await verify(globex, user.email, code)]) {
         expect(res.status).to.equal(401);
-        expect(res.body).to.include({ success: false, error: 'Invalid or expired code' });
+        expect(res.body).to.include({ success: false, error: 'Invalid or expired code', code: 'invalid_login_code' });
       }
       expect((await verify(acme, user.email, code)).status).to.equal(200);
     });
@@ -106,7 +106,7 @@ describe('identity: login codes and tokens over HTTP', () => {
       await send(acme, pending.email);
       const pendingRes = await verify(acme, pending.email, await latestCode(app.http, acme, pending.email));
       expect(pendingRes.status).to.equal(401);
-      expect(pendingRes.body).to.include({ success: false, error: 'User account is pending' });
+      expect(pendingRes.body).to.include({ success: false, error: 'User account is pending', code: 'user_not_active' });
       const suspended = await activeUser(app.http, acme);
       await app.http.post(`/admin/v1/users/${suspended.id}/suspend`).set(admin).send({});
       await send(acme, suspended.email);
@@ -217,7 +217,7 @@ describe('identity: login codes and tokens over HTTP', () => {
       expect((await app.http.get('/api/v1/auth/profile').set('Authorization', `Bearer ${refreshed.body.accessToken}`)).status).to.equal(200);
       const reuse = await app.http.post('/api/v1/partner/auth/refresh').set(acme.headers).send({ refreshToken: first.refreshToken });
       expect(reuse.status).to.equal(401);
-      expect(reuse.body.error).to.equal('Invalid or expired token');
+      expect(reuse.body).to.include({ error: 'Invalid or expired token', code: 'refresh_token_invalid' });
       // The whole session is gone: the newest refresh token and the access tokens too.
       const newest = await app.http.post('/api/v1/partner/auth/refresh').set(acme.headers).send({ refreshToken: refreshed.body.refreshToken });
       expect(newest.status).to.equal(401);
@@ -234,7 +234,7 @@ describe('identity: login codes and tokens over HTTP', () => {
       ] as const) {
         const res = await app.http.post('/api/v1/partner/auth/refresh').set(partner.headers).send({ refreshToken });
         expect(res.status).to.equal(401);
-        expect(res.body.error).to.equal('Invalid or expired token');
+        expect(res.body).to.include({ error: 'Invalid or expired token', code: 'refresh_token_invalid' });
       }
       expect((await app.http.post('/api/v1/partner/auth/refresh').set(acme.headers).send({ refreshToken: tokens.refreshToken })).status).to.equal(200);
     });
@@ -257,7 +257,11 @@ describe('identity: login codes and tokens over HTTP', () => {
     it('answers the deprecated client-SDK login with 410 and the way forward', async () => {
       const res = await app.http.post('/api/v1/partner/auth/login').set(acme.headers).send({});
       expect(res.status).to.equal(410);
-      expect(res.body).to.include({ success: false, error: 'This endpoint is deprecated. Use /api/v1/partner/auth/send and /api/v1/partner/auth/verify' });
+      expect(res.body).to.include({
+        success: false,
+        error: 'This endpoint is deprecated. Use /api/v1/partner/auth/send and /api/v1/partner/auth/verify',
+        code: 'login_deprecated',
+      });
     });
   });
   describe('two nodes on one database', () => {

@@ -80,13 +80,13 @@ describe('operator API over HTTP', () => {
       expect((await app.http.get('/api/v1/partner/users').set(secondHeaders)).status).to.equal(200);
       const again = await app.http.delete(`/admin/v1/partners/${p.id}/keys/${p.apiKey}`).set(admin);
       expect(again.status).to.equal(404);
-      expect(again.body.error).to.equal('API key not found');
+      expect(again.body).to.include({ error: 'API key not found', code: 'api_key_not_found' });
     });
 
     it('answers 404 for keys of an unknown partner', async () => {
       const res = await app.http.post('/admin/v1/partners/00000000-0000-4000-8000-000000000000/keys').set(admin).send();
       expect(res.status).to.equal(404);
-      expect(res.body.error).to.equal('Partner not found');
+      expect(res.body).to.include({ error: 'Partner not found', code: 'partner_not_found' });
     });
   });
 
@@ -94,7 +94,7 @@ describe('operator API over HTTP', () => {
     it('answers 404 "User not found" for an unknown user', async () => {
       const res = await app.http.post('/admin/v1/users/00000000-0000-4000-8000-000000000000/suspend').set(admin).send({});
       expect(res.status).to.equal(404);
-      expect(res.body.error).to.equal('User not found');
+      expect(res.body).to.include({ error: 'User not found', code: 'user_not_found' });
     });
   });
 

@@ -52,12 +52,29 @@ describe('partner users over HTTP', () => {
       expect(read.body.data.user).to.include({ language: 'en', countryCode: 'CO', phoneNumber: null });
     });
 
+    it('takes any assigned ISO 3166-1 alpha-2 code, in any case, and stores it upper-cased', async () => {
+      for (const countryCode of ['GB', 'us', 'Ax', 'AQ']) {
+        const res = await register(acme, { email: uniqueEmail('country'), countryCode });
+        expect(res.status, countryCode).to.equal(201);
+        const read = await app.http.get(`/api/v1/partner/users/${res.body.data.user.id}`).set(acme.headers);
+        expect(read.body.data.user.countryCode).to.equal(countryCode.toUpperCase());
+      }
+      const zz = await register(acme, { email: uniqueEmail('country'), countryCode: 'ZZ' });
+      expect(zz.status).to.equal(400);
+      expect(zz.body).to.include({
+        success: false,
+        error: 'countryCode must be an ISO 3166-1 alpha-2 country code',
+        code: 'validation_error',
+        param: 'countryCode',
+      });
+    });
+
     it('refuses an email taken anywhere in the service, in any case, with 409', async () => {
       const email = uniqueEmail();
       expect((await register(acme, { email, countryCode: 'CO' })).status).to.equal(201);
       const same = await register(acme, { email, countryCode: 'CO' });
       expect(same.status).to.equal(409);
-      expect(same.body).to.include({ success: false, error: 'User with this email already exists' });
+      expect(same.body).to.include({ success: false, error: 'User with this email already exists', code: 'email_taken', param: 'email' });
       const otherPartner = await register(globex, { email: email.toUpperCase(), countryCode: 'MX' });
       expect(otherPartner.status).to.equal(409);
       expect(otherPartner.body.error).to.equal('User with this email already exists');
@@ -83,6 +100,9 @@ describe('partner users over HTTP', () => {
         'phoneNumber must be in international format, e.g. +573001234567',
       ],
       ['language not a code', { email: 'a@example.com', countryCode: 'CO', language: 'english' }, 'language must be a language code such as en or es'],
+      ['countryCode not assigned by ISO 3166-1', { email: 'a@example.com', countryCode: 'ZZ' }, 'countryCode must be an ISO 3166-1 alpha-2 country code'],
+      ['countryCode not assigned, in lower case', { email: 'a@example.com', countryCode: 'zz' }, 'countryCode must be an ISO 3166-1 alpha-2 country code'],
+      ['countryCode two digits', { email: 'a@example.com', countryCode: '12' }, 'countryCode must be an ISO 3166-1 alpha-2 country code'],
     ];
     for (const [name, body, message] of invalid) {
       it(`answers 400 "${message}" when ${name}, and writes nothing`, async () => {
@@ -91,6 +111,7 @@ describe('partner users over HTTP', () => {
         expect(res.status).to.equal(400);
         expect(res.body.success).to.equal(false);
         expect(res.body.error).to.equal(message);
+        expect(res.body.code).to.equal('validation_error');
         const after = await app.http.get('/api/v1/partner/users').set(acme.headers);
         expect(after.body.data.meta.totalItems).to.equal(before.body.data.meta.totalItems);
       });
@@ -162,13 +183,39 @@ describe('partner users over HTTP', () => {
         ['page=0', 'page must be at least 1'],
         ['page=abc', 'page must be an integer'],
         ['status=gone', 'status must be one of pending, kyc_required, active, suspended, banned'],
-        ['createdFrom=yesterday', 'createdFrom must be a valid date-time'],
+        ['createdFrom=yesterday', 'createdFrom must be an ISO 8601 date'],
+        ['createdTo=2026-1-1', 'createdTo must be an ISO 8601 date'],
+        ['createdFrom=2026-02-30', 'createdFrom must be an ISO 8601 date'],
+        ['createdTo=2026-11-01T25:00:00Z', 'createdTo must be an ISO 8601 date'],
       ];
       for (const [query, message] of cases) {
         const res = await app.http.get(`/api/v1/partner/users?${query}`).set(partner.headers);
         expect(res.status, query).to.equal(400);
         expect(res.body.error, query).to.equal(message);
+        expect(res.body.code, query).to.equal('validation_error');
       }
+    });
+
+    it('takes a date alone as a bound: the start of that day, UTC, for createdFrom and createdTo alike', async () => {
+      const count = async (query: string) => {
+        const res = await app.http.get(`/api/v1/partner/users?${query}`).set(partner.headers);
+        expect(res.status, query).to.equal(200);
+        return res.body.data.meta.totalItems as number;
+      };
+      const all = (await app.http.get('/api/v1/partner/users').set(partner.headers)).body.data.items as Array<{ createdAt: string }>;
+      const day = (at: string, plus = 0) => new Date(Date.parse(`${at.slice(0, 10)}T00:00:00Z`) + plus * 86_400_000).toISOString().slice(0, 10);
+      const oldest = all[all.length - 1]?.createdAt ?? '';
+      const newest = all[0]?.createdAt ?? '';
+      expect(await count('createdFrom=2020-01-01')).to.equal(5);
+      expect(await count(`createdFrom=${day(oldest)}`)).to.equal(5);
+      expect(await count(`createdFrom=${day(newest, 1)}`)).to.equal(0);
+      expect(await count(`createdTo=${day(newest, 1)}`)).to.equal(5);
+      // The upper bound too is the day's first instant: that day's users are left out.
+      expect(await count(`createdTo=${day(oldest)}`)).to.equal(0);
+      expect(await count(`createdFrom=${day(oldest)}&createdTo=${day(newest, 1)}`)).to.equal(5);
+      // A date-time without an offset is UTC, not the database's time zone.
+      expect(await count(`createdFrom=${day(newest, 1)}T00:00:00`)).to.equal(0);
+      expect(await count(`createdTo=${day(newest, 1)}T00:00:00`)).to.equal(5);
     });
   });
 
@@ -179,7 +226,7 @@ describe('partner users over HTTP', () => {
       for (const path of [`/api/v1/partner/users/${id}`, '/api/v1/partner/users/00000000-0000-4000-8000-000000000000', '/api/v1/partner/users/nope']) {
         const res = await app.http.get(path).set(globex.headers);
         expect(res.status, path).to.equal(404);
-        expect(res.body, path).to.include({ success: false, error: 'User not found' });
+        expect(res.body, path).to.include({ success: false, error: 'User not found', code: 'user_not_found' });
       }
     });
 
@@ -193,7 +240,7 @@ describe('partner users over HTTP', () => {
       expect((await app.http.post(`/admin/v1/users/${id}/ban`).set(admin).send({ reason: 'fraud' })).body.data.user.status).to.equal('banned');
       const reinstate = await app.http.post(`/admin/v1/users/${id}/reinstate`).set(admin).send({});
       expect(reinstate.status).to.equal(409);
-      expect(reinstate.body.error).to.equal('A banned user cannot be reinstated');
+      expect(reinstate.body).to.include({ error: 'A banned user cannot be reinstated', code: 'banned_user_not_reinstatable' });
       expect((await app.http.get(`/api/v1/partner/users/${id}`).set(acme.headers)).body.data.user.status).to.equal('banned');
     });
   });

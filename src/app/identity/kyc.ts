@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { NotFound, ProviderAnsweredBadly } from '../../platform/failures';
+import { ProviderAnsweredBadly } from '../../platform/failures';
+import { IDENTITY_REFUSALS } from '../../domain/identity/refusals';
 import { decideStart, type KycDocumentData, kycDecider, kycStream } from '../../domain/identity/kyc';
+import { kycHistoryStatus } from '../../domain/identity/kyc-statuses';
 import { userDecider, userStream } from '../../domain/identity/user';
 import type { IdentityProvider, IdentityWebhookEvent, InquiryPrefill, InquirySnapshot } from '../../providers/identity/port';
 import { at } from '../../platform/commands/command-handler';
@@ -91,7 +93,7 @@ export class KycService {
   /** A provider's verified callback (or a re-read): moves the verification and, on approval, the user. */
   async applyProviderUpdate(update: { snapshot: Omit<InquirySnapshot, 'updatedAt'>; source: string; eventId: string; at: string }): Promise<void> {
     const userId = await this.userOfInquiry(update.snapshot.inquiryId, update.snapshot.referenceId);
-    if (!userId) throw new NotFound(`Unknown inquiry ${update.snapshot.inquiryId}`);
+    if (!userId) throw IDENTITY_REFUSALS.unknownInquiry(update.snapshot.inquiryId);
     const ctx: CommandContext = {
       commandId: `identity:${update.source}:${update.eventId}`,
       metadata: { actor: { kind: 'provider', id: update.source }, correlationId: update.eventId },
@@ -147,7 +149,7 @@ export class KycService {
   /** POST auth/kyc/verify: re-read the latest inquiry from its provider and apply any change. */
   async resync(userId: string): Promise<void> {
     const latest = await this.latest(userId);
-    if (!latest) throw new NotFound(`KycVerification not found: ${userId}`);
+    if (!latest) throw IDENTITY_REFUSALS.kycNotFound(userId);
     let snapshot: InquirySnapshot;
     try {
       snapshot = await this.provider(latest.provider).getInquiry(latest.inquiry_id);
@@ -222,10 +224,12 @@ export class KycService {
     };
   }
 
+  /** A verification as the history shows it: the interface's five values, not the full KYC status (kycHistoryStatus). */
   historyItem(row: VerificationRow) {
+    const { status, rejectionReasons } = kycHistoryStatus(row.status, row.rejection_reasons);
     return {
       id: row.verification_id,
-      status: row.status,
+      status,
       verificationLevel: row.verification_level,
       riskLevel: row.risk_level,
       riskScore: row.risk_score === null ? null : Number(row.risk_score),
@@ -234,7 +238,7 @@ export class KycService {
       submittedAt: row.submitted_at,
       reviewedAt: row.reviewed_at,
       approvedAt: row.approved_at,
-      rejectionReasons: ['declined', 'rejected', 'failed'].includes(row.status) ? (row.rejection_reasons ?? []) : null,
+      rejectionReasons,
       complianceNotes: null,
       createdAt: row.created_at,
     };

@@ -1,8 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { accountDecider, accountStream, userAccountDecider, userAccountStream } from '../../domain/ledger';
-import { TooManyTries, Unauthenticated } from '../../platform/failures';
-import { INVALID_CODE, loginDecider, loginStream, MAX_SENDS_PER_HOUR } from '../../domain/identity/login';
-import { INVALID_TOKEN, sessionDecider, sessionStream } from '../../domain/identity/session';
+import { TooManyTries } from '../../platform/failures';
+import { IDENTITY_REFUSALS } from '../../domain/identity/refusals';
+import { loginDecider, loginStream, MAX_SENDS_PER_HOUR } from '../../domain/identity/login';
+import { sessionDecider, sessionStream } from '../../domain/identity/session';
 import { normalizeEmail, userDecider, userStream } from '../../domain/identity/user';
 import { type Append, at as atRevision, type Reads } from '../../platform/commands/command-handler';
 import type { CommandContext } from '../../platform/commands/commands';
@@ -110,7 +111,7 @@ export class LoginService {
 
   async verify(partnerId: string, email: string, code: string, ctx: CommandContext): Promise<LoginResult> {
     const user = await this.partnerUser(partnerId, email);
-    if (!user) throw new Unauthenticated(INVALID_CODE);
+    if (!user) throw IDENTITY_REFUSALS.invalidLoginCode();
     const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
@@ -137,7 +138,7 @@ export class LoginService {
       },
       { cache: false },
     );
-    if (!done.result) throw new Unauthenticated(INVALID_CODE);
+    if (!done.result) throw IDENTITY_REFUSALS.invalidLoginCode();
     await this.deps.readYourWrites(done.position, ['sessions', 'ledger']);
     return {
       success: true,
@@ -180,14 +181,14 @@ export class LoginService {
    */
   async refresh(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<LoginResult> {
     const parsed = parseRefreshToken(refreshToken);
-    if (!parsed) throw new Unauthenticated(INVALID_TOKEN);
+    if (!parsed) throw IDENTITY_REFUSALS.refreshTokenInvalid();
     const next = newRefreshToken(parsed.sessionId);
     const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const session = await reads.stream(sessionStream(parsed.sessionId), sessionDecider);
         const userId = session.state.userId;
-        if (session.state.partnerId !== partnerId || !userId) throw new Unauthenticated(INVALID_TOKEN);
+        if (session.state.partnerId !== partnerId || !userId) throw IDENTITY_REFUSALS.refreshTokenInvalid();
         const user = await this.userState(reads, userId);
         const command = { presentedHash: parsed.hash, newHash: next.hash, userStatus: user.status, userGeneration: user.sessionGeneration };
         const events = sessionDecider.decide({ type: 'Refresh', ...command, at: new Date().toISOString() }, session.state);
@@ -198,7 +199,7 @@ export class LoginService {
     );
     const { userId, revoked } = done.result;
     if (done.position) await this.deps.readYourWrites(done.position, ['sessions']);
-    if (revoked) throw new Unauthenticated(INVALID_TOKEN);
+    if (revoked) throw IDENTITY_REFUSALS.refreshTokenInvalid();
     const email = await this.deps.userQueries.emailOf(userId);
     return {
       success: true,
@@ -212,12 +213,12 @@ export class LoginService {
 
   async logout(partnerId: string, refreshToken: string, ctx: CommandContext): Promise<void> {
     const parsed = parseRefreshToken(refreshToken);
-    if (!parsed) throw new Unauthenticated(INVALID_TOKEN);
+    if (!parsed) throw IDENTITY_REFUSALS.refreshTokenInvalid();
     const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
         const session = await reads.stream(sessionStream(parsed.sessionId), sessionDecider);
-        if (session.state.partnerId !== partnerId) throw new Unauthenticated(INVALID_TOKEN);
+        if (session.state.partnerId !== partnerId) throw IDENTITY_REFUSALS.refreshTokenInvalid();
         const events = sessionDecider.decide({ type: 'Logout', presentedHash: parsed.hash, at: new Date().toISOString() }, session.state);
         return { appends: [{ stream: sessionStream(parsed.sessionId), events, expected: atRevision(session) }], result: null };
       },

@@ -10,7 +10,7 @@ import type { WaitForReadModels } from '../../platform/consumers/read-your-write
 import type { StateCache } from '../../platform/commands/commands';
 import type { Projections } from '../../platform/consumers/projections';
 import type { PartnerQueries, PartnerRecord, StoredKey } from '../../projections/identity';
-import { NotFound } from '../../platform/failures';
+import { IDENTITY_REFUSALS } from '../../domain/identity/refusals';
 
 export type { PartnerRecord } from '../../projections/identity';
 
@@ -49,7 +49,7 @@ export class PartnerService {
 
   async createKey(partnerId: string, ctx: CommandContext): Promise<{ id: string; apiKey: string; apiSecret: string }> {
     const partner = await this.get(partnerId);
-    if (!partner) throw new NotFound('Partner not found');
+    if (!partner) throw IDENTITY_REFUSALS.partnerNotFound();
     const { apiKey, apiSecret } = newApiKeyPair(partner.sandbox);
     const secretHash = await hashSecret(apiSecret);
     const result = await this.deps.commands.decide(ctx, partnerStream(partnerId), partnerDecider, { type: 'CreateApiKey', apiKey, secretHash });

@@ -5,7 +5,7 @@ import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { ProfileQueries, ProfileView } from '../../projections/identity';
-import { NotFound } from '../../platform/failures';
+import { IDENTITY_REFUSALS } from '../../domain/identity/refusals';
 
 export type { ProfileView } from '../../projections/identity';
 
@@ -63,7 +63,7 @@ export class ProfileService {
 
   async require(userId: string): Promise<ProfileView> {
     const profile = await this.get(userId);
-    if (!profile) throw new NotFound(`PersonalProfile not found: ${userId}`);
+    if (!profile) throw IDENTITY_REFUSALS.profileNotFound(userId);
     return profile;
   }
 

@@ -5,8 +5,7 @@ import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import type { UserListQuery, UserQueries, UserRecord, UserSummary } from '../../projections/identity';
-import { requireUserOfPartner } from '../../domain/identity';
-import { NotFound } from '../../platform/failures';
+import { IDENTITY_REFUSALS, requireUserOfPartner } from '../../domain/identity';
 import { emailTaken } from '../../domain/identity/user';
 
 export type { UserListQuery, UserRecord, UserSummary } from '../../projections/identity';
@@ -91,7 +90,7 @@ export class UserService {
   /** Operator moves: suspend, ban, reinstate. */
   async operatorAction(userId: string, action: 'suspend' | 'ban' | 'reinstate', reason: string, ctx: CommandContext): Promise<UserRecord> {
     const { state } = await load(this.deps.store, userStream(userId), userDecider);
-    if (!state.exists || !state.partnerId) throw new NotFound('User not found');
+    if (!state.exists || !state.partnerId) throw IDENTITY_REFUSALS.userNotFound();
     const command: UserCommand =
       action === 'suspend' ? { type: 'Suspend', reason } : action === 'ban' ? { type: 'Ban', reason } : { type: 'Reinstate', reason };
     const result = await this.deps.commands.decide(ctx, userStream(userId), userDecider, command);

@@ -7,3 +7,4 @@ export * from './profile';
 export * from './session';
 export * from './user';
 export * from './ownership';
+export * from './refusals';

@@ -1,4 +1,5 @@
-import { DomainError, type Decider, invariant } from '../../platform/decider';
+import { type Decider, invariant } from '../../platform/decider';
+import { IDENTITY_REFUSALS as R } from './refusals';
 import { KYC_AWAITING_DECISION, KYC_FINAL, KYC_RESUMABLE, type KycStatus } from './kyc-statuses';
 
 export interface KycDocumentData {
@@ -98,9 +99,9 @@ export function decideStart(state: KycState): StartDecision {
   const current = latest(state);
   if (!current || current.status === 'expired') return { kind: 'new' };
   if (KYC_RESUMABLE.includes(current.status)) return { kind: 'existing', verification: current };
-  if (KYC_AWAITING_DECISION.includes(current.status)) throw new DomainError('conflict', 'KYC already in progress');
+  if (KYC_AWAITING_DECISION.includes(current.status)) throw R.kycInProgress();
   invariant(KYC_FINAL.includes(current.status), `status ${current.status} is final`);
-  throw new DomainError('unprocessable', `KYC already finalized with status: ${current.status}`);
+  throw R.kycFinalized(current.status);
 }
 
 export const canStartNewKyc = (state: KycState): boolean => {
@@ -182,7 +183,7 @@ export const kycDecider: Decider<KycState, KycCommand, KycEvent> = {
   decide(command, state) {
     switch (command.type) {
       case 'RecordVerificationStarted': {
-        if (decideStart(state).kind !== 'new') throw new DomainError('conflict', 'KYC already in progress');
+        if (decideStart(state).kind !== 'new') throw R.kycInProgress();
         return [
           {
             type: 'KycVerificationStarted',
@@ -200,7 +201,7 @@ export const kycDecider: Decider<KycState, KycCommand, KycEvent> = {
       }
       case 'ApplyProviderStatus': {
         const v = state.verifications.find((x) => x.inquiryId === command.inquiryId);
-        if (!v || !state.userId) throw new DomainError('not_found', `Unknown inquiry ${command.inquiryId}`);
+        if (!v || !state.userId) throw R.unknownInquiry(command.inquiryId);
         if (!mayMove(v.status, command.status)) return [];
         return [
           {

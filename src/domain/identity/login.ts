@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
-import { DomainError, type Decider } from '../../platform/decider';
+import type { Decider } from '../../platform/decider';
+import { IDENTITY_REFUSALS as R } from './refusals';
 
 /** Login codes: 6 digits, 10 minutes, single use, burned after 5 wrong tries (docs/decisions.md, "Login and tokens"). */
 export const CODE_LIFETIME_SECONDS = 600;
@@ -30,7 +31,8 @@ export interface LoginState {
 
 export const loginStream = (userId: string) => `login-${userId}`;
 
-export const INVALID_CODE = 'Invalid or expired code';
+/** The message of a login code that cannot be used (IDENTITY_REFUSALS.invalidLoginCode). */
+export const INVALID_CODE = R.invalidLoginCode.template;
 
 function sameHash(a: string, b: string): boolean {
   const x = Buffer.from(a, 'hex');
@@ -76,7 +78,7 @@ export const loginDecider: Decider<LoginState, LoginCommand, LoginEvent> = {
         ];
       case 'VerifyCode': {
         const code = state.code;
-        if (!code || code.consumed || code.burned || code.expiresAt <= command.at) throw new DomainError('unauthenticated', INVALID_CODE);
+        if (!code || code.consumed || code.burned || code.expiresAt <= command.at) throw R.invalidLoginCode();
         if (!sameHash(code.codeHash, command.presentedHash)) {
           const attempts = code.attempts + 1;
           return [

@@ -1,4 +1,5 @@
-import { DomainError, type Decider, invariant } from '../../platform/decider';
+import { type Decider, invariant } from '../../platform/decider';
+import { IDENTITY_REFUSALS as R } from './refusals';
 
 export type PartnerEvent =
   | { type: 'PartnerCreated'; data: { partnerId: string; name: string; sandbox: boolean } }
@@ -43,26 +44,26 @@ export const partnerDecider: Decider<PartnerState, PartnerCommand, PartnerEvent>
   decide(command, state) {
     switch (command.type) {
       case 'CreatePartner': {
-        if (state.exists) throw new DomainError('conflict', 'Partner already exists');
+        if (state.exists) throw R.partnerExists();
         const name = command.name.trim();
-        if (!name) throw new DomainError('invalid', 'name must not be empty');
+        if (!name) throw R.partnerNameEmpty();
         return [
           { type: 'PartnerCreated', data: { partnerId: command.partnerId, name, sandbox: command.sandbox } },
           { type: 'PartnerApiKeyCreated', data: { partnerId: command.partnerId, apiKey: command.apiKey, secretHash: command.secretHash } },
         ];
       }
       case 'CreateApiKey': {
-        if (!state.exists) throw new DomainError('not_found', 'Partner not found');
+        if (!state.exists) throw R.partnerNotFound();
         invariant(state.partnerId, 'an existing partner has an id');
         if (state.activeKeys.length >= MAX_ACTIVE_KEYS) {
-          throw new DomainError('conflict', `A partner may hold at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`);
+          throw R.apiKeyLimitReached(String(MAX_ACTIVE_KEYS));
         }
         return [{ type: 'PartnerApiKeyCreated', data: { partnerId: state.partnerId, apiKey: command.apiKey, secretHash: command.secretHash } }];
       }
       case 'RevokeApiKey': {
-        if (!state.exists) throw new DomainError('not_found', 'Partner not found');
+        if (!state.exists) throw R.partnerNotFound();
         invariant(state.partnerId, 'an existing partner has an id');
-        if (!state.activeKeys.includes(command.apiKey)) throw new DomainError('not_found', 'API key not found');
+        if (!state.activeKeys.includes(command.apiKey)) throw R.apiKeyNotFound();
         return [{ type: 'PartnerApiKeyRevoked', data: { partnerId: state.partnerId, apiKey: command.apiKey } }];
       }
     }

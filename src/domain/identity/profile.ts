@@ -1,4 +1,5 @@
-import { DomainError, type Decider } from '../../platform/decider';
+import type { Decider } from '../../platform/decider';
+import { IDENTITY_REFUSALS as R } from './refusals';
 
 /** The 17 fields a profile needs to be complete (KYC-ready), in the interface's order. */
 export const REQUIRED_PROFILE_FIELDS = [
@@ -71,10 +72,10 @@ function checkRules(fields: ProfileFields, today: string): void {
   if (dob !== undefined) {
     const date = new Date(`${dob}T00:00:00Z`);
     if (!/^\d{4}-\d{2}-\d{2}$/.test(dob) || Number.isNaN(date.getTime()) || date.toISOString().slice(0, 10) !== dob) {
-      throw new DomainError('invalid', 'dateOfBirth must be a real date in YYYY-MM-DD format');
+      throw R.dateOfBirthInvalid();
     }
-    if (dob > today) throw new DomainError('invalid', 'dateOfBirth must be in the past');
-    if (ageOn(dob, today) < MINIMUM_AGE_YEARS) throw new DomainError('invalid', `dateOfBirth: the user must be at least ${MINIMUM_AGE_YEARS} years old`);
+    if (dob > today) throw R.dateOfBirthInFuture();
+    if (ageOn(dob, today) < MINIMUM_AGE_YEARS) throw R.userUnderAge(String(MINIMUM_AGE_YEARS));
   }
 }
 
@@ -93,16 +94,16 @@ export const profileDecider: Decider<ProfileState, ProfileCommand, ProfileEvent>
   decide(command, state) {
     switch (command.type) {
       case 'CreateProfile':
-        if (state.exists) throw new DomainError('conflict', `PersonalProfile already exists: ${command.userId}`);
+        if (state.exists) throw R.profileExists(command.userId);
         checkRules(command.fields, command.today);
         return [{ type: 'ProfileCreated', data: { userId: command.userId, partnerId: command.partnerId, fields: command.fields } }];
       case 'UpdateProfile': {
-        if (!state.exists) throw new DomainError('not_found', `PersonalProfile not found: ${command.userId}`);
+        if (!state.exists) throw R.profileNotFound(command.userId);
         checkRules(command.changes, command.today);
         const changes = Object.fromEntries(Object.entries(command.changes).filter(([k, v]) => state.fields[k as ProfileField] !== v)) as ProfileFields;
         if (command.identityVerified) {
           const changed = VERIFIED_IDENTITY_FIELDS.filter((field) => changes[field] !== undefined);
-          if (changed.length) throw new DomainError('conflict', `Verified identity fields cannot be changed: ${changed.join(', ')}`);
+          if (changed.length) throw R.verifiedFieldsLocked(changed.join(', '));
         }
         return Object.keys(changes).length ? [{ type: 'ProfileUpdated', data: { userId: command.userId, changes } }] : [];
       }

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
-import { DomainError, type Decider } from '../../platform/decider';
+import type { Decider } from '../../platform/decider';
+import { IDENTITY_REFUSALS as R } from './refusals';
 import type { UserStatus } from './user';
 
 /** A login session: its refresh token rotates on every use; a spent one presented again revokes it all. */
@@ -34,7 +35,8 @@ export interface SessionState {
 
 export const sessionStream = (sessionId: string) => `session-${sessionId}`;
 
-export const INVALID_TOKEN = 'Invalid or expired token';
+/** The message of a refresh token that names no live session (IDENTITY_REFUSALS.refreshTokenInvalid). */
+export const INVALID_TOKEN = R.refreshTokenInvalid.template;
 
 const same = (a: string | null, b: string) => {
   if (!a) return false;
@@ -89,7 +91,7 @@ export const sessionDecider: Decider<SessionState, SessionCommand, SessionEvent>
   decide(command, state) {
     switch (command.type) {
       case 'StartSession':
-        if (state.sessionId) throw new DomainError('conflict', 'Session already exists');
+        if (state.sessionId) throw R.sessionExists();
         return [
           {
             type: 'SessionStarted',
@@ -105,23 +107,23 @@ export const sessionDecider: Decider<SessionState, SessionCommand, SessionEvent>
           },
         ];
       case 'Refresh': {
-        if (!state.sessionId || state.revoked) throw new DomainError('unauthenticated', INVALID_TOKEN);
+        if (!state.sessionId || state.revoked) throw R.refreshTokenInvalid();
         const spent = state.spentHashes.some((h) => same(h, command.presentedHash));
-        if (!spent && !same(state.refreshHash, command.presentedHash)) throw new DomainError('unauthenticated', INVALID_TOKEN);
-        if (command.userStatus !== 'active') throw new DomainError('unauthenticated', `User account is ${command.userStatus}`);
-        if (state.userGeneration < command.userGeneration) throw new DomainError('unauthenticated', INVALID_TOKEN);
+        if (!spent && !same(state.refreshHash, command.presentedHash)) throw R.refreshTokenInvalid();
+        if (command.userStatus !== 'active') throw R.userNotActive(command.userStatus);
+        if (state.userGeneration < command.userGeneration) throw R.refreshTokenInvalid();
         if (spent) {
           return [{ type: 'SessionRevoked', data: { sessionId: state.sessionId, reason: 'refresh_token_reuse', at: command.at } }];
         }
-        if ((state.expiresAt ?? '') <= command.at) throw new DomainError('unauthenticated', INVALID_TOKEN);
+        if ((state.expiresAt ?? '') <= command.at) throw R.refreshTokenInvalid();
         return [
           { type: 'SessionRefreshed', data: { sessionId: state.sessionId, refreshHash: command.newHash, expiresAt: expiry(command.at), at: command.at } },
         ];
       }
       case 'Logout': {
-        if (!state.sessionId || state.revoked) throw new DomainError('unauthenticated', INVALID_TOKEN);
+        if (!state.sessionId || state.revoked) throw R.refreshTokenInvalid();
         const known = same(state.refreshHash, command.presentedHash) || state.spentHashes.some((h) => same(h, command.presentedHash));
-        if (!known) throw new DomainError('unauthenticated', INVALID_TOKEN);
+        if (!known) throw R.refreshTokenInvalid();
         return [{ type: 'SessionRevoked', data: { sessionId: state.sessionId, reason: 'logout', at: command.at } }];
       }
     }

@@ -1,4 +1,5 @@
-import { DomainError, type Decider, invariant } from '../../platform/decider';
+import { type Decider, invariant } from '../../platform/decider';
+import { IDENTITY_REFUSALS as R } from './refusals';
 
 export const USER_STATUSES = ['pending', 'kyc_required', 'active', 'suspended', 'banned'] as const;
 export type UserStatus = (typeof USER_STATUSES)[number];
@@ -87,10 +88,10 @@ export const userDecider: Decider<UserState, UserCommand, UserEvent> = {
 
   decide(command, state) {
     if (command.type === 'RegisterUser') {
-      if (state.exists) throw new DomainError('conflict', 'User already exists');
+      if (state.exists) throw R.userExists();
       return [{ type: 'UserRegistered', data: command.data }];
     }
-    if (!state.exists) throw new DomainError('not_found', 'User not found');
+    if (!state.exists) throw R.userNotFound();
     switch (command.type) {
       case 'RequireKyc':
         // Start KYC moves a pending user on; calling it again in later states changes nothing here.
@@ -102,29 +103,29 @@ export const userDecider: Decider<UserState, UserCommand, UserEvent> = {
         return waiting(state.status) ? change(state, 'active', 'kyc_approved') : [];
       }
       case 'Suspend':
-        if (state.status === 'banned') throw new DomainError('conflict', 'User is banned');
+        if (state.status === 'banned') throw R.userBanned();
         if (state.status === 'suspended') return [];
         return change(state, 'suspended', command.reason);
       case 'Ban':
         if (state.status === 'banned') return [];
         return change(state, 'banned', command.reason);
       case 'Reinstate':
-        if (state.status === 'banned') throw new DomainError('conflict', 'A banned user cannot be reinstated');
-        if (state.status !== 'suspended') throw new DomainError('conflict', `User is not suspended (status ${state.status})`);
+        if (state.status === 'banned') throw R.bannedUserNotReinstatable();
+        if (state.status !== 'suspended') throw R.userNotSuspended(String(state.status));
         return change(state, state.statusBeforeSuspension ?? 'pending', command.reason);
     }
   },
 };
 
 /** An email is one user's across the service: its reservation stream already exists (409). */
-export const emailTaken = () => new DomainError('conflict', 'User with this email already exists');
+export const emailTaken = () => R.emailTaken();
 
 /** Only an active user logs in: a code verified for a user in any other status is refused (401). */
 export function requireActiveForLogin(status: UserStatus): void {
-  if (status !== 'active') throw new DomainError('unauthenticated', `User account is ${status}`);
+  if (status !== 'active') throw R.userNotActive(status);
 }
 
 /** A suspended or banned user starts no identity verification (409). */
 export function requireMayVerify(status: UserStatus): void {
-  if (status === 'suspended' || status === 'banned') throw new DomainError('conflict', `User account is ${status}`);
+  if (status === 'suspended' || status === 'banned') throw R.userMayNotVerify(status);
 }

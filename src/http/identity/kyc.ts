@@ -1,10 +1,9 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { routeFor } from '../../platform/http/route';
-import { Success } from '../schemas';
-import { readableUser, UserIdField, writableUser } from '../user-scope';
+import { StringEnum, Success } from '../schemas';
+import { READ_USER_REFUSALS, readableUser, UserIdField, WRITE_USER_REFUSALS, writableUser } from '../user-scope';
 import type { AppServices } from '../services';
-import { requireMayVerify } from '../../domain/identity';
-import { NotFound } from '../../platform/failures';
+import { IDENTITY_REFUSALS as R, KYC_HISTORY_STATUSES, requireMayVerify } from '../../domain/identity';
 
 /** The services these routes use. */
 const USES = ['kyc', 'profiles', 'users'] as const;
@@ -73,7 +72,10 @@ const KycDocument = Type.Object(
 const KycHistoryItem = Type.Object(
   {
     id: Type.String(),
-    status: Type.String(),
+    status: StringEnum(KYC_HISTORY_STATUSES, {
+      description:
+        'The verification summed up: `created`; `processing` (KYC `pending`, `in_progress`, `completed`); `manual_review` (`needs_review`); `approved`; `failed` (`declined`, `rejected`, `failed`, `expired`). The status view and the document read show the full KYC status',
+    }),
     verificationLevel: Type.String(),
     riskLevel: Type.Union([Type.String(), Type.Null()]),
     riskScore: Type.Union([Type.Number(), Type.Null()]),
@@ -82,7 +84,10 @@ const KycHistoryItem = Type.Object(
     submittedAt: Type.Union([Type.String(), Type.Null()]),
     reviewedAt: Type.Union([Type.String(), Type.Null()]),
     approvedAt: Type.Union([Type.String(), Type.Null()]),
-    rejectionReasons: Type.Union([Type.Array(Type.Unknown()), Type.Null()]),
+    rejectionReasons: Type.Union([Type.Array(Type.String()), Type.Null()], {
+      description:
+        'When `failed`: first the KYC status that caused it (`declined`, `rejected`, `failed` or `expired`), then the provider’s reasons; otherwise null',
+    }),
     complianceNotes: Type.Union([Type.String(), Type.Null()]),
     createdAt: Type.String(),
   },
@@ -97,9 +102,10 @@ const documentRoute = (path: string) =>
     tag: 'KYC',
     summary: "Identity document details of the token user's latest verification.",
     responses: { 200: { description: 'Document', schema: Success(KycDocument) } },
+    refuses: [R.kycNotFound],
     async handler({ services, userId }) {
       const latest = await services.kyc.latest(userId);
-      if (!latest) throw new NotFound(`KycVerification not found: ${userId}`);
+      if (!latest) throw R.kycNotFound(userId);
       const empty = { issuingCountry: null, type: null, issuedDate: null, idNumber: null, expiryDate: null, imageFront: null, imageBack: null };
       return {
         status: 200,
@@ -149,6 +155,7 @@ export const kycRoutes = [
       422: { description: 'KYC already finalized with status: <status>' },
       502: { description: 'Failed to create identity inquiry' },
     },
+    refuses: [...WRITE_USER_REFUSALS, R.userMayNotVerify, R.profileNotFound, R.kycInProgress, R.kycFinalized],
     async handler({ services, body, partnerId, command }) {
       const user = await writableUser(services, partnerId, body.userId);
       requireMayVerify(user.status);
@@ -176,6 +183,7 @@ export const kycRoutes = [
     summary: "A user's KYC status view with derived permissions (always 200 for an own user).",
     query: UserIdQuery,
     responses: { 200: { description: 'Status view', schema: Success(StatusView) } },
+    refuses: READ_USER_REFUSALS,
     async handler({ services, query, partnerId }) {
       const user = await readableUser(services, partnerId, query.userId);
       return { status: 200, body: { success: true, data: await services.kyc.statusView(user.id, user.status) } };
@@ -189,6 +197,7 @@ export const kycRoutes = [
     summary: 'Re-read the latest inquiry from the identity provider, apply any change, and return the status view.',
     body: UserIdBody,
     responses: { 200: { description: 'Status view', schema: Success(StatusView) }, 403: { description: 'User does not belong to this partner' } },
+    refuses: [...WRITE_USER_REFUSALS, R.kycNotFound],
     async handler({ services, body, partnerId }) {
       await writableUser(services, partnerId, body.userId);
       await services.kyc.resync(body.userId);
@@ -204,6 +213,7 @@ export const kycRoutes = [
     summary: "A user's KYC status as one string (`not_started` before any verification).",
     query: UserIdQuery,
     responses: { 200: { description: 'Status', schema: Success(Type.Object({ status: Type.String() }, { $id: 'KycSimpleStatus' })) } },
+    refuses: READ_USER_REFUSALS,
     async handler({ services, query, partnerId }) {
       const user = await readableUser(services, partnerId, query.userId);
       const latest = await services.kyc.latest(user.id);

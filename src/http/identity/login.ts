@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { SEND_MESSAGE } from '../../app/identity/login';
-import { HttpError } from '../../platform/http/errors';
+import { IDENTITY_REFUSALS } from '../../domain/identity';
 import { routeFor } from '../../platform/http/route';
 import { MessageBody } from '../schemas';
 import type { AppServices } from '../services';
@@ -49,6 +49,7 @@ export const loginRoutes = [
     summary: 'Exchange the emailed code for an access token (15 min) and a refresh token (30 days). The first login opens the USDC account.',
     body: VerifyBody,
     responses: { 200: { description: 'Tokens', schema: LoginResult }, 401: { description: 'Invalid or expired code, or the user is not active' } },
+    refuses: [IDENTITY_REFUSALS.invalidLoginCode, IDENTITY_REFUSALS.userNotActive],
     async handler({ services, body, partnerId, command }) {
       return { status: 200, body: await services.login.verify(partnerId, body.email, body.code, command()) };
     },
@@ -61,6 +62,7 @@ export const loginRoutes = [
     summary: 'Exchange a refresh token for a new pair; the old one is spent, and presenting it again revokes the session.',
     body: RefreshBody,
     responses: { 200: { description: 'Tokens', schema: LoginResult }, 401: { description: 'Invalid, spent or revoked refresh token' } },
+    refuses: [IDENTITY_REFUSALS.refreshTokenInvalid, IDENTITY_REFUSALS.userNotActive],
     async handler({ services, body, partnerId, command }) {
       return { status: 200, body: await services.login.refresh(partnerId, body.refreshToken, command()) };
     },
@@ -73,6 +75,7 @@ export const loginRoutes = [
     summary: 'Revoke the session of a refresh token (its access tokens stop working too).',
     body: RefreshBody,
     responses: { 200: { description: 'Logged out', schema: MessageBody } },
+    refuses: [IDENTITY_REFUSALS.refreshTokenInvalid],
     async handler({ services, body, partnerId, command }) {
       await services.login.logout(partnerId, body.refreshToken, command());
       return { status: 200, body: { success: true, message: 'Logged out' } };
@@ -86,8 +89,9 @@ export const loginRoutes = [
     deprecated: true,
     summary: 'Deprecated (required a vendor client SDK). Use auth/send and auth/verify.',
     responses: { 410: { description: 'Gone' } },
+    refuses: [IDENTITY_REFUSALS.loginDeprecated],
     async handler() {
-      throw new HttpError(410, 'This endpoint is deprecated. Use /api/v1/partner/auth/send and /api/v1/partner/auth/verify');
+      throw IDENTITY_REFUSALS.loginDeprecated();
     },
   }),
 ];

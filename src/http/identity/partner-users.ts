@@ -1,9 +1,22 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { USER_STATUSES } from '../../domain/identity/user';
 import { summary } from '../../app/identity/users';
-import { HttpError, MESSAGES } from '../../platform/http/errors';
+import { IDENTITY_REFUSALS } from '../../domain/identity';
 import { routeFor } from '../../platform/http/route';
-import { IsoDateTime, PageMeta, PageQuery, pageMeta, parseInstant, StringEnum, Success, User, UserSummary, UUID_RE } from '../schemas';
+import {
+  checkCountries,
+  COUNTRY_DESCRIPTION,
+  DateFilter,
+  instantOf,
+  PageMeta,
+  PageQuery,
+  pageMeta,
+  StringEnum,
+  Success,
+  User,
+  UserSummary,
+  UUID_RE,
+} from '../schemas';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */
@@ -12,7 +25,8 @@ const route = routeFor<AppServices>()(USES);
 
 const CreateUserBody = Type.Object({
   email: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'email must be a valid email address' }),
-  countryCode: Type.String({ minLength: 2, maxLength: 2, pattern: '^[A-Za-z]{2}$', 'x-error': 'countryCode must be exactly 2 characters' }),
+  // Not two characters: the interface's own message; two that are no assigned code (`ZZ`, `12`): checkCountries'.
+  countryCode: Type.String({ minLength: 2, maxLength: 2, 'x-error': 'countryCode must be exactly 2 characters', description: COUNTRY_DESCRIPTION }),
   phoneNumber: Type.Optional(
     Type.String({ pattern: '^\\s*\\+[1-9][0-9]{6,14}\\s*$', 'x-error': 'phoneNumber must be in international format, e.g. +573001234567' }),
   ),
@@ -24,8 +38,8 @@ const ListUsersQuery = Type.Object({
   status: Type.Optional(StringEnum(USER_STATUSES)),
   email: Type.Optional(Type.String({ maxLength: 254 })),
   q: Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
-  createdFrom: Type.Optional(IsoDateTime),
-  createdTo: Type.Optional(IsoDateTime),
+  createdFrom: Type.Optional(DateFilter('createdFrom', 'lower')),
+  createdTo: Type.Optional(DateFilter('createdTo', 'upper')),
 });
 
 const UserIdParams = Type.Object({ userId: Type.String() });
@@ -42,7 +56,9 @@ export const partnerUserRoutes = [
       201: { description: 'Created', schema: Type.Object({ success: Type.Literal(true), data: Type.Object({ user: UserSummary }), message: Type.String() }) },
       409: { description: 'The email is already registered' },
     },
+    refuses: [IDENTITY_REFUSALS.emailTaken],
     async handler({ services, body, partnerId, command }) {
+      checkCountries(body, ['countryCode']);
       const user = await services.users.register(partnerId, body, command());
       return { status: 201, body: { success: true, data: { user: summary(user) }, message: 'User created' } };
     },
@@ -56,12 +72,11 @@ export const partnerUserRoutes = [
     query: ListUsersQuery,
     responses: { 200: { description: 'A page of users', schema: Success(Type.Object({ items: Type.Array(User), meta: PageMeta })) } },
     async handler({ services, query, partnerId }) {
-      // Bounds outside 1970-9999 are 400 naming the field (year 0 would otherwise be the database's 500).
-      for (const name of ['createdFrom', 'createdTo'] as const) {
-        const bound = query[name];
-        if (bound !== undefined) parseInstant(bound, name);
-      }
-      const { items, totalItems } = await services.users.list(partnerId, query);
+      // Each bound as the instant it names (a date alone: its start, UTC), never the database's reading
+      // of the text; outside 1970-9999 it is 400 naming the field (year 0 would otherwise be a 500).
+      const createdFrom = query.createdFrom === undefined ? undefined : instantOf(query.createdFrom, 'createdFrom');
+      const createdTo = query.createdTo === undefined ? undefined : instantOf(query.createdTo, 'createdTo');
+      const { items, totalItems } = await services.users.list(partnerId, { ...query, createdFrom, createdTo });
       return { status: 200, body: { success: true, data: { items, meta: pageMeta(totalItems, query.page, query.limit) } } };
     },
   }),
@@ -73,10 +88,11 @@ export const partnerUserRoutes = [
     summary: 'Full details of one user, including status (partners poll it).',
     params: UserIdParams,
     responses: { 200: { description: 'The user', schema: Success(Type.Object({ user: User })) } },
+    refuses: [IDENTITY_REFUSALS.userNotFound],
     async handler({ services, params, partnerId }) {
       // Another partner's user, or a malformed id, is indistinguishable from a missing one.
       const user = UUID_RE.test(params.userId) ? await services.users.get(partnerId, params.userId) : null;
-      if (!user) throw new HttpError(404, MESSAGES.userNotFound);
+      if (!user) throw IDENTITY_REFUSALS.userNotFound();
       return { status: 200, body: { success: true, data: { user } } };
     },
   }),

@@ -2,8 +2,9 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import BigNumber from 'bignumber.js';
 import type { ProfileFields } from '../../domain/identity/profile';
 import { routeFor } from '../../platform/http/route';
-import { FilledText, StringEnum, Success } from '../schemas';
-import { readableUser, UserIdField, writableUser } from '../user-scope';
+import { checkCountries, CountryField, FilledText, StringEnum, Success } from '../schemas';
+import { READ_USER_REFUSALS, readableUser, UserIdField, WRITE_USER_REFUSALS, writableUser } from '../user-scope';
+import { IDENTITY_REFUSALS as R } from '../../domain/identity';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */
@@ -11,7 +12,9 @@ const USES = ['profiles', 'users'] as const;
 const route = routeFor<AppServices>()(USES);
 
 const Text = (name: string) => FilledText(name, 200);
-const Country = (name: string) => Type.String({ pattern: '^[A-Za-z]{2}$', 'x-error': `${name} must be an ISO 3166-1 alpha-2 country code` });
+const Country = CountryField;
+/** The profile's country fields: each an assigned ISO 3166-1 alpha-2 code (checkCountries). */
+const COUNTRY_FIELDS = ['nationality', 'governmentIdCountry', 'addressCountry'] as const;
 const Decimal = (name: string) =>
   Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^[0-9]{1,18}(\\.[0-9]{1,8})?$' })], {
     'x-error': `${name} must be a decimal number >= 0`,
@@ -57,18 +60,22 @@ const ProfileView = Type.Object(
 
 type Fields = Static<typeof ProfileBody>;
 
-/** Countries upper-cased, decimals as strings: what is stored is one canonical form. */
+/** Countries checked and upper-cased, decimals as strings: what is stored is one canonical form. */
 export function toProfileFields(body: Fields & { userId?: string }): ProfileFields {
+  checkCountries(body, COUNTRY_FIELDS);
   const fields: ProfileFields = {};
   for (const [key, value] of Object.entries(body)) {
     if (key === 'userId' || value === undefined) continue;
     let text = typeof value === 'number' ? new BigNumber(String(value)).toFixed() : String(value).trim();
-    if (['nationality', 'governmentIdCountry', 'addressCountry'].includes(key)) text = text.toUpperCase();
+    if ((COUNTRY_FIELDS as readonly string[]).includes(key)) text = text.toUpperCase();
     if (['annualSalary', 'expectedMonthlyVolume'].includes(key)) text = new BigNumber(text).toFixed();
     fields[key as keyof ProfileFields] = text;
   }
   return fields;
 }
+
+/** The profile rules on dateOfBirth the deciders hold (its format is the schema's first). */
+const DATE_OF_BIRTH_REFUSALS = [R.dateOfBirthInvalid, R.dateOfBirthInFuture, R.userUnderAge] as const;
 
 const reply = (status: number, profile: unknown) => ({ status, body: { success: true, data: { profile } } });
 
@@ -85,9 +92,11 @@ export const profileRoutes = [
       403: { description: 'User does not belong to this partner' },
       409: { description: 'The profile already exists' },
     },
+    refuses: [...WRITE_USER_REFUSALS, R.profileExists, ...DATE_OF_BIRTH_REFUSALS],
     async handler({ services, body, partnerId, command }) {
+      const fields = toProfileFields(body);
       await writableUser(services, partnerId, body.userId);
-      return reply(201, await services.profiles.create(partnerId, body.userId, toProfileFields(body), command()));
+      return reply(201, await services.profiles.create(partnerId, body.userId, fields, command()));
     },
   }),
   route<unknown, Static<typeof UserIdQuery>>({
@@ -98,6 +107,7 @@ export const profileRoutes = [
     summary: 'Read the personal profile of a user.',
     query: UserIdQuery,
     responses: { 200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) } },
+    refuses: [...READ_USER_REFUSALS, R.profileNotFound],
     async handler({ services, query, partnerId }) {
       await readableUser(services, partnerId, query.userId);
       return reply(200, await services.profiles.require(query.userId));
@@ -115,9 +125,11 @@ export const profileRoutes = [
       403: { description: 'User does not belong to this partner' },
       409: { description: 'Verified identity fields cannot be changed' },
     },
+    refuses: [...WRITE_USER_REFUSALS, R.profileNotFound, R.verifiedFieldsLocked, ...DATE_OF_BIRTH_REFUSALS],
     async handler({ services, body, partnerId, command }) {
+      const fields = toProfileFields(body);
       await writableUser(services, partnerId, body.userId);
-      return reply(200, await services.profiles.update(body.userId, toProfileFields(body), command()));
+      return reply(200, await services.profiles.update(body.userId, fields, command()));
     },
   }),
   route<unknown, Static<typeof UserIdQuery>>({
@@ -133,6 +145,7 @@ export const profileRoutes = [
         schema: Success(Type.Object({ isComplete: Type.Boolean(), missingFields: Type.Array(Type.String()) }, { $id: 'ProfileCompletion' })),
       },
     },
+    refuses: [...READ_USER_REFUSALS, R.profileNotFound],
     async handler({ services, query, partnerId }) {
       await readableUser(services, partnerId, query.userId);
       return { status: 200, body: { success: true, data: await services.profiles.completion(query.userId) } };
@@ -146,6 +159,7 @@ export const profileRoutes = [
     summary: "Create the token user's personal profile.",
     body: ProfileBody,
     responses: { 201: { description: 'Created', schema: Success(Type.Object({ profile: ProfileView })) }, 409: { description: 'The profile already exists' } },
+    refuses: [R.profileExists, ...DATE_OF_BIRTH_REFUSALS],
     async handler({ services, body, userId, partnerId, command }) {
       return reply(201, await services.profiles.create(partnerId, userId, toProfileFields(body), command()));
     },
@@ -157,6 +171,7 @@ export const profileRoutes = [
     tag: 'Profile',
     summary: "Read the token user's personal profile.",
     responses: { 200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) } },
+    refuses: [R.profileNotFound],
     async handler({ services, userId }) {
       return reply(200, await services.profiles.require(userId));
     },
@@ -172,6 +187,7 @@ export const profileRoutes = [
       200: { description: 'The profile', schema: Success(Type.Object({ profile: ProfileView })) },
       409: { description: 'Verified identity fields cannot be changed' },
     },
+    refuses: [R.profileNotFound, R.verifiedFieldsLocked, ...DATE_OF_BIRTH_REFUSALS],
     async handler({ services, body, userId, command }) {
       return reply(200, await services.profiles.update(userId, toProfileFields(body), command()));
     },

@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { normalizeEmail } from '../../domain/identity/user';
 import { renderDecisionPage, renderHostedPage } from '../../providers/identity/sandbox-page';
 import { SANDBOX_OUTCOMES, SandboxInquiryConflictError, type SandboxOutcome } from '../../providers/identity/sandbox';
-import { HttpError, MESSAGES } from '../../platform/http/errors';
+import { IDENTITY_REFUSALS as R } from '../../domain/identity';
 import { routeFor } from '../../platform/http/route';
 import { HtmlPage, StringEnum, Success } from '../schemas';
 import { type AppServices, sandboxOf } from '../services';
@@ -20,14 +20,14 @@ const DecisionBody = Type.Object({ outcome: StringEnum(['approved', 'declined', 
 /** A partner may drive only its own users' inquiries. */
 async function ownInquiry(services: Services, partnerId: string, inquiryId: string): Promise<void> {
   const owner = await services.identityReads.kyc.partnerOfInquiry(inquiryId);
-  if (!owner || owner !== partnerId) throw new HttpError(404, 'Inquiry not found');
+  if (!owner || owner !== partnerId) throw R.inquiryNotFound();
 }
 
 async function complete(services: Services, inquiryId: string, outcome: SandboxOutcome): Promise<string> {
   try {
     return await sandboxOf(services).identity.complete(inquiryId, outcome);
   } catch (error) {
-    if (error instanceof SandboxInquiryConflictError) throw new HttpError(409, error.message);
+    if (error instanceof SandboxInquiryConflictError) throw R.inquiryDecided(error.inquiryId, error.status);
     throw error;
   }
 }
@@ -60,10 +60,11 @@ export const sandboxIdentityRoutes = [
         ),
       },
     },
+    refuses: [R.userNotFound],
     async handler({ services, query, partnerId }) {
       const sandbox = sandboxOf(services);
       const own = await services.identityReads.users.hasEmail(partnerId, normalizeEmail(query.to));
-      if (!own) throw new HttpError(404, MESSAGES.userNotFound);
+      if (!own) throw R.userNotFound();
       return { status: 200, body: { success: true, data: await sandbox.outbox.list(query.to) } };
     },
   }),
@@ -79,6 +80,7 @@ export const sandboxIdentityRoutes = [
       202: { description: 'Decided and delivered', schema: Success(Type.Object({ inquiryId: Type.String(), outcome: Type.String(), eventId: Type.String() })) },
       409: { description: 'The inquiry was already decided otherwise' },
     },
+    refuses: [R.inquiryNotFound, R.inquiryDecided],
     async handler({ services, params, body, partnerId }) {
       sandboxOf(services);
       await ownInquiry(services, partnerId, params.inquiryId);
@@ -94,9 +96,10 @@ export const sandboxIdentityRoutes = [
     summary: "The sandbox identity provider's hosted verification page (the verificationUrl).",
     params: InquiryParams,
     responses: { 200: { description: 'HTML page', schema: HtmlPage } },
+    refuses: [R.inquiryNotFound],
     async handler({ services, params }) {
       const sandbox = sandboxOf(services);
-      if (!(await sandbox.identity.findInquiry(params.inquiryId))) throw new HttpError(404, 'Inquiry not found');
+      if (!(await sandbox.identity.findInquiry(params.inquiryId))) throw R.inquiryNotFound();
       const inquiry = await sandbox.identity.markStarted(params.inquiryId);
       return { status: 200, body: renderHostedPage(inquiry), contentType: 'text/html; charset=utf-8' };
     },
@@ -111,9 +114,10 @@ export const sandboxIdentityRoutes = [
     body: DecisionBody,
     forms: true,
     responses: { 200: { description: 'HTML page', schema: HtmlPage }, 409: { description: 'The inquiry was already decided otherwise' } },
+    refuses: [R.inquiryNotFound, R.inquiryDecided],
     async handler({ services, params, body }) {
       const sandbox = sandboxOf(services);
-      if (!(await sandbox.identity.findInquiry(params.inquiryId))) throw new HttpError(404, 'Inquiry not found');
+      if (!(await sandbox.identity.findInquiry(params.inquiryId))) throw R.inquiryNotFound();
       await complete(services, params.inquiryId, body.outcome);
       const inquiry = await sandbox.identity.findInquiry(params.inquiryId);
       return {

@@ -47,7 +47,10 @@ export class SandboxInquiryNotFoundError extends ProviderError {
 
 /** A decided inquiry asked for another outcome (the route can answer 409). */
 export class SandboxInquiryConflictError extends ProviderError {
-  constructor(inquiryId: string, status: KycStatus) {
+  constructor(
+    readonly inquiryId: string,
+    readonly status: KycStatus,
+  ) {
     super(`Sandbox inquiry ${inquiryId} is already ${status}`, 'sandbox');
     this.name = 'SandboxInquiryConflictError';
   }
