@@ -44,7 +44,10 @@ describe('a webhook endpoint, decided', () => {
       .thenThrows('not_found', 'Webhook endpoint not configured');
     let thrown: unknown;
     try {
-      webhookEndpointDecider.decide({ type: 'RotateSecret', newSecret: { secretId: 's', sealed: 'x' }, at: '2026-01-01T00:00:00.000Z' }, webhookEndpointDecider.initialState());
+      webhookEndpointDecider.decide(
+        { type: 'RotateSecret', newSecret: { secretId: 's', sealed: 'x' }, at: '2026-01-01T00:00:00.000Z' },
+        webhookEndpointDecider.initialState(),
+      );
     } catch (error) {
       thrown = error;
     }

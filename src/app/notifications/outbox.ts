@@ -164,28 +164,31 @@ async function stamp(tx: SqlQueryable, made: Made[], events: RecordedEvent[]): P
   const sequences = await tx.query<{ n: string }>(`SELECT nextval('webhook_sequence')::text AS n FROM generate_series(1, $1)`, [made.length]);
   const ordered = sequences.map((s) => BigInt(s.n)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return made.map(({ notification: n }, i) => {
-    const body = { id: randomUUID(), type: n.type, createdAt: recordedAt.get(n.eventId) ?? new Date().toISOString(), sequence: Number(ordered[i]), data: n.data };
+    const body = {
+      id: randomUUID(),
+      type: n.type,
+      createdAt: recordedAt.get(n.eventId) ?? new Date().toISOString(),
+      sequence: Number(ordered[i]),
+      data: n.data,
+    };
     return { partnerId: n.partnerId, eventId: n.eventId, body, text: JSON.stringify(body) };
   });
 }
 
-/** Inserts the deliveries of the notifications a partner listens to; one already made for the same event, partner and type is left as it is. */
+/**
+ * Inserts the deliveries of the notifications a partner listens to, each from its stored event (the
+ * same id, sequence and body, whatever made it first); one already made for the same event, partner
+ * and type is left as it is.
+ */
 async function insertDeliveries(tx: SqlQueryable, rows: StoredEvent[]): Promise<void> {
   if (rows.length === 0) return;
   await tx.query(
     `INSERT INTO webhook_deliveries (id, partner_id, event_id, type, sequence, created_at, body, next_attempt_at)
-     SELECT id, partner_id, event_id, type, sequence, created_at, body, '-infinity'::timestamptz
-       FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::text[])
-         AS t(id, partner_id, event_id, type, sequence, created_at, body)
+     SELECT e.id, e.partner_id, e.event_id, e.type, e.sequence, e.created_at, e.body, '-infinity'::timestamptz
+       FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(partner_id, event_id, type)
+       JOIN notification_events e ON e.partner_id = t.partner_id AND e.event_id = t.event_id AND e.type = t.type
+      ORDER BY e.sequence
      ON CONFLICT (partner_id, event_id, type) DO NOTHING`,
-    [
-      rows.map((r) => r.body.id),
-      rows.map((r) => r.partnerId),
-      rows.map((r) => r.eventId),
-      rows.map((r) => r.body.type),
-      rows.map((r) => String(r.body.sequence)),
-      rows.map((r) => r.body.createdAt),
-      rows.map((r) => r.text),
-    ],
+    [rows.map((r) => r.partnerId), rows.map((r) => r.eventId), rows.map((r) => r.body.type)],
   );
 }

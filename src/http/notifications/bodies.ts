@@ -45,7 +45,6 @@ export const notificationBody = (type: string, data: TSchema) =>
     data,
   });
 
-
 /** One notification of any type, exactly as a delivery carries it: the events API's item. */
 export const PartnerEvent = Type.Union(
   NOTIFICATION_DATA.map(({ type, data }) => notificationBody(type, data)),

@@ -33,7 +33,8 @@ export const partnerEventRoutes = [
     path: '/api/v1/partner/events',
     auth: 'partner',
     tag: 'Webhooks',
-    summary: "The partner's notifications, newest first, whether or not an endpoint is configured or subscribed: each `{id, type, createdAt, sequence, data}` as a delivery carries it.",
+    summary:
+      "The partner's notifications, newest first, whether or not an endpoint is configured or subscribed: each `{id, type, createdAt, sequence, data}` as a delivery carries it.",
     description:
       'Cursor pagination: pass `nextCursor` as `cursor` for the next page (null on the last). Filters `type`, `createdFrom` and `createdTo` (inclusive). ' +
       `A partner whose endpoint was down catches up here by \`sequence\`. ${KEPT}`,
