@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import { WebhookSignatureError } from '../providers/errors';
-import { HttpError, MESSAGES } from '../platform/http/errors';
+import { NOTIFICATION_REFUSALS } from '../domain/notifications';
+import { HttpError, MESSAGES, PLATFORM_CODES } from '../platform/http/errors';
 import { type HttpRequest, type RequestContext, routeFor } from '../platform/http/route';
 import type { AppServices } from './services';
 
@@ -18,16 +19,17 @@ interface CallbackReader<Callback> {
 }
 
 /**
- * A provider's callback as its adapter reads it: 404 for a provider we do not have, 401 for a
- * missing or bad signature, 400 for anything else the adapter cannot read.
+ * A provider's callback as its adapter reads it: 404 for a provider we do not have (as for a path
+ * not served: the platform's `not_found`), 401 for a missing or bad signature, 400 for anything
+ * else the adapter cannot read.
  */
 function readCallback<Callback>(adapter: CallbackReader<Callback> | undefined, req: HttpRequest): Callback {
-  if (!adapter) throw new HttpError(404, MESSAGES.notFound);
+  if (!adapter) throw new HttpError(404, MESSAGES.notFound, { code: PLATFORM_CODES.notFound });
   try {
     return adapter.parseWebhook(req.rawBody ?? Buffer.alloc(0), req.headers);
   } catch (error) {
-    if (error instanceof WebhookSignatureError) throw new HttpError(401, 'Invalid webhook signature');
-    throw new HttpError(400, 'Invalid webhook payload');
+    if (error instanceof WebhookSignatureError) throw NOTIFICATION_REFUSALS.invalidWebhookSignature();
+    throw NOTIFICATION_REFUSALS.invalidWebhookPayload();
   }
 }
 
@@ -41,6 +43,7 @@ function signedCallback(path: string, summary: string, apply: (ctx: RequestConte
     summary,
     body: Type.Object({}, { additionalProperties: true, description: 'The provider’s event in its own format, read from the raw bytes it signed' }),
     responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
+    refuses: [NOTIFICATION_REFUSALS.invalidWebhookSignature, NOTIFICATION_REFUSALS.invalidWebhookPayload],
     async handler(ctx) {
       await apply(ctx);
       return { status: 200, body: { success: true, received: true } };

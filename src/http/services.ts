@@ -4,7 +4,7 @@ import type { EventStore } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
 import type { Projections } from '../platform/consumers/projections';
 import type { Outage } from '../platform/outage';
-import { HttpError, MESSAGES } from '../platform/http/errors';
+import { HttpError, MESSAGES, PLATFORM_CODES } from '../platform/http/errors';
 import type { BuiltProviders } from '../providers';
 import type { CardsService } from '../app/cards';
 import type { KycService, LoginService, PartnerService, ProfileService, UserService } from '../app/identity';
@@ -39,9 +39,9 @@ export interface AppServices {
   reads: { readAfterWrites(scope: string, names: string[]): Promise<void> };
 }
 
-/** The sandbox routes exist only while SANDBOX is on. */
+/** The sandbox routes exist only while SANDBOX is on: outside it, 404 as for a path not served (the platform's `not_found`). */
 export function sandboxOf(services: Pick<AppServices, 'providers'>) {
   const sandbox = services.providers.sandbox;
-  if (!sandbox) throw new HttpError(404, MESSAGES.notFound);
+  if (!sandbox) throw new HttpError(404, MESSAGES.notFound, { code: PLATFORM_CODES.notFound });
   return sandbox;
 }

@@ -72,7 +72,7 @@ describe('partner webhook delivery log and redelivery over HTTP', function () {
     const byEvent = await list(`?eventId=${failedOnce.eventId}`);
     expect(byEvent.body.data.items.map((d: { id: string }) => d.id)).to.deep.equal([failedOnce.id]);
     expect((await list('?status=lost')).status).to.equal(400);
-    expect((await list('?cursor=nonsense')).body).to.include({ success: false, error: 'cursor is not valid' });
+    expect((await list('?cursor=nonsense')).body).to.include({ success: false, error: 'cursor is not valid', code: 'invalid_cursor', param: 'cursor' });
   });
 
   it("never shows one partner's deliveries to another", async () => {
@@ -114,7 +114,7 @@ describe('partner webhook delivery log and redelivery over HTTP', function () {
     ] as const) {
       const res = await app.http.post(`/api/v1/partner/webhooks/deliveries/${id}/redeliver`).set(partner.headers).send();
       expect(res.status).to.equal(404);
-      expect(res.body).to.include({ success: false, error: 'Delivery not found' });
+      expect(res.body).to.include({ success: false, error: 'Delivery not found', code: 'delivery_not_found' });
     }
   });
 });

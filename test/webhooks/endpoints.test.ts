@@ -40,10 +40,10 @@ describe('partner webhook endpoint configuration over HTTP', () => {
     it('answers 404 on GET and on rotation before any endpoint is configured', async () => {
       const read = await app.http.get('/api/v1/partner/webhooks').set(globex.headers);
       expect(read.status).to.equal(404);
-      expect(read.body).to.include({ success: false, error: 'Webhook endpoint not configured' });
+      expect(read.body).to.include({ success: false, error: 'Webhook endpoint not configured', code: 'webhook_endpoint_not_configured' });
       const rotate = await app.http.post('/api/v1/partner/webhooks/secret/rotate').set(globex.headers).send();
       expect(rotate.status).to.equal(404);
-      expect(rotate.body.error).to.equal('Webhook endpoint not configured');
+      expect(rotate.body).to.include({ error: 'Webhook endpoint not configured', code: 'webhook_endpoint_not_configured' });
     });
 
     it('configures an endpoint for every type when events are omitted, shows the secret on PUT only', async () => {
@@ -73,13 +73,24 @@ describe('partner webhook endpoint configuration over HTTP', () => {
       const before = await app.http.get('/api/v1/partner/webhooks').set(acme.headers);
       const unknown = await put(acme, { url: 'http://127.0.0.1:9/x', events: ['deposit.completed', 'money.printed'] });
       expect(unknown.status).to.equal(400);
-      expect(unknown.body).to.include({ success: false, error: 'Unknown event type: money.printed' });
+      expect(unknown.body).to.include({ success: false, error: 'Unknown event type: money.printed', code: 'unknown_event_type', param: 'events' });
       const ftp = await put(acme, { url: 'ftp://127.0.0.1/x' });
       expect(ftp.status).to.equal(400);
-      expect(ftp.body.error).to.equal('url must use https or http');
+      expect(ftp.body).to.include({ error: 'url must use https or http', code: 'webhook_url_not_http_or_https', param: 'url' });
       const relative = await put(acme, { url: '/hooks' });
       expect(relative.status).to.equal(400);
-      expect(relative.body.error).to.equal('url must be an absolute URL');
+      expect(relative.body).to.include({ error: 'url must be an absolute URL', code: 'webhook_url_not_absolute', param: 'url' });
+      const credentials = await put(acme, { url: 'http://user:pass@127.0.0.1:9/x' });
+      expect([credentials.status, credentials.body.error, credentials.body.code]).to.deep.equal([
+        400,
+        'url must not contain credentials',
+        'webhook_url_has_credentials',
+      ]);
+      const fragment = await put(acme, { url: 'http://127.0.0.1:9/x#part' });
+      expect([fragment.status, fragment.body.error, fragment.body.code]).to.deep.equal([400, 'url must not contain a fragment', 'webhook_url_has_fragment']);
+      const long = await put(acme, { url: `http://127.0.0.1:9/${'a'.repeat(2_100)}` });
+      expect(long.status).to.equal(400);
+      expect(long.body.error).to.contain('url');
       const missing = await put(acme, { events: [] });
       expect(missing.status).to.equal(400);
       expect(missing.body.error).to.contain('url');
@@ -130,7 +141,7 @@ describe('partner webhook endpoint configuration over HTTP', () => {
     it('refuses http', async () => {
       const res = await put('http://93.184.216.34/hooks');
       expect(res.status).to.equal(400);
-      expect(res.body).to.include({ success: false, error: 'url must use https' });
+      expect(res.body).to.include({ success: false, error: 'url must use https', code: 'webhook_url_not_https', param: 'url' });
     });
 
     for (const target of [
@@ -149,9 +160,33 @@ describe('partner webhook endpoint configuration over HTTP', () => {
       it(`refuses ${target} (SSRF)`, async () => {
         const res = await put(target);
         expect(res.status).to.equal(400);
-        expect(res.body).to.include({ success: false, error: 'url must not point to a private, loopback or link-local address' });
+        expect(res.body).to.include({
+          success: false,
+          error: 'url must not point to a private, loopback or link-local address',
+          code: 'webhook_url_private_address',
+          param: 'url',
+        });
       });
     }
+
+    it('refuses another port than 443, and a host that does not resolve, each with its code', async () => {
+      const port = await put('https://hooks.example.com:8443/');
+      expect([port.status, port.body.error, port.body.code, port.body.param]).to.deep.equal([
+        400,
+        'url must use the https port (443)',
+        'webhook_url_port_not_allowed',
+        'url',
+      ]);
+      const { endpoints } = app.tally.notifications;
+      const saved = endpoints.resolve;
+      Object.assign(endpoints, { resolve: (async () => Promise.reject(new Error('ENOTFOUND'))) as Resolver });
+      try {
+        const nowhere = await put('https://nowhere.example/hooks');
+        expect([nowhere.status, nowhere.body.error, nowhere.body.code]).to.deep.equal([400, 'url host does not resolve', 'webhook_url_host_unresolvable']);
+      } finally {
+        Object.assign(endpoints, { resolve: saved });
+      }
+    });
 
     it('accepts https to a public address', async () => {
       const res = await put('https://93.184.216.34/hooks');

@@ -105,7 +105,11 @@ describe('the sandbox webhook inbox: a receiver a partner points its endpoint at
         item.rawBody,
       ),
     ];
-    for (const res of refused) expect([res.status, res.body]).to.deep.equal([401, { success: false, error: 'Invalid webhook signature' }]);
+    for (const res of refused)
+      expect([res.status, res.body]).to.deep.equal([
+        401,
+        { success: false, error: 'Invalid webhook signature', code: 'invalid_webhook_signature', requestId: res.body.requestId },
+      ]);
     // The very delivery sent again (as a retry would be) is kept again: the inbox records what arrived.
     const again = await post({ ...signed, 'webhook-signature': item.headers['webhook-signature'] ?? '' }, item.rawBody);
     expect([again.status, again.body]).to.deep.equal([200, { success: true, received: true }]);

@@ -53,7 +53,13 @@ describe('notification rules held: mixed DNS answers, the outbox transaction, th
           const res = await app.http.put('/api/v1/partner/webhooks').set(acme.headers).send({ url: 'https://mixed.example/hooks' });
           expect([res.status, res.body], JSON.stringify(answer)).to.deep.equal([
             400,
-            { success: false, error: 'url must not point to a private, loopback or link-local address' },
+            {
+              success: false,
+              error: 'url must not point to a private, loopback or link-local address',
+              code: 'webhook_url_private_address',
+              param: 'url',
+              requestId: res.body.requestId,
+            },
           ]);
         }
         // Control: the same name answering its public address alone is saved, so the answers above were what refused it.
@@ -254,7 +260,10 @@ describe('notification rules held: mixed DNS answers, the outbox transaction, th
     ] as const)
       it(`refuses a message ${name} (401), though its signature is right for its timestamp`, async () => {
         const res = await signedAt(offsetSeconds);
-        expect([res.status, res.body]).to.deep.equal([401, { success: false, error: 'Invalid webhook signature' }]);
+        expect([res.status, res.body]).to.deep.equal([
+          401,
+          { success: false, error: 'Invalid webhook signature', code: 'invalid_webhook_signature', requestId: res.body.requestId },
+        ]);
       });
 
     for (const [name, offsetSeconds] of [

@@ -108,15 +108,6 @@ export async function batchReads(sources: NotificationSources, events: RecordedE
   return { transactions, userPartners };
 }
 
-/** The partner an event is for, when the event itself or the batch's reads tell it without reading its data. */
-export function partnerOfEvent(event: RecordedEvent, batch: BatchReads): string | undefined {
-  const d = event.data as { partnerId?: unknown; uuid?: unknown };
-  if (typeof d.partnerId === 'string') return d.partnerId;
-  const user = userOf(event);
-  if (user) return batch.userPartners.get(user);
-  return typeof d.uuid === 'string' ? batch.transactions.get(d.uuid)?.partnerId : undefined;
-}
-
 async function found(read: (uuid: string) => Promise<FoundTransaction | null>, event: RecordedEvent, uuid: string): Promise<FoundTransaction> {
   const txn = await read(uuid);
   if (!txn) throw new Error(`transaction ${uuid} of event ${event.id} is not in the ledger read model`);

@@ -1,10 +1,10 @@
 import type { Sql } from '../../eventstore/sql';
-import { InvalidRequest, NotFound } from '../../platform/failures';
+import { NOTIFICATION_REFUSALS } from '../../domain/notifications/refusals';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
-export const DELIVERY_NOT_FOUND = 'Delivery not found';
+export const DELIVERY_NOT_FOUND = NOTIFICATION_REFUSALS.deliveryNotFound.template;
 
 export interface AttemptView {
   at: string;
@@ -34,7 +34,7 @@ export const encodeCursor = (sequence: number) => Buffer.from(`s:${sequence}`).t
 
 export function decodeCursor(cursor: string): number {
   const match = /^s:(\d{1,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match?.[1]) throw new InvalidRequest('cursor is not valid');
+  if (!match?.[1]) throw NOTIFICATION_REFUSALS.invalidCursor();
   return Number(match[1]);
 }
 
@@ -70,9 +70,9 @@ export class DeliveryLog {
         WHERE id = $1 AND partner_id = $2 RETURNING id::text`,
       [id, partnerId],
     );
-    if (updated.length === 0) throw new NotFound(DELIVERY_NOT_FOUND);
+    if (updated.length === 0) throw NOTIFICATION_REFUSALS.deliveryNotFound();
     const [row] = await this.sql.query<DeliveryRow>(`${SELECT} WHERE d.id = $1`, [id]);
-    if (!row) throw new NotFound(DELIVERY_NOT_FOUND);
+    if (!row) throw NOTIFICATION_REFUSALS.deliveryNotFound();
     return toView(row);
   }
 }

@@ -18,7 +18,7 @@ import type { EventStore } from '../../eventstore/port';
 import type { StateCache } from '../../platform/commands/commands';
 import type { Config } from '../../config';
 import type { ServiceKeys } from '../../platform/keys';
-import { InvalidRequest } from '../../platform/failures';
+import { NOTIFICATION_REFUSALS } from '../../domain/notifications/refusals';
 
 export interface EndpointView {
   url: string;
@@ -125,7 +125,7 @@ export class WebhookEndpoints {
 
 function eventTypes(requested: string[]): NotificationType[] {
   const unknown = requested.filter((t) => !(NOTIFICATION_TYPES as readonly string[]).includes(t));
-  if (unknown.length > 0) throw new InvalidRequest(`Unknown event type: ${unknown.join(', ')}`);
+  if (unknown.length > 0) throw NOTIFICATION_REFUSALS.unknownEventType(unknown.join(', '));
   return [...new Set(requested)] as NotificationType[];
 }
 

@@ -3,14 +3,14 @@ import { decodeCursor, encodeCursor } from './deliveries';
 import { signatureHeaders } from './secrets';
 import type { Sql } from '../../eventstore/sql';
 import type { WebhookEndpoints } from './endpoints';
-import { Unauthenticated } from '../../platform/failures';
+import { NOTIFICATION_REFUSALS } from '../../domain/notifications/refusals';
 
 /** A received notification's age beyond which its signature is refused (as Standard Webhooks libraries do). */
 const TOLERANCE_SECONDS = 300;
 /** What the inbox keeps per partner: the newest; older ones are dropped as new ones arrive. */
 export const INBOX_KEEP = 1_000;
 
-export const INBOX_SIGNATURE_ERROR = 'Invalid webhook signature';
+export const INBOX_SIGNATURE_ERROR = NOTIFICATION_REFUSALS.invalidWebhookSignature.template;
 
 export interface InboxItem {
   id: number;
@@ -110,4 +110,4 @@ export class SandboxInbox {
   }
 }
 
-const unsigned = () => new Unauthenticated(INBOX_SIGNATURE_ERROR);
+const unsigned = () => NOTIFICATION_REFUSALS.invalidWebhookSignature();

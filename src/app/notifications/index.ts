@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Sql } from '../../eventstore/sql';
 import { DeliveryLog, type DeliveryView } from './deliveries';
 import { Dispatcher } from './dispatcher';
+import { EventLog } from './events';
 import { WebhookEndpoints, type WebhookEndpointsDeps } from './endpoints';
 import { SandboxInbox } from './inbox';
 import { Outbox, type OutboxDeps } from './outbox';
@@ -17,6 +18,8 @@ export class Notifications {
   readonly outbox: Outbox;
   readonly dispatcher: Dispatcher;
   readonly deliveries: DeliveryLog;
+  /** Every notification made for a partner, endpoint or not (the events API). */
+  readonly events: EventLog;
   /** The sandbox's receiver (its routes answer 404 outside sandbox mode). */
   readonly inbox: SandboxInbox;
 
@@ -26,7 +29,8 @@ export class Notifications {
     nodeId: string,
   ) {
     this.endpoints = new WebhookEndpoints(deps);
-    this.outbox = new Outbox(deps);
+    this.events = new EventLog(deps.sql);
+    this.outbox = new Outbox(deps, this.events);
     const delivery = { sql: deps.sql, config: deps.config, endpoints: this.endpoints };
     this.dispatcher = new Dispatcher(delivery, log.child({ component: 'webhooks-dispatch' }), nodeId);
     this.deliveries = new DeliveryLog(deps.sql);

@@ -6,7 +6,8 @@ import { RetryLater } from '../../platform/consumers/failures';
 import type { Selection, Writes } from '../../platform/consumers/handler';
 import type { Projections } from '../../platform/consumers/projections';
 import type { Reactor } from '../../platform/consumers/reactors';
-import { batchReads, type Notification, type NotificationSources, NOTIFYING_EVENTS, notificationFor, partnerOfEvent, READ_MODELS } from './builders';
+import { batchReads, type Notification, type NotificationSources, NOTIFYING_EVENTS, notificationFor, READ_MODELS } from './builders';
+import type { EventLog, StoredEvent } from './events';
 import { LIMITS } from '../../platform/limits';
 
 /** How long a batch waits for the read models its data comes from before it is retried. */
@@ -23,13 +24,21 @@ export type OutboxDeps = NotificationSources & {
   engine: Pick<Projections, 'waitFor'>;
 };
 
+/** A built notification, and whether its partner's endpoint (as of its moment) takes its type. */
+interface Made {
+  notification: Notification;
+  delivered: boolean;
+}
+
 /**
  * The outbox: a reactor on the log consumer's loop (platform/consumers), its checkpoint the row
- * 'outbox' among the projections'. Each batch of events becomes the deliveries it makes, inserted
- * in the same transaction that moves the checkpoint (compare-and-set), so a crash loses none and
- * makes none twice. Which partner wants which type is folded from the endpoint events in the same
- * order, so a notification follows the configuration of its moment. One node at a time runs it (the
- * loop's lease), so sequences follow the log.
+ * 'outbox' among the projections'. Each batch of events becomes the notifications it makes, each
+ * stored once for its partner (the events API reads them, endpoint or not) and, where the partner
+ * listens to its type, a delivery with the very same body: all inserted in the same transaction
+ * that moves the checkpoint (compare-and-set), so a crash loses none and makes none twice. Which
+ * partner wants which type is folded from the endpoint events in the same order, so a delivery
+ * follows the configuration of its moment. One node at a time runs it (the loop's lease), so
+ * sequences follow the log.
  */
 export class Outbox implements Reactor {
   readonly name = 'outbox';
@@ -37,22 +46,22 @@ export class Outbox implements Reactor {
   /** Who listens to what, as of the batch being read (select reads it). */
   private subscriptions: Subscriptions = new Map();
   /** The batch being committed made deliveries. */
-  private made = false;
+  private madeDeliveries = false;
   /** Told after each batch that inserted deliveries. */
   onDeliveries: () => void = () => {};
 
-  constructor(private readonly deps: OutboxDeps) {}
+  constructor(
+    private readonly deps: OutboxDeps,
+    private readonly events: EventLog,
+  ) {}
 
-  /**
-   * With no partner listening, events notify nobody until an endpoint is configured: only that
-   * configuration is read (up to the first one), not every event; the checkpoint moves past the rest.
-   */
+  /** Every notifying event makes a notification (the events API lists them whether or not a partner listens). */
   async select(): Promise<Selection> {
     const rows = await this.deps.sql.query<{ partner_id: string; events: NotificationType[] | null }>(
       'SELECT partner_id::text, events FROM webhook_subscriptions',
     );
     this.subscriptions = new Map(rows.map((r) => [r.partner_id, r.events]));
-    return this.subscriptions.size > 0 ? { eventTypes: this.eventTypes } : { eventTypes: [CONFIG_EVENT], maxCount: 1 };
+    return { eventTypes: this.eventTypes };
   }
 
   /** The batch's deliveries, built once the read models their data comes from have passed its events. */
@@ -60,21 +69,27 @@ export class Outbox implements Reactor {
     const last = events[events.length - 1]?.position ?? '';
     if (!(await this.deps.engine.waitFor(last, { names: READ_MODELS, timeoutMs: READ_MODELS_WAIT_MS })))
       throw new RetryLater(`the read models notifications are built from (${READ_MODELS.join(', ')}) have not reached ${last}`);
-    const { notifications, changed } = await this.build(events, this.subscriptions);
-    this.made = notifications.length > 0;
+    const { made, changed } = await this.build(events, this.subscriptions);
+    this.madeDeliveries = made.some((m) => m.delivered);
     return async (tx) => {
       for (const [partnerId, types] of changed)
         await tx.query(`INSERT INTO webhook_subscriptions (partner_id, events) VALUES ($1, $2) ON CONFLICT (partner_id) DO UPDATE SET events = $2`, [
           partnerId,
           types,
         ]);
-      await insertDeliveries(tx, notifications, events);
+      const stored = await stamp(tx, made, events);
+      await this.events.insert(tx, stored);
+      await insertDeliveries(
+        tx,
+        stored.filter((_, i) => made[i]?.delivered),
+      );
+      await this.events.pruneIfDue(tx);
     };
   }
 
   afterCommit(): void {
-    if (this.made) this.onDeliveries();
-    this.made = false;
+    if (this.madeDeliveries) this.onDeliveries();
+    this.madeDeliveries = false;
   }
 
   /**
@@ -89,14 +104,13 @@ export class Outbox implements Reactor {
   }
 
   /**
-   * The batch's notifications, in log order. The endpoint events are folded in order first, so each
-   * event is judged by the subscriptions of its moment. What tells an event's partner cheaply (the
-   * event itself, or one query for the whole batch: its users' partners, its transactions) is read
-   * first, and an event for a partner with no endpoint goes no further; the others' data is read a
-   * few at a time (the reads are independent; one at a time they would hold the outbox to one
-   * database round trip per event).
+   * The batch's notifications, in log order, each marked with whether it is delivered. The endpoint
+   * events are folded in order first, so each event is judged by the subscriptions of its moment.
+   * What a batch reads for several events (its transactions, its users' partners) is read in one
+   * query each; the rest of each notification's data a few at a time (the reads are independent;
+   * one at a time they would hold the outbox to one database round trip per event).
    */
-  private async build(events: RecordedEvent[], subscriptions: Subscriptions): Promise<{ notifications: Notification[]; changed: Subscriptions }> {
+  private async build(events: RecordedEvent[], subscriptions: Subscriptions): Promise<{ made: Made[]; changed: Subscriptions }> {
     const changed: Subscriptions = new Map();
     let current = subscriptions;
     const candidates: Array<{ event: RecordedEvent; subscriptions: Subscriptions }> = [];
@@ -107,27 +121,22 @@ export class Outbox implements Reactor {
         changed.set(d.partnerId, d.events);
         continue;
       }
-      const named = (event.data as { partnerId?: unknown }).partnerId;
-      if (current.size === 0 || (typeof named === 'string' && !current.has(named))) continue;
       candidates.push({ event, subscriptions: current });
     }
     const batch = await batchReads(
       this.deps,
       candidates.map((c) => c.event),
     );
-    const wanted = candidates.filter((c) => {
-      const partnerId = partnerOfEvent(c.event, batch);
-      return partnerId === undefined || c.subscriptions.has(partnerId);
+    const built = await mapInOrder(candidates, READ_CONCURRENCY, (c) => notificationFor(this.deps, c.event, batch));
+    const made: Made[] = [];
+    built.forEach((notification, i) => {
+      if (!notification) return;
+      const subscribed = candidates[i]?.subscriptions;
+      const types = subscribed?.get(notification.partnerId);
+      const delivered = subscribed?.has(notification.partnerId) === true && (types === null || types?.includes(notification.type) === true);
+      made.push({ notification, delivered });
     });
-    const made = await mapInOrder(wanted, READ_CONCURRENCY, (w) => notificationFor(this.deps, w.event, batch));
-    const notifications: Notification[] = [];
-    made.forEach((notification, i) => {
-      const subscribed = wanted[i]?.subscriptions;
-      if (!notification || !subscribed?.has(notification.partnerId)) return;
-      const types = subscribed.get(notification.partnerId);
-      if (types === null || types?.includes(notification.type)) notifications.push(notification);
-    });
-    return { notifications, changed };
+    return { made, changed };
   }
 }
 
@@ -146,35 +155,40 @@ async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Prom
 }
 
 /**
- * Inserts the batch's deliveries in log order, each with the next sequence and its body fixed once
- * (a retry sends the very same bytes); a delivery already made for the same event, partner and type
- * is left as it is.
+ * The batch's notifications as they are stored and sent: in log order, each with the next sequence,
+ * a fresh id and its body fixed once (a retry sends the very same bytes, and the events API answers them).
  */
-async function insertDeliveries(tx: SqlQueryable, notifications: Notification[], events: RecordedEvent[]): Promise<void> {
-  if (notifications.length === 0) return;
+async function stamp(tx: SqlQueryable, made: Made[], events: RecordedEvent[]): Promise<StoredEvent[]> {
+  if (made.length === 0) return [];
   const recordedAt = new Map(events.map((e) => [e.id, e.recordedAt]));
-  const sequences = await tx.query<{ n: string }>(`SELECT nextval('webhook_sequence')::text AS n FROM generate_series(1, $1)`, [notifications.length]);
+  const sequences = await tx.query<{ n: string }>(`SELECT nextval('webhook_sequence')::text AS n FROM generate_series(1, $1)`, [made.length]);
   const ordered = sequences.map((s) => BigInt(s.n)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const rows = notifications.map((n, i) => {
-    const id = randomUUID();
-    const createdAt = recordedAt.get(n.eventId) ?? new Date().toISOString();
-    const sequence = Number(ordered[i]);
-    return { id, n, createdAt, sequence, body: JSON.stringify({ id, type: n.type, createdAt, sequence, data: n.data }) };
+  return made.map(({ notification: n }, i) => {
+    const body = {
+      id: randomUUID(),
+      type: n.type,
+      createdAt: recordedAt.get(n.eventId) ?? new Date().toISOString(),
+      sequence: Number(ordered[i]),
+      data: n.data,
+    };
+    return { partnerId: n.partnerId, eventId: n.eventId, body, text: JSON.stringify(body) };
   });
+}
+
+/**
+ * Inserts the deliveries of the notifications a partner listens to, each from its stored event (the
+ * same id, sequence and body, whatever made it first); one already made for the same event, partner
+ * and type is left as it is.
+ */
+async function insertDeliveries(tx: SqlQueryable, rows: StoredEvent[]): Promise<void> {
+  if (rows.length === 0) return;
   await tx.query(
     `INSERT INTO webhook_deliveries (id, partner_id, event_id, type, sequence, created_at, body, next_attempt_at)
-     SELECT id, partner_id, event_id, type, sequence, created_at, body, '-infinity'::timestamptz
-       FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::text[])
-         AS t(id, partner_id, event_id, type, sequence, created_at, body)
+     SELECT e.id, e.partner_id, e.event_id, e.type, e.sequence, e.created_at, e.body, '-infinity'::timestamptz
+       FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(partner_id, event_id, type)
+       JOIN notification_events e ON e.partner_id = t.partner_id AND e.event_id = t.event_id AND e.type = t.type
+      ORDER BY e.sequence
      ON CONFLICT (partner_id, event_id, type) DO NOTHING`,
-    [
-      rows.map((r) => r.id),
-      rows.map((r) => r.n.partnerId),
-      rows.map((r) => r.n.eventId),
-      rows.map((r) => r.n.type),
-      rows.map((r) => String(r.sequence)),
-      rows.map((r) => r.createdAt),
-      rows.map((r) => r.body),
-    ],
+    [rows.map((r) => r.partnerId), rows.map((r) => r.eventId), rows.map((r) => r.body.type)],
   );
 }

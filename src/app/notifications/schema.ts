@@ -2,7 +2,8 @@
  * The outbox's tables. They belong to no projection: a delivery is a fact about the outside world
  * (what was sent, when, what came back), so a rebuild must never drop or re-make them. The outbox's
  * checkpoint is its row in projection_checkpoints (a reactor's, see Outbox.startFrom for the table
- * it was kept in before).
+ * it was kept in before). notification_events keeps every notification the outbox made, once per
+ * partner, endpoint or not (the events API reads it; EventLog drops rows past its retention).
  */
 export const NOTIFICATIONS_SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_subscriptions (
@@ -27,6 +28,18 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
 );
 CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (partner_id, sequence) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS webhook_deliveries_newest ON webhook_deliveries (partner_id, sequence DESC);
+CREATE TABLE IF NOT EXISTS notification_events (
+  id         uuid PRIMARY KEY,
+  partner_id uuid NOT NULL,
+  event_id   text NOT NULL,
+  type       text NOT NULL,
+  sequence   bigint NOT NULL,
+  created_at timestamptz NOT NULL,
+  body       text NOT NULL,
+  UNIQUE (partner_id, event_id, type)
+);
+CREATE INDEX IF NOT EXISTS notification_events_newest ON notification_events (partner_id, sequence DESC);
+CREATE INDEX IF NOT EXISTS notification_events_age ON notification_events (created_at);
 CREATE TABLE IF NOT EXISTS webhook_attempts (
   delivery_id uuid NOT NULL,
   attempt     integer NOT NULL,

@@ -1,4 +1,5 @@
-import { DomainError, type Decider, invariant } from '../../platform/decider';
+import { type Decider, invariant } from '../../platform/decider';
+import { MAX_URL_LENGTH, NOTIFICATION_REFUSALS as R } from './refusals';
 
 /** Partner notification types (docs/decisions.md, "Partner notifications"). */
 export const NOTIFICATION_TYPES = [
@@ -17,8 +18,7 @@ export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
 /** A rotated-out secret keeps signing this long, so receivers can switch without losing a delivery. */
 export const SECRET_OVERLAP_MS = 24 * 3600 * 1000;
-/** Long enough for any real endpoint; bounds what the log and every delivery carry. */
-export const MAX_URL_LENGTH = 2_048;
+export { MAX_URL_LENGTH };
 
 /** A signing secret as the log holds it: sealed (never in clear), with when it stops signing. */
 export interface EndpointSecret {
@@ -56,7 +56,7 @@ export interface WebhookEndpointState {
 
 export const webhookEndpointStream = (partnerId: string) => `partner-webhooks-${partnerId}`;
 
-export const ENDPOINT_NOT_CONFIGURED = 'Webhook endpoint not configured';
+export const ENDPOINT_NOT_CONFIGURED = R.endpointNotConfigured.template;
 
 /**
  * The url rules a partner can be told without looking anything up: a well-formed absolute URL,
@@ -64,20 +64,20 @@ export const ENDPOINT_NOT_CONFIGURED = 'Webhook endpoint not configured';
  * checked by the caller (DNS is I/O) and again at every delivery.
  */
 export function checkEndpointUrl(raw: string, sandbox: boolean): URL {
-  if (raw.length > MAX_URL_LENGTH) throw new DomainError('invalid', `url must be at most ${MAX_URL_LENGTH} characters`);
+  if (raw.length > MAX_URL_LENGTH) throw R.urlTooLong();
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new DomainError('invalid', 'url must be an absolute URL');
+    throw R.urlNotAbsolute();
   }
   const schemes = sandbox ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol)) throw new DomainError('invalid', sandbox ? 'url must use https or http' : 'url must use https');
-  if (url.username || url.password) throw new DomainError('invalid', 'url must not contain credentials');
-  if (url.hash) throw new DomainError('invalid', 'url must not contain a fragment');
+  if (!schemes.includes(url.protocol)) throw sandbox ? R.urlNotHttpOrHttps() : R.urlNotHttps();
+  if (url.username || url.password) throw R.urlHasCredentials();
+  if (url.hash) throw R.urlHasFragment();
   // Outside sandbox mode only the https port (URL drops an explicit :443, so none is left): no
   // reaching the other services of a public host (an admin port, a database) through us.
-  if (!sandbox && url.port !== '') throw new DomainError('invalid', 'url must use the https port (443)');
+  if (!sandbox && url.port !== '') throw R.urlPortNotAllowed();
   return url;
 }
 
@@ -113,7 +113,7 @@ export const webhookEndpointDecider: Decider<WebhookEndpointState, WebhookEndpoi
         return [configured, { type: 'WebhookSecretIssued', data: { partnerId: command.partnerId, secretId, sealed, at: command.at, previousExpiresAt: null } }];
       }
       case 'RotateSecret': {
-        if (!state.url) throw new DomainError('not_found', ENDPOINT_NOT_CONFIGURED);
+        if (!state.url) throw R.endpointNotConfigured();
         invariant(state.partnerId && state.secrets.length > 0, 'a configured endpoint has a partner and a secret');
         const previousExpiresAt = new Date(Date.parse(command.at) + SECRET_OVERLAP_MS).toISOString();
         const { secretId, sealed } = command.newSecret;

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { NOTIFICATION_REFUSALS as R } from '../../domain/notifications/refusals';
 import { INBOX_KEEP, INBOX_SIGNATURE_ERROR } from '../../app/notifications/inbox';
 import { routeFor } from '../../platform/http/route';
 import { IsoDateTime, Success } from '../schemas';
@@ -53,6 +54,7 @@ export const sandboxWebhookInboxRoutes = [
       200: { description: 'Kept', schema: Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'SandboxWebhookReceived' }) },
       401: { description: INBOX_SIGNATURE_ERROR },
     },
+    refuses: [R.invalidWebhookSignature],
     async handler({ services, req }) {
       sandboxOf(services);
       const raw = (req.rawBody ?? Buffer.alloc(0)).toString('utf8');
@@ -81,6 +83,7 @@ export const sandboxWebhookInboxRoutes = [
         ),
       },
     },
+    refuses: [R.invalidCursor],
     async handler({ services, query, partnerId }) {
       sandboxOf(services);
       const data = await services.notifications.inbox.list(partnerId, query);

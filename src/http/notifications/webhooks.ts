@@ -1,14 +1,13 @@
-import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { ENDPOINT_NOT_CONFIGURED, MAX_URL_LENGTH, NOTIFICATION_TYPES } from '../../domain/notifications/endpoint';
+import { NOTIFICATION_REFUSALS as R } from '../../domain/notifications/refusals';
 import { DELIVERY_NOT_FOUND, DELIVERY_STATUSES } from '../../app/notifications/deliveries';
-import { HttpError } from '../../platform/http/errors';
 import { routeFor } from '../../platform/http/route';
 import type { WebhookSpec } from '../openapi';
-import { IsoDateTime, StringEnum, Success, User, UUID_RE } from '../schemas';
-import { Application, Card, CardTransaction } from '../cards';
-import { StatusView } from '../identity';
+import { IsoDateTime, StringEnum, Success, UUID_RE } from '../schemas';
+import { NOTIFICATION_DATA, notificationBody } from './bodies';
+import { partnerEventRoutes } from './events';
 import { sandboxWebhookInboxRoutes } from './sandbox-inbox';
-import { Transaction } from '../ledger';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */
@@ -89,6 +88,18 @@ export const partnerWebhookRoutes = [
       200: { description: 'The endpoint and its secret', schema: Success(EndpointWithSecret) },
       400: { description: 'A url the rules refuse, or an unknown event type' },
     },
+    refuses: [
+      R.urlTooLong,
+      R.urlNotAbsolute,
+      R.urlNotHttps,
+      R.urlNotHttpOrHttps,
+      R.urlHasCredentials,
+      R.urlHasFragment,
+      R.urlPortNotAllowed,
+      R.urlHostUnresolvable,
+      R.urlPrivateAddress,
+      R.unknownEventType,
+    ],
     async handler({ services, body, partnerId, command }) {
       const data = await services.notifications.endpoints.configure(partnerId, body, command());
       return { status: 200, body: { success: true, data } };
@@ -104,9 +115,10 @@ export const partnerWebhookRoutes = [
       200: { description: 'The endpoint', schema: Success(Endpoint) },
       404: { description: ENDPOINT_NOT_CONFIGURED },
     },
+    refuses: [R.endpointNotConfigured],
     async handler({ services, partnerId }) {
       const data = await services.notifications.endpoints.get(partnerId);
-      if (!data) throw new HttpError(404, ENDPOINT_NOT_CONFIGURED);
+      if (!data) throw R.endpointNotConfigured();
       return { status: 200, body: { success: true, data } };
     },
   }),
@@ -123,6 +135,7 @@ export const partnerWebhookRoutes = [
       },
       404: { description: ENDPOINT_NOT_CONFIGURED },
     },
+    refuses: [R.endpointNotConfigured],
     async handler({ services, partnerId, command }) {
       const data = await services.notifications.endpoints.rotate(partnerId, command());
       return { status: 200, body: { success: true, data } };
@@ -142,6 +155,7 @@ export const partnerWebhookRoutes = [
         schema: Success(Type.Object({ items: Type.Array(Delivery), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { $id: 'WebhookDeliveryPage' })),
       },
     },
+    refuses: [R.invalidCursor],
     async handler({ services, query, partnerId }) {
       const data = await services.notifications.deliveries.list(partnerId, query);
       return { status: 200, body: { success: true, data } };
@@ -158,54 +172,19 @@ export const partnerWebhookRoutes = [
       202: { description: 'Queued to be sent now', schema: Success(Delivery) },
       404: { description: DELIVERY_NOT_FOUND },
     },
+    refuses: [R.deliveryNotFound],
     async handler({ services, params, partnerId }) {
-      if (!UUID_RE.test(params.id)) throw new HttpError(404, DELIVERY_NOT_FOUND);
+      if (!UUID_RE.test(params.id)) throw R.deliveryNotFound();
       const data = await services.notifications.redeliver(partnerId, params.id.toLowerCase());
       return { status: 202, body: { success: true, data } };
     },
   }),
+  ...partnerEventRoutes,
   ...sandboxWebhookInboxRoutes,
-];
-
-/** What each notification type carries as `data`: the read the API answers for the same thing. */
-const NOTIFICATION_DATA: Array<{ type: string; summary: string; data: TSchema }> = [
-  { type: 'user.status.updated', summary: "A user's status changed; `data.user` as GET partner/users/:userId shows it.", data: Type.Object({ user: User }) },
-  { type: 'kyc.status.updated', summary: "A user's KYC status changed; `data` as GET user/kyc/status shows it.", data: StatusView },
-  { type: 'deposit.completed', summary: 'A deposit was confirmed and credited; `data` as GET transactions/:id shows it.', data: Transaction },
-  { type: 'deposit.failed', summary: 'A deposit failed; `data` as GET transactions/:id shows it.', data: Transaction },
-  { type: 'transfer.completed', summary: 'A transfer between two users of the partner completed; `data` as GET transactions/:id shows it.', data: Transaction },
-  { type: 'payout.updated', summary: "A payout's status changed (PROCESSING, COMPLETED, FAILED); `data` as GET transactions/:id shows it.", data: Transaction },
-  {
-    type: 'card.application.updated',
-    summary: 'A card application was made (pending) or decided (approved, declined); `data.application` as GET cards/application/status shows it just after.',
-    data: Type.Object({ application: Application }),
-  },
-  {
-    type: 'card.updated',
-    summary:
-      'A card was issued, activated, locked, unlocked, canceled or given a new limit; `data` as GET cards/details shows it, with the status and limit the change set.',
-    data: Card,
-  },
-  {
-    type: 'card.transaction.created',
-    summary: 'An authorization made a card transaction, `pending` (approved) or `declined`; `data` as the card transactions list shows it when made.',
-    data: CardTransaction,
-  },
-  {
-    type: 'card.transaction.updated',
-    summary: 'A card transaction was cleared (`completed`, with the amount the merchant took) or reversed; `data` as the card transactions list shows it.',
-    data: CardTransaction,
-  },
 ];
 
 export const notificationWebhooks: WebhookSpec[] = NOTIFICATION_DATA.map(({ type, summary, data }) => ({
   name: type,
   summary: `${summary} ${SIGNING}`,
-  body: Type.Object({
-    id: Type.String({ format: 'uuid', description: 'The same on every retry (and the `webhook-id` header): deduplicate on it' }),
-    type: Type.Literal(type),
-    createdAt: IsoDateTime,
-    sequence: Type.Integer({ description: 'Increases with the event log: order by it when order matters' }),
-    data,
-  }),
+  body: notificationBody(type, data),
 }));

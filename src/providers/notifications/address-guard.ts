@@ -1,6 +1,6 @@
 import { promises as dns } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { InvalidRequest } from '../../platform/failures';
+import { NOTIFICATION_REFUSALS } from '../../domain/notifications/refusals';
 
 /** Where a notification must never go outside sandbox mode: the service's own networks and their neighbours. */
 export const BLOCKED_IPV4: ReadonlyArray<readonly [string, number]> = [
@@ -37,7 +37,7 @@ const BLOCKED = new BlockList();
 for (const [net, prefix] of BLOCKED_IPV4) BLOCKED.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of BLOCKED_IPV6) BLOCKED.addSubnet(net, prefix, 'ipv6');
 
-export const BLOCKED_TARGET = 'url must not point to a private, loopback or link-local address';
+export const BLOCKED_TARGET = NOTIFICATION_REFUSALS.urlPrivateAddress.template;
 
 /** True for private, loopback, link-local and other non-public addresses (IPv4 carried in IPv6 judged as IPv4). */
 export function isBlockedAddress(address: string): boolean {
@@ -125,10 +125,10 @@ export async function checkPublicTarget(url: URL, resolve: Resolver = systemReso
     try {
       addresses = (await resolveAll(host, timeoutMs, resolve)).map((a) => a.address);
     } catch {
-      throw new InvalidRequest('url host does not resolve');
+      throw NOTIFICATION_REFUSALS.urlHostUnresolvable();
     }
   }
-  if (addresses.length === 0 || addresses.some(isBlockedAddress)) throw new InvalidRequest(BLOCKED_TARGET);
+  if (addresses.length === 0 || addresses.some(isBlockedAddress)) throw NOTIFICATION_REFUSALS.urlPrivateAddress();
 }
 
 /**
