@@ -90,6 +90,14 @@ const DELIVERY = {
   attempts: [{ at: SAMPLE.at, httpStatus: 200, error: null, durationMs: 87 }],
 };
 const EVENTS = ['deposit.completed', 'deposit.failed', 'payout.updated'];
+/** A notification as its delivery carries it, and as the events API answers it. */
+const PARTNER_EVENT = {
+  id: SAMPLE.deliveryId,
+  type: 'deposit.completed',
+  createdAt: SAMPLE.at,
+  sequence: 42,
+  data: { ...TRANSACTION_LIST_ITEM, updated: SAMPLE.at, status: 'COMPLETED' },
+};
 const WEBHOOK_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 /** One example per named schema (components.schemas), the objects partners meet. */
@@ -281,6 +289,8 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
   Transfer: { id: 5012, uuid: SAMPLE.transactionUuid, status: 'COMPLETED', amount: 10.5, description: 'rent' },
   User: { ...USER_SUMMARY, status: 'active', updatedAt: SAMPLE.later, countryCode: 'CO', phoneNumber: '+573001234567', language: 'en', kycStatus: 'approved' },
   UserSummary: USER_SUMMARY,
+  PartnerEvent: PARTNER_EVENT,
+  PartnerEventPage: { items: [PARTNER_EVENT], nextCursor: null },
   WebhookAttempt: { at: SAMPLE.at, httpStatus: 200, error: null, durationMs: 87 },
   WebhookDelivery: DELIVERY,
   WebhookDeliveryPage: { items: [DELIVERY], nextCursor: null },
@@ -775,6 +785,11 @@ export const OPERATIONS: Record<string, OperationExamples> = {
     parameters: { status: 'failed', type: 'deposit.completed' },
     errors: { 400: ['cursor is not valid', 'status must be one of pending, succeeded, failed'] },
   },
+  'GET /api/v1/partner/events': {
+    parameters: { type: 'deposit.completed' },
+    errors: { 400: ['cursor is not valid'] },
+  },
+  'GET /api/v1/partner/events/{eventId}': { parameters: { eventId: SAMPLE.deliveryId }, errors: { 404: ['Event not found'] } },
   'POST /sandbox/v1/webhook-inbox': {
     request: INBOX_NOTIFICATION,
     errors: { 401: ['Invalid webhook signature'] },

@@ -216,7 +216,7 @@ function commonErrorsOf(r: RouteSpec, status: number): Documented[] {
       }
       if (r.auth === 'partner') return [one(MESSAGES.invalidPartner, C.invalidPartner)];
       if (r.auth === 'admin') return [one('Invalid admin token', C.invalidAdminToken)];
-      return r.auth === 'signed' ? [one('Invalid webhook signature', 'invalid_signature')] : [];
+      return r.auth === 'signed' ? [one('Invalid webhook signature', 'invalid_webhook_signature')] : [];
     case 404:
       return switchable(r) ? [one(MESSAGES.notFound, C.notFound)] : [];
     case 413:

@@ -60,6 +60,8 @@ export const OPERATION_NAMES: Record<string, readonly [id: string, title: string
   'POST /api/v1/partner/webhooks/secret/rotate': ['rotateWebhookSecret', 'Rotate the signing secret'],
   'GET /api/v1/partner/webhooks/deliveries': ['listWebhookDeliveries', 'List deliveries'],
   'POST /api/v1/partner/webhooks/deliveries/{id}/redeliver': ['redeliverWebhook', 'Redeliver a notification'],
+  'GET /api/v1/partner/events': ['listEvents', 'List events'],
+  'GET /api/v1/partner/events/{eventId}': ['getEvent', 'Get an event'],
   'GET /api/pay/{paymentId}': ['showPaymentPage', 'Hosted payment page'],
   'POST /api/pay/{paymentId}/decision': ['decidePayment', 'Confirm or cancel a hosted payment'],
   'POST /sandbox/v1/cards/applications/{applicationId}/approve': ['sandboxApproveCardApplication', 'Approve a card application'],

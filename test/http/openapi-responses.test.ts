@@ -394,6 +394,10 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     }
     check(await http.post(`/api/v1/partner/webhooks/deliveries/${deliveries.body.data.items[0].id}/redeliver`).set(p).send());
     check(await http.post(`/api/v1/partner/webhooks/deliveries/${randomUUID()}/redeliver`).set(p).send());
+    // The events API: every notification made for the partner, and one of them by its id.
+    const events = check(await http.get('/api/v1/partner/events?limit=5').set(p));
+    check(await http.get(`/api/v1/partner/events/${events.body.data.items[0].id}`).set(p));
+    check(await http.get(`/api/v1/partner/events/${randomUUID()}`).set(p));
 
     check(await http.post('/api/v1/partner/auth/logout').set(p).send({ refreshToken: refreshed.body.refreshToken }));
 
