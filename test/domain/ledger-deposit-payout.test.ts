@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { decideDeposit, decidePaymentVerdict } from '../../src/domain/ledger/deposit';
-import { decidePayout, decidePayoutFailed, decidePayoutSettled, type PayoutFacts } from '../../src/domain/ledger/payout';
+import { decidePayout, decidePayoutFailed, decidePayoutSettled, type PayoutFacts, payoutStatusAtAcceptance } from '../../src/domain/ledger/payout';
 import { type TransactionEvent, transactionDecider } from '../../src/domain/ledger/transaction';
 import { deciderSpec } from './spec';
 import {
@@ -8,7 +8,7 @@ import {
   account,
   credited,
   DAY,
-  kindAndMessage,
+  kindCodeAndMessage,
   limits,
   opened,
   refusal,
@@ -35,14 +35,20 @@ describe('a deposit, decided', () => {
   });
 
   it('is refused in another currency, to an unknown or foreign account, and to another user’s', () => {
-    expect(kindAndMessage(refusal(() => decideDeposit(ada(), ask({ currency: 'COP' }))))).to.deep.equal([
+    expect(kindCodeAndMessage(refusal(() => decideDeposit(ada(), ask({ currency: 'COP' }))))).to.deep.equal([
       'invalid',
+      'currency_mismatch',
       'currency must match the account asset (USDC)',
     ]);
-    expect(kindAndMessage(refusal(() => decideDeposit(account(), ask())))).to.deep.equal(['not_found', 'Account not found']);
-    expect(kindAndMessage(refusal(() => decideDeposit(ada(), ask({ partnerId: 'globex' }))))).to.deep.equal(['not_found', 'Account not found']);
-    expect(kindAndMessage(refusal(() => decideDeposit(ada(), ask({ userId: 'bob' }))))).to.deep.equal([
+    expect(kindCodeAndMessage(refusal(() => decideDeposit(account(), ask())))).to.deep.equal(['not_found', 'account_not_found', 'Account not found']);
+    expect(kindCodeAndMessage(refusal(() => decideDeposit(ada(), ask({ partnerId: 'globex' }))))).to.deep.equal([
+      'not_found',
+      'account_not_found',
+      'Account not found',
+    ]);
+    expect(kindCodeAndMessage(refusal(() => decideDeposit(ada(), ask({ userId: 'bob' }))))).to.deep.equal([
       'forbidden',
+      'account_of_another_user',
       'Account does not belong to the authenticated user',
     ]);
   });
@@ -75,8 +81,9 @@ describe('a deposit, decided', () => {
   });
 
   it('is not found for a transaction that is not a deposit', () => {
-    expect(kindAndMessage(refusal(() => decidePaymentVerdict(transaction(), ada(), verdict('confirmed'))))).to.deep.equal([
+    expect(kindCodeAndMessage(refusal(() => decidePaymentVerdict(transaction(), ada(), verdict('confirmed'))))).to.deep.equal([
       'not_found',
+      'transaction_not_found',
       'Transaction not found',
     ]);
   });
@@ -102,16 +109,19 @@ describe('a payout, decided', () => {
   });
 
   it('refuses, without storing anything, what no rule can take: too many decimals, an unknown provider or asset', () => {
-    expect(kindAndMessage(refusal(() => decidePayout(transaction(), ada(), ask({ amount: '1.001' }), facts())))).to.deep.equal([
+    expect(kindCodeAndMessage(refusal(() => decidePayout(transaction(), ada(), ask({ amount: '1.001' }), facts())))).to.deep.equal([
       'invalid',
+      'amount_too_precise_for_asset',
       'amount must have at most 2 decimal places for COP',
     ]);
-    expect(kindAndMessage(refusal(() => decidePayout(transaction(), ada(), ask(), facts({ providerKnown: false }))))).to.deep.equal([
+    expect(kindCodeAndMessage(refusal(() => decidePayout(transaction(), ada(), ask(), facts({ providerKnown: false }))))).to.deep.equal([
       'invalid',
+      'unsupported_payout_provider',
       'Unsupported payout provider: mock',
     ]);
-    expect(kindAndMessage(refusal(() => decidePayout(transaction(), ada(), ask(), facts({ rate: null }))))).to.deep.equal([
+    expect(kindCodeAndMessage(refusal(() => decidePayout(transaction(), ada(), ask(), facts({ rate: null }))))).to.deep.equal([
       'invalid',
+      'unsupported_asset',
       'Unsupported asset: COP',
     ]);
   });
@@ -120,32 +130,73 @@ describe('a payout, decided', () => {
     const d = decidePayout(transaction(), ada(), ask({ amount: '400004' }), facts());
     expect(d.kind).to.equal('refused');
     if (d.kind !== 'refused') return;
-    expect(d.refusal.message).to.equal('Insufficient balance in account 7');
+    expect(kindCodeAndMessage(d.refusal)).to.deep.equal(['invalid', 'insufficient_balance', 'Insufficient balance in account 7']);
     const kept = transaction(...d.transaction);
-    expect(decidePayout(kept, ada(), ask({ amount: '400004' }), facts())).to.deep.equal({
-      kind: 'stored',
-      stored: { kind: 'refused', status: 400, error: 'Insufficient balance in account 7' },
-    });
+    const again = decidePayout(kept, ada(), ask({ amount: '400004' }), facts());
+    expect(again.kind === 'stored' && again.stored.kind === 'refused' && kindCodeAndMessage(again.stored.refusal)).to.deep.equal([
+      'invalid',
+      'insufficient_balance',
+      'Insufficient balance in account 7',
+    ]);
     const limited = decidePayout(transaction(), ada(), ask(), facts({ limits: limits('5', '100') }));
-    expect(limited.kind === 'refused' && limited.refusal.message).to.equal('Amount exceeds maximum transaction amount of 5');
+    expect(limited.kind === 'refused' && kindCodeAndMessage(limited.refusal)).to.deep.equal([
+      'invalid',
+      'amount_exceeds_maximum',
+      'Amount exceeds maximum transaction amount of 5',
+    ]);
+    const daily = decidePayout(transaction(), ada(), ask(), facts({ limits: limits('100', '5') }));
+    expect(daily.kind === 'refused' && kindCodeAndMessage(daily.refusal)).to.deep.equal([
+      'invalid',
+      'daily_limit_exceeded',
+      'Daily transaction limit exceeded',
+    ]);
+  });
+
+  it('gives a refusal kept before refusals had codes its code again, known by its message', () => {
+    const rejected: TransactionEvent = {
+      type: 'TransactionRejected',
+      data: { uuid: 'p-1', requestHash: 'h1', status: 400, error: 'Daily transaction limit exceeded', userId: 'ada', at: AT },
+    };
+    const again = decidePayout(transaction(rejected), ada(), ask(), facts());
+    expect(again.kind === 'stored' && again.stored.kind === 'refused' && kindCodeAndMessage(again.stored.refusal)).to.deep.equal([
+      'invalid',
+      'daily_limit_exceeded',
+      'Daily transaction limit exceeded',
+    ]);
   });
 
   it('answers the same request again with what is stored, and another request under the key with 409', () => {
     const txn = transaction(...held().transaction);
     expect(decidePayout(txn, ada(), ask(), facts())).to.deep.equal({ kind: 'stored', stored: { kind: 'held' } });
-    const accepted = transaction(
-      ...held().transaction,
-      ...transactionDecider.decide({ type: 'RecordAcceptance', paymentId: 'po-1', status: 'PROCESSING', at: AT }, txn),
-    );
+    const accepted = transaction(...held().transaction, ...transactionDecider.decide({ type: 'RecordAcceptance', paymentId: 'po-1', at: AT }, txn));
     expect(decidePayout(accepted, ada(), ask(), facts())).to.deep.equal({
       kind: 'stored',
       stored: { kind: 'accepted', paymentId: 'po-1', status: 'PROCESSING' },
     });
     for (const other of [ask({ requestHash: 'h2' }), ask({ userId: 'bob' })])
-      expect(kindAndMessage(refusal(() => decidePayout(accepted, ada(), other, facts())))).to.deep.equal([
+      expect(kindCodeAndMessage(refusal(() => decidePayout(accepted, ada(), other, facts())))).to.deep.equal([
         'conflict',
+        'transaction_id_reused',
         'transactionId already used with different parameters',
       ]);
+  });
+
+  it('is PENDING while held and not taken by its provider, PROCESSING once taken, whatever status the provider reported', () => {
+    const txn = transaction(...held().transaction);
+    expect(txn.status).to.equal('PENDING');
+    expect(payoutStatusAtAcceptance(txn)).to.equal('PENDING');
+    const acceptance = transactionDecider.decide({ type: 'RecordAcceptance', paymentId: 'po-1', at: AT }, txn);
+    expect(acceptance).to.deep.equal([{ type: 'PayoutAccepted', data: { uuid: 'p-1', paymentId: 'po-1', from: 'PENDING', to: 'PROCESSING', at: AT } }]);
+    const taken = transaction(...held().transaction, ...acceptance);
+    expect([taken.status, payoutStatusAtAcceptance(taken)]).to.deep.equal(['PROCESSING', 'PROCESSING']);
+    // Settled before its acceptance was recorded: it stays COMPLETED, and its acceptance still answers PROCESSING.
+    const settled = transaction(...held().transaction, ...transactionDecider.decide({ type: 'ChangeStatus', to: 'COMPLETED', reason: null, at: AT }, txn));
+    const late = transaction(
+      ...held().transaction,
+      ...transactionDecider.decide({ type: 'ChangeStatus', to: 'COMPLETED', reason: null, at: AT }, txn),
+      ...transactionDecider.decide({ type: 'RecordAcceptance', paymentId: 'po-1', at: AT }, settled),
+    );
+    expect([late.status, payoutStatusAtAcceptance(late)]).to.deep.equal(['COMPLETED', 'PROCESSING']);
   });
 
   it('is settled by its provider: COMPLETED and the hold posted, once', () => {
@@ -261,5 +312,9 @@ describe('transaction statuses: only the moves of the interface', () => {
       .when({ type: 'Create', data: created('PAYOUT', 'PENDING').data as never })
       .thenThrows('conflict', 'Transaction already exists');
     spec.given([]).when(change('COMPLETED')).thenThrows('not_found', 'Transaction not found');
+    const payout = transaction(created('PAYOUT', 'PENDING'));
+    expect(refusal(() => transactionDecider.decide({ type: 'Create', data: created('PAYOUT', 'PENDING').data as never }, payout)).code).to.equal(
+      'transaction_exists',
+    );
   });
 });

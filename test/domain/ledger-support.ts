@@ -45,6 +45,12 @@ export const kindAndMessage = (error: unknown) => {
   return [(error as DomainError).kind, (error as DomainError).message];
 };
 
+/** A refusal as a client meets it: its kind (hence status), its stable code and its exact message. */
+export const kindCodeAndMessage = (error: unknown) => {
+  expect(error).to.be.instanceOf(DomainError);
+  return [(error as DomainError).kind, (error as DomainError).code, (error as DomainError).message];
+};
+
 /** Ada's transfer of 25 from account 7 to account 8, as the ledger's tests ask it; `over` changes a field. */
 export const transferRequest = (over: Partial<TransferRequest> = {}): TransferRequest => ({
   uuid: 't-1',

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { accountDecider, assertAccount, available } from '../../src/domain/ledger/account';
+import { accountDecider, assertAccount, available, userAccountDecider } from '../../src/domain/ledger/account';
 import { DomainError } from '../../src/platform/decider';
 import { limitsAt, NO_LIMITS_GRANTED } from '../../src/domain/ledger/limits';
 import type { KycEvent } from '../../src/domain/identity/kyc';
 import { fixed } from '../../src/domain/ledger/money';
 import { decideTransfer, decideTransfers } from '../../src/domain/ledger/transfer';
-import { AT, account, credited, kindAndMessage, kyc, limits, opened, refusal, ROOMY, transferRequest, withCredits } from './ledger-support';
+import { AT, account, credited, kindCodeAndMessage, kyc, limits, opened, refusal, ROOMY, transferRequest, withCredits } from './ledger-support';
 
 const request = transferRequest;
 const ada = () => withCredits(account(opened(7)), account(credited(7, '100')));
@@ -32,54 +32,54 @@ describe('a transfer, decided', () => {
     });
   });
 
-  const refusals: Array<[string, () => unknown, [string, string]]> = [
+  const refusals: Array<[string, () => unknown, [string, string, string]]> = [
     [
       'to the same account',
       () => decideTransfer(ada(), request({ toAccountId: 7 }), { destination: ada(), limits: ROOMY }),
-      ['invalid', 'Cannot transfer to the same account'],
+      ['invalid', 'same_account_transfer', 'Cannot transfer to the same account'],
     ],
     [
       'to an account that does not exist',
       () => decideTransfer(ada(), request({ toAccountId: 9 }), { destination: account(), limits: ROOMY }),
-      ['invalid', 'One or both accounts do not exist'],
+      ['invalid', 'accounts_not_found', 'One or both accounts do not exist'],
     ],
     [
       "to another partner's account",
       () => decideTransfer(ada(), request(), { destination: account(opened(8, 'eve', 'globex')), limits: ROOMY }),
-      ['invalid', 'One or both accounts do not exist'],
+      ['invalid', 'accounts_not_found', 'One or both accounts do not exist'],
     ],
     [
       "out of another partner's account",
       () => decideTransfer(withCredits(account(opened(7, 'ada', 'globex')), account(credited(7, '100'))), request(), { destination: bob, limits: ROOMY }),
-      ['invalid', 'One or both accounts do not exist'],
+      ['invalid', 'accounts_not_found', 'One or both accounts do not exist'],
     ],
     [
       "out of another user's account",
       () => decideTransfer(ada(), request({ userId: 'bob' }), { destination: bob, limits: ROOMY }),
-      ['forbidden', 'Account does not belong to the authenticated user'],
+      ['forbidden', 'account_of_another_user', 'Account does not belong to the authenticated user'],
     ],
     [
       'over the balance',
       () => decideTransfer(ada(), request({ amount: '100.00000001' }), { destination: bob, limits: ROOMY }),
-      ['invalid', 'Insufficient balance in account 7'],
+      ['invalid', 'insufficient_balance', 'Insufficient balance in account 7'],
     ],
     [
       'over the maximum per transaction',
       () => decideTransfer(ada(), request({ amount: '50.5' }), { destination: bob, limits: limits('50', '1000') }),
-      ['invalid', 'Amount exceeds maximum transaction amount of 50'],
+      ['invalid', 'amount_exceeds_maximum', 'Amount exceeds maximum transaction amount of 50'],
     ],
     [
       'over the daily limit',
       () => decideTransfer(ada(), request({ amount: '30' }), { destination: bob, limits: limits('50', '20') }),
-      ['invalid', 'Daily transaction limit exceeded'],
+      ['invalid', 'daily_limit_exceeded', 'Daily transaction limit exceeded'],
     ],
     [
       'before KYC is approved (no limits granted)',
       () => decideTransfer(ada(), request(), { destination: bob, limits: limitsAt(kyc(), AT, ROOMY) }),
-      ['invalid', 'Amount exceeds maximum transaction amount of 0'],
+      ['invalid', 'amount_exceeds_maximum', 'Amount exceeds maximum transaction amount of 0'],
     ],
   ];
-  for (const [name, fn, expected] of refusals) it(`is refused ${name}`, () => expect(kindAndMessage(refusal(fn))).to.deep.equal(expected));
+  for (const [name, fn, expected] of refusals) it(`is refused ${name}`, () => expect(kindCodeAndMessage(refusal(fn))).to.deep.equal(expected));
 
   it('spends the whole balance, to the last unit', () => {
     const decided = decideTransfer(ada(), request({ amount: '100' }), { destination: bob, limits: ROOMY });
@@ -159,5 +159,27 @@ describe('account invariants, asserted after every decision that moves money', (
     expect(() => assertAccount(ada())).not.to.throw();
     expect(() => assertAccount({ ...ada(), debitsPosted: ada().creditsPosted.plus('0.00000001') })).to.throw(/Invariant violated: an account is not overdrawn/);
     expect(() => assertAccount({ ...ada(), holds: { p: '1.00000000' } })).to.throw(/holds sum to its pending debits/);
+  });
+});
+
+describe('an account, opened once per user', () => {
+  it('refuses a second opening of the account, and a second account of the user', () => {
+    const open = { type: 'OpenAccount' as const, accountId: 7, userId: 'ada', partnerId: 'acme', at: AT };
+    expect(kindCodeAndMessage(refusal(() => accountDecider.decide(open, account(opened(7)))))).to.deep.equal([
+      'conflict',
+      'account_already_opened',
+      'Account already opened',
+    ]);
+    const reserved = userAccountDecider.evolve(userAccountDecider.initialState(), { type: 'UserAccountReserved', data: { userId: 'ada', accountId: 7 } });
+    expect(kindCodeAndMessage(refusal(() => userAccountDecider.decide({ type: 'Reserve', userId: 'ada', accountId: 8 }, reserved)))).to.deep.equal([
+      'conflict',
+      'user_already_has_account',
+      'The user already has an account',
+    ]);
+  });
+
+  it('moves nothing on an account never opened', () => {
+    const credit = { type: 'Credit' as const, transactionId: 't-9', amount: '1', reason: 'deposit' as const, at: AT };
+    expect(kindCodeAndMessage(refusal(() => accountDecider.decide(credit, account())))).to.deep.equal(['not_found', 'account_not_found', 'Account not found']);
   });
 });

@@ -42,10 +42,15 @@ describe('exchange quotes over HTTP', () => {
     const quote = (body: Record<string, unknown>) => app.http.post('/api/v1/exchanges/quote/public').send(body);
     const unknown = await quote({ fromAsset: 'USDC', toAsset: 'XYZ', fromAmount: '1' });
     expect(unknown.status).to.equal(400);
-    expect(unknown.body.error).to.equal('Unsupported asset: XYZ');
+    expect(unknown.body).to.include({ error: 'Unsupported asset: XYZ', code: 'unsupported_asset' });
     const zero = await quote({ fromAsset: 'USDC', toAsset: 'COP', fromAmount: '0' });
     expect(zero.status).to.equal(400);
-    expect(zero.body.error).to.equal('Amount must be greater than 0');
+    expect(zero.body).to.include({ error: 'Amount must be greater than 0', code: 'amount_not_positive', param: 'fromAmount' });
+    // The amount rules name the field they refuse.
+    const word = await quote({ fromAsset: 'USDC', toAsset: 'COP', fromAmount: 'ten' });
+    expect(word.body).to.include({ error: 'fromAmount must be a number', code: 'amount_not_a_number', param: 'fromAmount' });
+    const fine = await quote({ fromAsset: 'USDC', toAsset: 'COP', fromAmount: '0.000000001' });
+    expect(fine.body).to.include({ error: 'fromAmount must have at most 8 decimal places', code: 'amount_too_precise', param: 'fromAmount' });
     expect((await app.http.post('/api/v1/user/exchange/calculate').send({ fromAsset: 'USDC', toAsset: 'COP', fromAmount: '1' })).status).to.equal(401);
   });
 });

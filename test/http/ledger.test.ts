@@ -47,7 +47,7 @@ describe('ledger over HTTP', () => {
     it('refuses manual account creation with 410', async () => {
       const res = await app.http.post('/api/v1/user/accounts').set(alice.bearer).send({ description: 'x', asset: 'USDC', type: 'LIABILITY' });
       expect(res.status).to.equal(410);
-      expect(res.body).to.include({ success: false, error: 'Accounts are created automatically at first login' });
+      expect(res.body).to.include({ success: false, error: 'Accounts are created automatically at first login', code: 'accounts_created_at_login' });
     });
 
     it('answers 401 on every ledger route without a token', async () => {
@@ -102,7 +102,7 @@ describe('ledger over HTTP', () => {
       const copies = await Promise.all(Array.from({ length: 4 }, () => send({ amount: 25 })));
       for (const r of copies) {
         if (r.status === 201) expect(r.body).to.deep.equal(first.body);
-        else expect([r.status, r.body.error]).to.deep.equal([400, 'Duplicate request in progress']);
+        else expect([r.status, r.body.error, r.body.code]).to.deep.equal([400, 'Duplicate request in progress', 'duplicate_request_in_progress']);
       }
       const list = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}`).set(who.bearer);
       expect(list.body.map((t: { uuid: string }) => t.uuid)).to.deep.equal([first.body.transactionId]);
@@ -110,16 +110,27 @@ describe('ledger over HTTP', () => {
       const other = await customer(app.http, acme);
       for (const reused of [await send({ amount: 26 }), await send({ amount: 25, toAccountId: other.accountId }, key, other)]) {
         expect(reused.status).to.equal(422);
-        expect(reused.body.error).to.equal('Idempotency key reused with different parameters');
+        expect(reused.body).to.include({ error: 'Idempotency key reused with different parameters', code: 'idempotency_key_reused' });
       }
       await fund(app.http, acme, who, '5');
       const transferKey = randomUUID();
       expect((await transfer(who, { toAccountId: other.accountId, amount: '1', description: 't' }).set('x-idempotency-key', transferKey)).status).to.equal(201);
       const crossed = await send({ amount: 1 }, transferKey);
-      expect([crossed.status, crossed.body.error]).to.deep.equal([422, 'Idempotency key reused with different parameters']);
+      expect([crossed.status, crossed.body.error, crossed.body.code]).to.deep.equal([
+        422,
+        'Idempotency key reused with different parameters',
+        'idempotency_key_reused',
+      ]);
       // Not a UUID: the decided 400.
       const bad = await send({ amount: 25 }, 'abc');
       expect([bad.status, bad.body.error]).to.deep.equal([400, 'x-idempotency-key must be a UUID']);
+      // Both key headers, naming two keys: which one is meant is not known.
+      const both = await send({ amount: 25 }).set('Idempotency-Key', randomUUID());
+      expect(both.body).to.include({
+        error: 'Idempotency-Key and x-idempotency-key must be the same when both are sent',
+        code: 'idempotency_keys_differ',
+        param: 'Idempotency-Key',
+      });
       // Paid once: credited once.
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '5.00000000', debits: '1.00000000' });
       expect((await app.http.post(`/sandbox/v1/deposits/${first.body.transactionId}/confirm`).set(acme.headers).send()).status).to.equal(202);
@@ -135,10 +146,15 @@ describe('ledger over HTTP', () => {
       expect(await balanceOf(app.http, alice)).to.deep.equal(before);
       const again = await app.http.post(`/sandbox/v1/deposits/${res.body.transactionId}/confirm`).set(acme.headers).send();
       expect(again.status).to.equal(409);
+      expect(again.body.code).to.equal('payment_already_decided');
+      expect(again.body.error).to.match(/^Mock payment \S+ is already failed$/);
+      // The hosted payment page of a payment the mock does not know.
+      const unknown = await app.http.get('/api/pay/pay_mock_unknown');
+      expect([unknown.status, unknown.body.error, unknown.body.code]).to.deep.equal([404, 'Payment not found', 'payment_not_found']);
       expect(await balanceOf(app.http, alice)).to.deep.equal(before);
     });
 
-    const invalid: Array<[string, Record<string, unknown>, number, string]> = [
+    const invalid: Array<[string, Record<string, unknown>, number, string, string?]> = [
       ['no description', { description: undefined }, 400, 'description must be a string'],
       ['a numeric description', { description: 12 }, 400, 'description must be a string'],
       ['no metadata', { metadata: undefined }, 400, 'Payer information is required for deposits'],
@@ -151,20 +167,20 @@ describe('ledger over HTTP', () => {
         400,
         'Payer document type and number are required for deposits',
       ],
-      ['a zero amount', { amount: 0 }, 400, 'Amount must be greater than 0'],
-      ['a negative amount', { amount: -5 }, 400, 'Amount must be greater than 0'],
-      ['nine decimals', { amount: '1.123456789' }, 400, 'amount must have at most 8 decimal places'],
-      ['19 integer digits', { amount: '1234567890123456789' }, 400, 'amount must have at most 18 integer digits'],
-      ['another currency', { currency: 'COP' }, 400, 'currency must match the account asset (USDC)'],
-      ['an unknown provider', { provider: 'acmepay' }, 400, 'Unsupported payment provider: acmepay'],
+      ['a zero amount', { amount: 0 }, 400, 'Amount must be greater than 0', 'amount_not_positive'],
+      ['a negative amount', { amount: -5 }, 400, 'Amount must be greater than 0', 'amount_not_positive'],
+      ['nine decimals', { amount: '1.123456789' }, 400, 'amount must have at most 8 decimal places', 'amount_too_precise'],
+      ['19 integer digits', { amount: '1234567890123456789' }, 400, 'amount must have at most 18 integer digits', 'amount_too_large'],
+      ['another currency', { currency: 'COP' }, 400, 'currency must match the account asset (USDC)', 'currency_mismatch'],
+      ['an unknown provider', { provider: 'acmepay' }, 400, 'Unsupported payment provider: acmepay', 'unsupported_payment_provider'],
       ['no toAccountId', { toAccountId: undefined }, 400, 'toAccountId is required'],
     ];
-    for (const [name, body, status, message] of invalid) {
+    for (const [name, body, status, message, code = 'validation_error'] of invalid) {
       it(`answers ${status} "${message}" for ${name}, and records nothing`, async () => {
         const before = await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_transactions');
         const res = await deposit(alice, body);
         expect(res.status).to.equal(status);
-        expect(res.body).to.include({ success: false, error: message });
+        expect(res.body).to.include({ success: false, error: message, code });
         expect(await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM rm_transactions')).to.deep.equal(before);
       });
     }
@@ -172,11 +188,11 @@ describe('ledger over HTTP', () => {
     it('keeps deposits to other accounts out: 403 same partner, 404 other partner or unknown', async () => {
       const other = await deposit(alice, { toAccountId: bob.accountId });
       expect(other.status).to.equal(403);
-      expect(other.body.error).to.equal('Account does not belong to the authenticated user');
+      expect(other.body).to.include({ error: 'Account does not belong to the authenticated user', code: 'account_of_another_user' });
       for (const toAccountId of [mallory.accountId, 99_999_999]) {
         const res = await deposit(alice, { toAccountId });
         expect(res.status).to.equal(404);
-        expect(res.body.error).to.equal('Account not found');
+        expect(res.body).to.include({ error: 'Account not found', code: 'account_not_found' });
       }
     });
   });
@@ -211,7 +227,7 @@ describe('ledger over HTTP', () => {
       ] as Array<[Customer, Record<string, unknown>]>) {
         const reused = await send(who, b);
         expect(reused.status).to.equal(422);
-        expect(reused.body.error).to.equal('Idempotency key reused with different parameters');
+        expect(reused.body).to.include({ error: 'Idempotency key reused with different parameters', code: 'idempotency_key_reused' });
       }
       expect(await balanceOf(app.http, receiver)).to.deep.equal({ credits: '1.50000000', debits: '0.00000000' });
       // Keys are per partner: another partner's user with the same key is not a reuse (its own rules answer).
@@ -228,7 +244,8 @@ describe('ledger over HTTP', () => {
       const made = copies.filter((r) => r.status === 201);
       expect(made.length).to.be.at.least(1);
       for (const r of made) expect(r.body).to.deep.equal((made[0] as (typeof made)[number]).body);
-      for (const r of copies.filter((c) => c.status !== 201)) expect([r.status, r.body.error]).to.deep.equal([400, 'Duplicate request in progress']);
+      for (const r of copies.filter((c) => c.status !== 201))
+        expect([r.status, r.body.error, r.body.code]).to.deep.equal([400, 'Duplicate request in progress', 'duplicate_request_in_progress']);
       expect(await balanceOf(app.http, receiver)).to.deep.equal({ credits: '1.75000000', debits: '0.00000000' });
       // The transfer is an ordinary ledger transaction under its uuid.
       const txn = await app.http.get(`/api/v1/transactions/${first.body.uuid}`).set(sender.bearer);
@@ -266,7 +283,11 @@ describe('ledger over HTTP', () => {
       expect((await app.http.get(`/api/v1/transactions/${big.body.transactionId}`).set(sender.bearer)).body.amount).to.equal('999999999999999999.99999999');
       const imprecise = await deposit(sender, { amount: 1234567890.1234567 });
       expect(imprecise.status).to.equal(400);
-      expect(imprecise.body.error).to.equal('amount has more than 15 significant digits: send it as a decimal string');
+      expect(imprecise.body).to.include({
+        error: 'amount has more than 15 significant digits: send it as a decimal string',
+        code: 'amount_imprecise_number',
+        param: 'amount',
+      });
     });
 
     it('defaults the source to the token user’s account', async () => {
@@ -279,44 +300,71 @@ describe('ledger over HTTP', () => {
       const third = await customer(app.http, acme);
       const forbidden = await app.http.get(`/api/v1/transactions/${res.body.uuid}`).set(third.bearer);
       expect(forbidden.status).to.equal(403);
-      expect(forbidden.body.error).to.equal('Transaction does not belong to the authenticated user');
+      expect(forbidden.body).to.include({ error: 'Transaction does not belong to the authenticated user', code: 'transaction_of_another_user' });
       const otherPartner = await app.http.get(`/api/v1/transactions/${res.body.uuid}`).set(mallory.bearer);
       expect(otherPartner.status).to.equal(404);
-      expect(otherPartner.body.error).to.equal('Transaction not found');
+      expect(otherPartner.body).to.include({ error: 'Transaction not found', code: 'transaction_not_found' });
     });
 
-    const errors: Array<[string, () => Record<string, unknown>, number, string]> = [
-      ['to the same account', () => ({ toAccountId: alice.accountId, amount: 1, description: 'x' }), 400, 'Cannot transfer to the same account'],
+    const errors: Array<[string, () => Record<string, unknown>, number, string, string]> = [
+      [
+        'to the same account',
+        () => ({ toAccountId: alice.accountId, amount: 1, description: 'x' }),
+        400,
+        'Cannot transfer to the same account',
+        'same_account_transfer',
+      ],
       [
         'from an underfunded account',
         () => ({ toAccountId: bob.accountId, amount: 1_000_000, description: 'x' }),
         400,
         `Amount exceeds maximum transaction amount of 10000`,
+        'amount_exceeds_maximum',
       ],
-      ['to an unknown account', () => ({ toAccountId: 99_999_999, amount: 1, description: 'x' }), 400, 'One or both accounts do not exist'],
-      ['to another partner’s account', () => ({ toAccountId: mallory.accountId, amount: 1, description: 'x' }), 400, 'One or both accounts do not exist'],
+      [
+        'to an unknown account',
+        () => ({ toAccountId: 99_999_999, amount: 1, description: 'x' }),
+        400,
+        'One or both accounts do not exist',
+        'accounts_not_found',
+      ],
+      [
+        'to another partner’s account',
+        () => ({ toAccountId: mallory.accountId, amount: 1, description: 'x' }),
+        400,
+        'One or both accounts do not exist',
+        'accounts_not_found',
+      ],
       [
         'from an unknown account',
         () => ({ fromAccountId: 99_999_999, toAccountId: bob.accountId, amount: 1, description: 'x' }),
         400,
         'One or both accounts do not exist',
+        'accounts_not_found',
       ],
       [
         'from another user’s account',
         () => ({ fromAccountId: bob.accountId, toAccountId: alice.accountId, amount: 1, description: 'x' }),
         403,
         'Account does not belong to the authenticated user',
+        'account_of_another_user',
       ],
-      ['of zero', () => ({ toAccountId: bob.accountId, amount: 0, description: 'x' }), 400, 'Amount must be greater than 0'],
-      ['without description', () => ({ toAccountId: bob.accountId, amount: 1 }), 400, 'description must be a string'],
-      ['with nine decimals', () => ({ toAccountId: bob.accountId, amount: '0.000000001', description: 'x' }), 400, 'amount must have at most 8 decimal places'],
+      ['of zero', () => ({ toAccountId: bob.accountId, amount: 0, description: 'x' }), 400, 'Amount must be greater than 0', 'amount_not_positive'],
+      ['without description', () => ({ toAccountId: bob.accountId, amount: 1 }), 400, 'description must be a string', 'validation_error'],
+      [
+        'with nine decimals',
+        () => ({ toAccountId: bob.accountId, amount: '0.000000001', description: 'x' }),
+        400,
+        'amount must have at most 8 decimal places',
+        'amount_too_precise',
+      ],
     ];
-    for (const [name, body, status, message] of errors) {
+    for (const [name, body, status, message, code] of errors) {
       it(`refuses a transfer ${name}: ${status} "${message}", moving nothing`, async () => {
         const before = [await balanceOf(app.http, alice), await balanceOf(app.http, bob)];
         const res = await transfer(alice, body());
         expect(res.status).to.equal(status);
-        expect(res.body).to.include({ success: false, error: message });
+        expect(res.body).to.include({ success: false, error: message, code });
         expect([await balanceOf(app.http, alice), await balanceOf(app.http, bob)]).to.deep.equal(before);
       });
     }
@@ -326,7 +374,7 @@ describe('ledger over HTTP', () => {
       await fund(app.http, acme, poor, '5');
       const res = await transfer(poor, { toAccountId: bob.accountId, amount: '5.00000001', description: 'x' });
       expect(res.status).to.equal(400);
-      expect(res.body.error).to.equal(`Insufficient balance in account ${poor.accountId}`);
+      expect(res.body).to.include({ error: `Insufficient balance in account ${poor.accountId}`, code: 'insufficient_balance' });
       expect((await transfer(poor, { toAccountId: bob.accountId, amount: '5', description: 'all' })).status).to.equal(201);
       expect(await balanceOf(app.http, poor)).to.deep.equal({ credits: '5.00000000', debits: '5.00000000' });
     });
@@ -337,7 +385,7 @@ describe('ledger over HTTP', () => {
       for (let i = 0; i < 5; i++) expect((await transfer(rich, { toAccountId: bob.accountId, amount: 10000, description: `d${i}` })).status).to.equal(201);
       const over = await transfer(rich, { toAccountId: bob.accountId, amount: '0.00000001', description: 'one too many' });
       expect(over.status).to.equal(400);
-      expect(over.body.error).to.equal('Daily transaction limit exceeded');
+      expect(over.body).to.include({ error: 'Daily transaction limit exceeded', code: 'daily_limit_exceeded' });
     });
 
     it('lets exactly 1,000 of 2,000 concurrent 1-unit transfers out of an account holding 1,000 succeed', async function () {
@@ -411,11 +459,15 @@ describe('ledger over HTTP', () => {
       expect((await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&from=2024-02-29T23:59:59.999999Z`).set(who.bearer)).status).to.equal(200);
       const other = await app.http.get(`/api/v1/transactions?accountId=${bob.accountId}`).set(who.bearer);
       expect(other.status).to.equal(403);
-      expect(other.body.error).to.equal('Account does not belong to the authenticated user');
+      expect(other.body).to.include({ error: 'Account does not belong to the authenticated user', code: 'account_of_another_user' });
       const foreign = await app.http.get(`/api/v1/transactions?accountId=${mallory.accountId}`).set(who.bearer);
       expect(foreign.status).to.equal(404);
-      expect(foreign.body.error).to.equal('Account not found');
-      expect((await app.http.get(`/api/v1/transactions/${randomUUID()}`).set(who.bearer)).body.error).to.equal('Transaction not found');
+      expect(foreign.body).to.include({ error: 'Account not found', code: 'account_not_found' });
+      expect((await app.http.get(`/api/v1/transactions/${randomUUID()}`).set(who.bearer)).body).to.include({
+        error: 'Transaction not found',
+        code: 'transaction_not_found',
+      });
+      expect((await app.http.get('/api/v1/transactions/not-a-uuid').set(who.bearer)).body).to.include({ code: 'transaction_not_found' });
     });
 
     it('computes a balance at an instant from the log', async () => {
@@ -459,6 +511,8 @@ describe('ledger over HTTP', () => {
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
       const txn = await app.http.get(`/api/v1/transactions/${transactionId}`).set(who.bearer);
       expect(txn.body).to.include({ uuid: transactionId, status: 'PROCESSING', amount: '10.00000000', debitAccountId: who.accountId });
+      // The single read always says when it last changed (lists leave it out).
+      expect(Date.parse(txn.body.updated)).to.be.at.least(Date.parse(txn.body.created));
       expect((await app.http.post(`/sandbox/v1/payouts/${res.body.paymentId}/settle`).set(acme.headers).send()).status).to.equal(202);
       expect((await app.http.get(`/api/v1/transactions/${transactionId}`).set(who.bearer)).body.status).to.equal('COMPLETED');
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
@@ -487,9 +541,12 @@ describe('ledger over HTTP', () => {
       const list = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}`).set(who.bearer);
       expect(list.body.map((t: { status: string }) => t.status)).to.deep.equal(['REVERSED', 'FAILED', 'COMPLETED']);
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
-      // The provider saying it twice changes nothing.
+      // The provider saying it twice changes nothing; it cannot settle it afterwards.
       await app.http.post(`/sandbox/v1/payouts/${res.body.paymentId}/fail`).set(acme.headers).send({ reason: 'account_closed' });
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
+      const settle = await app.http.post(`/sandbox/v1/payouts/${res.body.paymentId}/settle`).set(acme.headers).send();
+      expect(settle.status).to.equal(409);
+      expect(settle.body).to.include({ error: `Mock payout ${res.body.paymentId} is already failed`, code: 'payout_already_decided' });
     });
 
     it('no longer counts a failed payout to the daily limit once its funds are returned', async () => {
@@ -531,7 +588,11 @@ describe('ledger over HTTP', () => {
       expect(upper.body.paymentId).to.equal(first.body.paymentId);
       const different = await payout(who, { ...body, amount: 40001 });
       expect(different.status).to.equal(409);
-      expect(different.body.error).to.equal('transactionId already used with different parameters');
+      expect(different.body).to.include({
+        error: 'transactionId already used with different parameters',
+        code: 'transaction_id_reused',
+        param: 'transactionId',
+      });
     });
 
     it('keeps a refusal under its key: the same retry is refused even after funding', async () => {
@@ -539,11 +600,14 @@ describe('ledger over HTTP', () => {
       const body = { transactionId: randomUUID() };
       const refused = await payout(who, body);
       expect(refused.status).to.equal(400);
-      expect(refused.body.error).to.equal(`Insufficient balance in account ${who.accountId}`);
+      expect(refused.body).to.include({ success: false, error: `Insufficient balance in account ${who.accountId}`, code: 'insufficient_balance' });
       await fund(app.http, acme, who, '100');
+      // The kept refusal, in the error envelope as the first was (its code, a requestId of its own), marked as given again.
       const retry = await payout(who, body);
       expect(retry.status).to.equal(400);
-      expect(retry.body.error).to.equal(`Insufficient balance in account ${who.accountId}`);
+      expect(retry.body).to.include({ success: false, error: `Insufficient balance in account ${who.accountId}`, code: 'insufficient_balance' });
+      expect(retry.body.requestId).to.be.a('string').and.not.equal(refused.body.requestId);
+      expect(retry.headers['idempotent-replayed']).to.equal('true');
       expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '0.00000000' });
     });
 
@@ -567,6 +631,7 @@ describe('ledger over HTTP', () => {
         expect(res.body).to.include({ success: false, error: 'Service unavailable' });
         expect(res.headers['retry-after']).to.equal('1');
         expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '100.00000000', debits: '10.00000000' });
+        // Held, not taken by the provider: PENDING.
         expect((await app.http.get(`/api/v1/transactions/${body.transactionId}`).set(who.bearer)).body.status).to.equal('PENDING');
         expect((await payout(who, body)).status).to.equal(503);
       } finally {
@@ -602,6 +667,30 @@ describe('ledger over HTTP', () => {
       expect(await app.tally.ledger.payouts.resubmitStale(0)).to.equal(0);
     });
 
+    it('answers PROCESSING once the provider took the payout, even when the provider calls it PENDING', async () => {
+      const who = await customer(app.http, acme);
+      await fund(app.http, acme, who, '100');
+      const sandbox = app.tally.providers.sandbox;
+      if (!sandbox) throw new Error('sandbox off');
+      const mock = sandbox.payouts;
+      const slow: PayoutProvider = {
+        name: 'slow',
+        submitPayout: async (request) => ({ ...(await mock.submitPayout(request)), status: 'PENDING' }),
+        parseWebhook: (raw, headers) => mock.parseWebhook(raw, headers),
+      };
+      app.tally.providers.payouts.set('slow', slow);
+      try {
+        const body = { transactionId: randomUUID(), provider: 'slow' };
+        const res = await payout(who, body);
+        expect(res.status).to.equal(200);
+        expect(res.body).to.include({ success: true, status: 'PROCESSING', message: 'Payout accepted' });
+        expect((await app.http.get(`/api/v1/transactions/${body.transactionId}`).set(who.bearer)).body.status).to.equal('PROCESSING');
+        expect((await payout(who, body)).body).to.deep.equal(res.body);
+      } finally {
+        app.tally.providers.payouts.delete('slow');
+      }
+    });
+
     it('returns the held funds when the provider refuses the payout (502), and keeps that answer', async () => {
       const who = await customer(app.http, acme);
       await fund(app.http, acme, who, '100');
@@ -619,21 +708,24 @@ describe('ledger over HTTP', () => {
         const body = { transactionId: randomUUID(), provider: 'refusing' };
         const res = await payout(who, body);
         expect(res.status).to.equal(502);
-        expect(res.body).to.include({ success: false, error: 'Payout refused by the provider; the funds were returned' });
+        expect(res.body).to.include({ success: false, error: 'Payout refused by the provider; the funds were returned', code: 'payout_refused_by_provider' });
+        expect(res.body.requestId).to.be.a('string');
         expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
         expect((await app.http.get(`/api/v1/transactions/${body.transactionId}`).set(who.bearer)).body.status).to.equal('FAILED');
         const again = await payout(who, body);
         expect(again.status).to.equal(502);
-        expect(again.body).to.deep.equal(res.body);
+        expect({ ...again.body, requestId: undefined }).to.deep.equal({ ...res.body, requestId: undefined });
+        expect(again.headers['idempotent-replayed']).to.equal('true');
         expect(await balanceOf(app.http, who)).to.deep.equal({ credits: '110.00000000', debits: '10.00000000' });
       } finally {
         app.tally.providers.payouts.delete('refusing');
       }
     });
 
-    const invalid: Array<[string, Record<string, unknown>, string]> = [
-      ['an unknown asset', { asset: 'XYZ' }, 'Unsupported asset: XYZ'],
-      ['a zero amount', { amount: 0 }, 'Amount must be greater than 0'],
+    const invalid: Array<[string, Record<string, unknown>, string, string?]> = [
+      ['an unknown asset', { asset: 'XYZ' }, 'Unsupported asset: XYZ', 'unsupported_asset'],
+      ['a zero amount', { amount: 0 }, 'Amount must be greater than 0', 'amount_not_positive'],
+      ['more decimals than the asset has', { amount: '40000.001' }, 'amount must have at most 2 decimal places for COP', 'amount_too_precise_for_asset'],
       ['a bad transactionId', { transactionId: 'abc' }, 'transactionId must be a UUID'],
       ['no destination owner', { destination: { ...PAYOUT_DESTINATION, ownerName: undefined } }, 'destination.ownerName is required'],
       ['a bad account type', { destination: { ...PAYOUT_DESTINATION, accountType: 'X' } }, 'destination.accountType must be one of H, C'],
@@ -659,14 +751,14 @@ describe('ledger over HTTP', () => {
       ],
       ['no source', { source: undefined }, 'source is required'],
       ['no source metadata', { source: {} }, 'source.metadata is required'],
-      ['an unknown provider', { provider: 'bankco' }, 'Unsupported payout provider: bankco'],
+      ['an unknown provider', { provider: 'bankco' }, 'Unsupported payout provider: bankco', 'unsupported_payout_provider'],
     ];
-    for (const [name, body, message] of invalid) {
+    for (const [name, body, message, code = 'validation_error'] of invalid) {
       it(`answers 400 "${message}" for ${name}, and writes nothing`, async () => {
         const head = await app.tally.store.headPosition();
         const res = await payout(alice, body);
         expect(res.status).to.equal(400);
-        expect(res.body.error).to.equal(message);
+        expect(res.body).to.include({ error: message, code });
         expect(await app.tally.store.headPosition()).to.equal(head);
       });
     }
@@ -674,7 +766,7 @@ describe('ledger over HTTP', () => {
     it('enforces the maximum transaction amount on the USDC debited', async () => {
       const res = await payout(alice, { amount: 40_000_004 });
       expect(res.status).to.equal(400);
-      expect(res.body.error).to.equal('Amount exceeds maximum transaction amount of 10000');
+      expect(res.body).to.include({ error: 'Amount exceeds maximum transaction amount of 10000', code: 'amount_exceeds_maximum', param: 'amount' });
     });
   });
 });

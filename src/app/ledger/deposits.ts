@@ -14,8 +14,7 @@ import type { WaitForReadModels } from '../../platform/consumers/read-your-write
 import type { Logger } from 'pino';
 import type { BuiltProviders } from '../../providers/index';
 import { readAccount } from './facts';
-import { InvalidRequest, NotFound } from '../../platform/failures';
-import { refuseKeyMadeElsewhere } from '../../domain/cards';
+import { LEDGER_REFUSALS } from '../../domain/ledger/refusals';
 
 interface DepositInput {
   toAccountId: number;
@@ -82,14 +81,13 @@ export class Deposits {
       const destination = await reads.stream(accountStream(input.toAccountId), accountDecider);
       checkDeposit(destination.state, { ...user, currency: input.currency });
       const provider = this.deps.providers.payments.get(input.provider);
-      if (!provider) throw new InvalidRequest(`Unsupported payment provider: ${input.provider}`);
+      if (!provider) throw LEDGER_REFUSALS.unsupportedPaymentProvider(input.provider);
       // Unkeyed, the uuid was made for this request: nothing can be stored under it yet.
       const txn = requestHash === null ? NEW_STREAM : await reads.stream(transactionStream(uuid), transactionDecider, { cached: false });
       const stored = requestHash !== null && storedUnderKey(txn.state, { kind: 'DEPOSIT', requestHash });
       // Checked before the provider is asked for a payment: a card call or payout made under the key refuses it.
-      refuseKeyMadeElsewhere(
-        !stored && key.idempotencyKey !== undefined && (await madeUnderKeyElsewhere(reads, user.partnerId, key.idempotencyKey, 'transaction')),
-      );
+      if (!stored && key.idempotencyKey !== undefined && (await madeUnderKeyElsewhere(reads, user.partnerId, key.idempotencyKey, 'transaction')))
+        throw LEDGER_REFUSALS.idempotencyKeyReused();
       const payment = await this.payment(uuid, input, provider);
       if (stored) return { appends: [], result: { transactionId: uuid, paymentLink: payment.paymentLink, replayed: true } };
       const events = decideDeposit(destination.state, {
@@ -136,7 +134,7 @@ export class Deposits {
     const done = await this.deps.commands.run(ctx, async (reads) => {
       const txn = await reads.stream(transactionStream(event.transactionId), transactionDecider, { cached: false });
       const accountId = txn.state.created?.creditAccountId;
-      if (accountId === undefined || accountId === null) throw new NotFound('Transaction not found');
+      if (accountId === undefined || accountId === null) throw LEDGER_REFUSALS.transactionNotFound();
       const account = await readAccount(reads, accountId);
       const verdict = { eventId: event.eventId, outcome: event.outcome, amount: event.amount, currency: event.currency, at: event.occurredAt };
       const decided = decidePaymentVerdict(txn.state, account.state, verdict);

@@ -18,7 +18,7 @@ import type { Sql } from '../../eventstore/sql';
 import type { CommandHandler, Reads } from '../../platform/commands/command-handler';
 import { type Loaded, load, type StateCache } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
-import { NotFound } from '../../platform/failures';
+import { LEDGER_REFUSALS } from '../../domain/ledger/refusals';
 
 /** The limits of an approved user, as configured (docs/decisions.md, "KYC"). */
 export const approvedLimits = (config: Pick<Config, 'kycLimits'>): Limits => ({
@@ -41,7 +41,7 @@ export async function accountOfUser(store: EventStore, cache: StateCache, userId
     const { state } = await load(store, userAccountStream(userId), userAccountDecider, { cache, trustCache });
     if (state.accountId !== null) return state.accountId;
   }
-  throw new NotFound('Account not found');
+  throw LEDGER_REFUSALS.accountNotFound();
 }
 
 /** How a transaction is shown, from the event that created it (a write's answer needs no read model). */

@@ -5,7 +5,7 @@ import { userDecider, userStream } from '../../domain/identity';
 import { canonicalJson, sha256Hex } from '../../eventstore/hash';
 import { OverloadedError } from '../../eventstore/port';
 import type { Reads } from '../../platform/commands/command-handler';
-import { InvalidRequest } from '../../platform/failures';
+import { LEDGER_REFUSALS } from '../../domain/ledger/refusals';
 
 /** The refusal of a request under a key that another request (of any kind) was made under. */
 export { REUSED_KEY } from '../../domain/cards';
@@ -29,7 +29,7 @@ export class IdempotencyKeys {
 
   async run<T>(key: string, copies: 'refuse' | 'wait', body: () => Promise<T>): Promise<T> {
     for (let earlier = this.running.get(key); earlier; earlier = this.running.get(key)) {
-      if (copies === 'refuse') throw new InvalidRequest('Duplicate request in progress');
+      if (copies === 'refuse') throw LEDGER_REFUSALS.duplicateRequestInProgress();
       await this.waitFor(key, earlier);
     }
     const mine = body();

@@ -11,6 +11,7 @@ import { Transfers, type TransfersDeps } from './transfers';
 
 export type { AccountRow, TransactionView } from '../../projections/ledger';
 export type { PayoutAnswer, PayoutInput } from './payouts';
+export { PAYOUT_REFUSED } from './payouts';
 export { LedgerProviderFailure } from './provider-failure';
 export * from './facts';
 export * from './idempotency';

@@ -3,8 +3,16 @@ import { DomainError } from '../../platform/decider';
 import { uuidV5 } from '../../platform/ids';
 import type { Limits } from '../../domain/ledger/limits';
 import { fixed, money } from '../../domain/ledger/money';
-import { decidePayout, decidePayoutFailed, decidePayoutSettled, type PayoutFacts, type PayoutRequest, type StoredPayout } from '../../domain/ledger/payout';
-import { type TransactionState, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
+import {
+  decidePayout,
+  decidePayoutFailed,
+  decidePayoutSettled,
+  type PayoutFacts,
+  type PayoutRequest,
+  payoutStatusAtAcceptance,
+  type StoredPayout,
+} from '../../domain/ledger/payout';
+import { type TransactionState, type TransactionStatus, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { type AcceptedPayout, PayoutRefused, type PayoutRequest as ProviderPayout, type PayoutWebhookEvent } from '../../providers/ledger/payouts/port';
 import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
@@ -18,11 +26,11 @@ import type { StateCache } from '../../platform/commands/commands';
 import type { Logger } from 'pino';
 import type { BuiltProviders } from '../../providers/index';
 import type { LedgerQueries } from '../../projections/ledger';
-import { NotFound } from '../../platform/failures';
 import { refuseTransactionIdMadeElsewhere } from '../../domain/ledger/payout';
+import { keptRefusal, LEDGER_REFUSALS } from '../../domain/ledger/refusals';
 
 /** The answer when the provider refused the payout (its funds went back). */
-const PAYOUT_REFUSED = 'Payout refused by the provider; the funds were returned';
+export const PAYOUT_REFUSED = 'Payout refused by the provider; the funds were returned';
 
 export interface PayoutInput {
   transactionId: string;
@@ -34,12 +42,16 @@ export interface PayoutInput {
   destination: ProviderPayout['destination'];
 }
 
-export interface PayoutAnswer {
-  httpStatus: number;
-  body: Record<string, unknown>;
-  /** The first answer to the same request, given again (a retry under its transactionId). */
-  replayed?: boolean;
-}
+/**
+ * A payout's answer: taken by its provider (its paymentId, PROCESSING), refused by a rule (the
+ * refusal kept under its transactionId), or refused by the provider (502, the funds returned).
+ * `replayed`: the first answer to the same request, given again (a retry under its transactionId).
+ */
+export type PayoutAnswer = (
+  | { outcome: 'accepted'; body: { success: true; paymentId: string; status: TransactionStatus; message: string } }
+  | { outcome: 'refused'; refusal: DomainError }
+  | { outcome: 'refused_by_provider' }
+) & { replayed?: boolean };
 
 type User = { userId: string; partnerId: string };
 
@@ -153,7 +165,7 @@ export class Payouts {
       if (error instanceof PayoutRefused) {
         this.deps.log.warn({ err: error, transactionId: uuid }, 'payout provider refused the payout: returning the funds');
         await this.failPayout(uuid, 'provider_refused', { commandId: `${ctx.commandId}:refused`, metadata: ctx.metadata }, { providerError: error.message });
-        return { httpStatus: 502, body: { success: false, error: PAYOUT_REFUSED } };
+        return { outcome: 'refused_by_provider' };
       }
       this.deps.log.warn({ err: error, transactionId: uuid }, 'payout provider unreachable: the payout stays held, to be handed over again');
       throw new LedgerProviderFailure('Payout provider unavailable', { cause: error });
@@ -163,7 +175,7 @@ export class Payouts {
       { ...ctx, commandId: `${ctx.commandId}:accepted` },
       async (reads) => {
         const txn = await reads.stream(transactionStream(uuid), transactionDecider);
-        const command = { type: 'RecordAcceptance' as const, paymentId: accepted.paymentId, status: accepted.status, at: new Date().toISOString() };
+        const command = { type: 'RecordAcceptance' as const, paymentId: accepted.paymentId, at: new Date().toISOString() };
         const events = transactionDecider.decide(command, txn.state);
         return { appends: [{ stream: transactionStream(uuid), events, expected: at(txn) }], result: events.reduce(transactionDecider.evolve, txn.state) };
       },
@@ -221,7 +233,7 @@ export class Payouts {
         const stream = transactionStream(uuid);
         const txn = await reads.stream(stream, transactionDecider, { cached: false });
         const accountId = txn.state.created?.debitAccountId;
-        if (accountId === undefined || accountId === null) throw new NotFound('Transaction not found');
+        if (accountId === undefined || accountId === null) throw LEDGER_REFUSALS.transactionNotFound();
         const account = await readAccount(reads, accountId);
         const reversal = { uuid: reversalUuid, id: await this.ids.next() };
         const decided = decidePayoutFailed(txn.state, account.state, { reason, details, at: new Date().toISOString(), reversal });
@@ -254,7 +266,7 @@ export class Payouts {
         const stream = transactionStream(event.transactionId);
         const txn = await reads.stream(stream, transactionDecider, { cached: false });
         const accountId = txn.state.created?.debitAccountId;
-        if (accountId === undefined || accountId === null) throw new NotFound('Transaction not found');
+        if (accountId === undefined || accountId === null) throw LEDGER_REFUSALS.transactionNotFound();
         const account = await readAccount(reads, accountId);
         const decided = decidePayoutSettled(txn.state, account.state, { eventId: event.eventId, at: event.occurredAt });
         return {
@@ -273,14 +285,14 @@ export class Payouts {
 /** What a payout's transaction holds, seen as a stored answer. */
 function storedOf(txn: TransactionState): StoredPayout {
   return txn.rejection
-    ? { kind: 'refused', status: txn.rejection.status, error: txn.rejection.error }
-    : { kind: 'accepted', paymentId: txn.paymentId, status: txn.acceptedAs ?? 'PENDING' };
+    ? { kind: 'refused', refusal: keptRefusal(txn.rejection) }
+    : { kind: 'accepted', paymentId: txn.paymentId, status: payoutStatusAtAcceptance(txn) };
 }
 
 /** The first answer to the request, whatever happened to the payout since (GET and webhooks tell that). */
 function answerOf(stored: StoredPayout): PayoutAnswer {
-  if (stored.kind === 'refused') return { httpStatus: stored.status, body: { success: false, error: stored.error } };
+  if (stored.kind === 'refused') return { outcome: 'refused', refusal: stored.refusal };
   if (stored.kind === 'accepted' && stored.paymentId)
-    return { httpStatus: 200, body: { success: true, paymentId: stored.paymentId, status: stored.status, message: 'Payout accepted' } };
-  return { httpStatus: 502, body: { success: false, error: PAYOUT_REFUSED } };
+    return { outcome: 'accepted', body: { success: true, paymentId: stored.paymentId, status: stored.status, message: 'Payout accepted' } };
+  return { outcome: 'refused_by_provider' };
 }

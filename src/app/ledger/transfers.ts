@@ -16,7 +16,7 @@ import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { StateCache } from '../../platform/commands/commands';
 import type { NoteWrite } from '../../platform/consumers/read-your-writes';
-import { reusedKey } from '../../domain/cards';
+import { LEDGER_REFUSALS } from '../../domain/ledger/refusals';
 
 type User = { userId: string; partnerId: string };
 type TransferInput = { fromAccountId?: number; toAccountId: number; amount: string; description: string };
@@ -177,7 +177,7 @@ export class Transfers {
       const stored = storedUnderKey(txn.state, { kind: 'TRANSFER', requestHash: asked.request.requestHash as string });
       if (stored) return { transfer: viewOf(stored), replayed: true };
       const key = asked.idempotencyKey;
-      if (key !== undefined && (await madeUnderKeyElsewhere(reads, asked.request.partnerId, key, 'transaction'))) return reusedKey();
+      if (key !== undefined && (await madeUnderKeyElsewhere(reads, asked.request.partnerId, key, 'transaction'))) return LEDGER_REFUSALS.idempotencyKeyReused();
       return undefined;
     } catch (error) {
       if (error instanceof DomainError) return error;

@@ -1,6 +1,7 @@
-import { DomainError, type Decider, invariant } from '../../platform/decider';
+import { type Decider, invariant } from '../../platform/decider';
 import type { Limits } from './limits';
 import { type Amount, fixed, money, parseAmount, ZERO } from './money';
+import { LEDGER_REFUSALS } from './refusals';
 
 /**
  * The user's USDC account: opened once, at the first successful login; its balance is decided
@@ -155,7 +156,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
 
   decide(command, state) {
     if (command.type === 'OpenAccount') {
-      if (state.opened) throw new DomainError('conflict', 'Account already opened');
+      if (state.opened) throw LEDGER_REFUSALS.accountAlreadyOpened();
       return [
         {
           type: 'AccountOpened',
@@ -170,7 +171,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         },
       ];
     }
-    if (!state.opened || state.accountId === null) throw new DomainError('not_found', 'Account not found');
+    if (!state.opened || state.accountId === null) throw LEDGER_REFUSALS.accountNotFound();
     const accountId = state.accountId;
     switch (command.type) {
       case 'Credit':
@@ -186,11 +187,11 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         invariant(amount.gt(0), 'a debit is positive');
         if (command.limits) {
           const { maxTransactionAmount: max, dailyTransactionLimit: daily } = command.limits;
-          if (amount.gt(max)) throw new DomainError('invalid', `Amount exceeds maximum transaction amount of ${max.toFixed()}`);
+          if (amount.gt(max)) throw LEDGER_REFUSALS.amountExceedsMaximum(max.toFixed());
           const today = utcDay(command.at) === state.day ? state.dayOutgoing : ZERO;
-          if (today.plus(amount).gt(daily)) throw new DomainError('invalid', 'Daily transaction limit exceeded');
+          if (today.plus(amount).gt(daily)) throw LEDGER_REFUSALS.dailyLimitExceeded();
         }
-        if (available(state).lt(amount)) throw new DomainError('invalid', `Insufficient balance in account ${accountId}`);
+        if (available(state).lt(amount)) throw LEDGER_REFUSALS.insufficientBalance(String(accountId));
         const events: AccountEvent[] = [
           {
             type: 'FundsDebited',
@@ -227,8 +228,8 @@ export function assertAccount(state: AccountState): void {
  * to learn), 403 when another user's of the same partner.
  */
 export function requireOwnAccount(account: AccountState, user: { userId: string; partnerId: string }): number {
-  if (!account.opened || account.accountId === null || account.partnerId !== user.partnerId) throw new DomainError('not_found', 'Account not found');
-  if (account.userId !== user.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
+  if (!account.opened || account.accountId === null || account.partnerId !== user.partnerId) throw LEDGER_REFUSALS.accountNotFound();
+  if (account.userId !== user.userId) throw LEDGER_REFUSALS.accountOfAnotherUser();
   return account.accountId;
 }
 
@@ -243,7 +244,7 @@ export const userAccountDecider: Decider<{ accountId: number | null }, { type: '
   initialState: () => ({ accountId: null }),
   evolve: (state, event) => (state.accountId === null ? { accountId: event.data.accountId } : state),
   decide(command, state) {
-    if (state.accountId !== null) throw new DomainError('conflict', 'The user already has an account');
+    if (state.accountId !== null) throw LEDGER_REFUSALS.userAlreadyHasAccount();
     return [{ type: 'UserAccountReserved', data: { userId: command.userId, accountId: command.accountId } }];
   },
 };

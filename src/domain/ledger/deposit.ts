@@ -1,5 +1,5 @@
 import { type AccountEvent, type AccountState, accountDecider, assertAccount, requireOwnAccount } from './account';
-import { DomainError } from '../../platform/decider';
+import { LEDGER_REFUSALS } from './refusals';
 import { fixed, money } from './money';
 import { type TransactionEvent, type TransactionState, transactionDecider } from './transaction';
 
@@ -23,7 +23,7 @@ export interface DepositRequest {
  * account is the user's own (404 unknown or another partner's, 403 another user's).
  */
 export function checkDeposit(destination: AccountState, request: Pick<DepositRequest, 'currency' | 'userId' | 'partnerId'>): void {
-  if (request.currency !== 'USDC') throw new DomainError('invalid', 'currency must match the account asset (USDC)');
+  if (request.currency !== 'USDC') throw LEDGER_REFUSALS.currencyMismatch();
   requireOwnAccount(destination, request);
 }
 
@@ -78,7 +78,7 @@ export function decidePaymentVerdict(
   verdict: PaymentVerdict,
 ): { transaction: TransactionEvent[]; credit: AccountEvent[] } {
   const data = deposit.created;
-  if (data?.kind !== 'DEPOSIT' || data.creditAccountId === null) throw new DomainError('not_found', 'Transaction not found');
+  if (data?.kind !== 'DEPOSIT' || data.creditAccountId === null) throw LEDGER_REFUSALS.transactionNotFound();
   const matches = money(verdict.amount).eq(data.amount) && verdict.currency === (data.details.currency ?? 'USDC');
   const completed = verdict.outcome === 'confirmed' && matches;
   const reason = completed ? null : verdict.outcome === 'failed' ? 'payment_failed' : 'amount_mismatch';

@@ -6,3 +6,4 @@ export * from './money';
 export * from './payout';
 export * from './transaction';
 export * from './transfer';
+export * from './refusals';

@@ -1,5 +1,6 @@
 import { type AccountEvent, type AccountState, accountDecider, assertAccount } from './account';
 import { DomainError } from '../../platform/decider';
+import { keptRefusal, LEDGER_REFUSALS } from './refusals';
 import type { Limits } from './limits';
 import { divideRoundUp8, fixed, money } from './money';
 import { type TransactionEvent, type TransactionState, type TransactionStatus, transactionDecider } from './transaction';
@@ -36,10 +37,10 @@ export interface PayoutFacts {
 
 /** What the transaction stream already holds under the key, when it holds something. */
 export type StoredPayout =
-  | { kind: 'refused'; status: number; error: string }
+  | { kind: 'refused'; refusal: DomainError }
   /** Held, its acceptance never recorded: hand it to the provider (again). */
   | { kind: 'held' }
-  /** Accepted (paymentId and the status it was accepted with) or refused by the provider (no paymentId). */
+  /** Taken by the provider (its paymentId; PROCESSING), or refused by it (no paymentId). */
   | { kind: 'accepted'; paymentId: string | null; status: TransactionStatus };
 
 export type PayoutDecision =
@@ -54,25 +55,34 @@ export function storedPayout(txn: TransactionState, request: Pick<PayoutRequest,
   const sameRequest = (stored: { requestHash: string | null; userId: string }) =>
     stored.requestHash === request.requestHash && stored.userId === request.userId;
   if (txn.rejection) {
-    if (!sameRequest(txn.rejection)) throw new DomainError('conflict', 'transactionId already used with different parameters');
-    return { kind: 'refused', status: txn.rejection.status, error: txn.rejection.error };
+    if (!sameRequest(txn.rejection)) throw LEDGER_REFUSALS.transactionIdReused();
+    return { kind: 'refused', refusal: keptRefusal(txn.rejection) };
   }
   const data = txn.created;
   if (!data) return null;
-  if (data.kind !== 'PAYOUT' || !sameRequest(data)) throw new DomainError('conflict', 'transactionId already used with different parameters');
+  if (data.kind !== 'PAYOUT' || !sameRequest(data)) throw LEDGER_REFUSALS.transactionIdReused();
   if (!txn.paymentId && txn.status !== 'FAILED') return { kind: 'held' };
-  return { kind: 'accepted', paymentId: txn.paymentId, status: txn.acceptedAs ?? 'PENDING' };
+  return { kind: 'accepted', paymentId: txn.paymentId, status: payoutStatusAtAcceptance(txn) };
+}
+
+/**
+ * A payout's status as its acceptance answers it: PENDING while its funds are held and its provider
+ * has not taken it, PROCESSING once the provider took it (whatever the provider called it, and
+ * whatever happened to it since: GET transactions/{id} and the webhooks tell that).
+ */
+export function payoutStatusAtAcceptance(txn: Pick<TransactionState, 'paymentId'>): TransactionStatus {
+  return txn.paymentId ? 'PROCESSING' : 'PENDING';
 }
 
 /** A payout: the first answer again, a refusal, or the USDC it converts to held on the account. */
 export function decidePayout(txn: TransactionState, account: AccountState, request: PayoutRequest, facts: PayoutFacts): PayoutDecision {
   // An amount is sent in the asset's own unit: no fraction of its smallest one (0.001 COP).
   if (facts.assetDecimals !== undefined && (money(request.amount).decimalPlaces() ?? 0) > facts.assetDecimals)
-    throw new DomainError('invalid', `amount must have at most ${facts.assetDecimals} decimal places for ${request.asset}`);
+    throw LEDGER_REFUSALS.amountTooPreciseForAsset(String(facts.assetDecimals), request.asset);
   const stored = storedPayout(txn, request);
   if (stored) return { kind: 'stored', stored };
-  if (!facts.providerKnown) throw new DomainError('invalid', `Unsupported payout provider: ${request.provider}`);
-  if (facts.rate === null) throw new DomainError('invalid', `Unsupported asset: ${request.asset}`);
+  if (!facts.providerKnown) throw LEDGER_REFUSALS.unsupportedPayoutProvider(request.provider);
+  if (facts.rate === null) throw LEDGER_REFUSALS.unsupportedAsset(request.asset);
   const debitUsdc = fixed(divideRoundUp8(money(request.amount), facts.rate));
   const { uuid, at } = request;
   let debit: AccountEvent[];
@@ -84,7 +94,7 @@ export function decidePayout(txn: TransactionState, account: AccountState, reque
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
     const rejected = transactionDecider.decide(
-      { type: 'Reject', uuid, requestHash: request.requestHash, status: 400, error: error.message, userId: request.userId, at },
+      { type: 'Reject', uuid, requestHash: request.requestHash, status: 400, error: error.message, code: error.code, userId: request.userId, at },
       txn,
     );
     return { kind: 'refused', transaction: rejected, refusal: error };
@@ -117,7 +127,7 @@ export function decidePayout(txn: TransactionState, account: AccountState, reque
 /** A payout held on its account: the transaction it is, 404 otherwise. */
 function heldPayout(txn: TransactionState) {
   const data = txn.created;
-  if (data?.kind !== 'PAYOUT' || data.debitAccountId === null) throw new DomainError('not_found', 'Transaction not found');
+  if (data?.kind !== 'PAYOUT' || data.debitAccountId === null) throw LEDGER_REFUSALS.transactionNotFound();
   return { ...data, debitAccountId: data.debitAccountId };
 }
 
@@ -182,5 +192,5 @@ export function decidePayoutFailed(
 
 /** A payout's transactionId names one payout: used before by another kind of command, it is refused (409). */
 export function refuseTransactionIdMadeElsewhere(madeElsewhere: boolean): void {
-  if (madeElsewhere) throw new DomainError('conflict', 'transactionId already used with different parameters');
+  if (madeElsewhere) throw LEDGER_REFUSALS.transactionIdReused();
 }

@@ -1,4 +1,6 @@
-import { DomainError, type Decider, invariant } from '../../platform/decider';
+import type { DomainError } from '../../platform/decider';
+import { type Decider, invariant } from '../../platform/decider';
+import { LEDGER_REFUSALS } from './refusals';
 
 /** Ledger transactions: what partners see in lists, with the statuses of the interface (3.3). */
 export const TRANSACTION_STATUSES = ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const;
@@ -37,21 +39,23 @@ export type TransactionEvent =
   /** The provider took the payout: its payment id, and the status it reported. */
   | { type: 'PayoutAccepted'; data: { uuid: string; paymentId: string; from: TransactionStatus; to: TransactionStatus; at: string } }
   /** A payout refused by a rule: kept under its key, so the same retry gets the same refusal. */
-  | { type: 'TransactionRejected'; data: { uuid: string; requestHash: string; status: number; error: string; userId: string; at: string } };
+  /** `code`: the refusal's (absent from refusals recorded before codes were). */
+  | { type: 'TransactionRejected'; data: { uuid: string; requestHash: string; status: number; error: string; code?: string; userId: string; at: string } };
 
 export type TransactionCommand =
   | { type: 'Create'; data: TransactionCreatedData }
-  | { type: 'Reject'; uuid: string; requestHash: string; status: number; error: string; userId: string; at: string }
+  | { type: 'Reject'; uuid: string; requestHash: string; status: number; error: string; code: string; userId: string; at: string }
   | { type: 'ChangeStatus'; to: TransactionStatus; reason: string | null; details?: { [key: string]: Json }; at: string }
-  | { type: 'RecordAcceptance'; paymentId: string; status: TransactionStatus; at: string };
+  /** The provider took the payout (whatever status it reports, it is PROCESSING from then on). */
+  | { type: 'RecordAcceptance'; paymentId: string; at: string };
 
 export interface TransactionState {
   created: TransactionCreatedData | null;
   status: TransactionStatus | null;
-  rejection: { requestHash: string; status: number; error: string; userId: string } | null;
+  rejection: { requestHash: string; status: number; error: string; code: string | null; userId: string } | null;
   /** The payout provider's id, once it accepted. */
   paymentId: string | null;
-  /** The status the payout was accepted with: what the first answer said, and every replay says. */
+  /** The status the payout's transaction had once its provider took it (PROCESSING, or a later one it had already reached). */
   acceptedAs: TransactionStatus | null;
 }
 
@@ -77,17 +81,26 @@ export const transactionDecider: Decider<TransactionState, TransactionCommand, T
       case 'PayoutAccepted':
         return { ...state, status: event.data.to, paymentId: event.data.paymentId, acceptedAs: event.data.to };
       case 'TransactionRejected':
-        return { ...state, rejection: { requestHash: event.data.requestHash, status: event.data.status, error: event.data.error, userId: event.data.userId } };
+        return {
+          ...state,
+          rejection: {
+            requestHash: event.data.requestHash,
+            status: event.data.status,
+            error: event.data.error,
+            code: event.data.code ?? null,
+            userId: event.data.userId,
+          },
+        };
     }
   },
 
   decide(command, state) {
     switch (command.type) {
       case 'Create':
-        if (state.created || state.rejection) throw new DomainError('conflict', 'Transaction already exists');
+        if (state.created || state.rejection) throw LEDGER_REFUSALS.transactionExists();
         return [{ type: 'TransactionCreated', data: command.data }];
       case 'Reject':
-        if (state.created || state.rejection) throw new DomainError('conflict', 'Transaction already exists');
+        if (state.created || state.rejection) throw LEDGER_REFUSALS.transactionExists();
         return [
           {
             type: 'TransactionRejected',
@@ -96,20 +109,21 @@ export const transactionDecider: Decider<TransactionState, TransactionCommand, T
               requestHash: command.requestHash,
               status: command.status,
               error: command.error,
+              code: command.code,
               userId: command.userId,
               at: command.at,
             },
           },
         ];
       case 'RecordAcceptance': {
-        if (!state.created || !state.status) throw new DomainError('not_found', 'Transaction not found');
+        if (!state.created || !state.status) throw LEDGER_REFUSALS.transactionNotFound();
         if (state.paymentId) return [];
-        const allowed = state.status === command.status || (NEXT[state.created.kind][state.status] ?? []).includes(command.status);
-        const to = allowed ? command.status : state.status;
+        // Taken by the provider: PROCESSING (a payout already settled or failed meanwhile stays so).
+        const to = (NEXT[state.created.kind][state.status] ?? []).includes('PROCESSING') ? 'PROCESSING' : state.status;
         return [{ type: 'PayoutAccepted', data: { uuid: state.created.uuid, paymentId: command.paymentId, from: state.status, to, at: command.at } }];
       }
       case 'ChangeStatus': {
-        if (!state.created || !state.status) throw new DomainError('not_found', 'Transaction not found');
+        if (!state.created || !state.status) throw LEDGER_REFUSALS.transactionNotFound();
         if (state.status === command.to) return [];
         // Only the transitions of the interface; a late or repeated provider report changes nothing.
         if (!(NEXT[state.created.kind][state.status] ?? []).includes(command.to)) return [];
@@ -132,7 +146,7 @@ export const transactionDecider: Decider<TransactionState, TransactionCommand, T
 export function storedUnderKey(
   txn: TransactionState,
   request: { kind: TransactionKind; requestHash: string },
-  reused = new DomainError('unprocessable', 'Idempotency key reused with different parameters'),
+  reused: DomainError = LEDGER_REFUSALS.idempotencyKeyReused(),
 ): TransactionCreatedData | null {
   const created = txn.created;
   if (!created) return null;

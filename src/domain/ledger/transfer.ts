@@ -1,5 +1,6 @@
 import { type AccountEvent, type AccountState, accountDecider } from './account';
 import { DomainError, invariant } from '../../platform/decider';
+import { LEDGER_REFUSALS } from './refusals';
 import type { Limits } from './limits';
 import { fixed, money } from './money';
 import { type TransactionEvent, transactionDecider } from './transaction';
@@ -43,10 +44,9 @@ const openedFor = (account: AccountState, partnerId: string) => account.opened &
 
 /** Who may move money from where: the same account, an unknown or foreign account, another user's. */
 function checkParties(source: AccountState, request: TransferRequest, destination: AccountState): void {
-  if (request.fromAccountId === request.toAccountId) throw new DomainError('invalid', 'Cannot transfer to the same account');
-  if (!openedFor(source, request.partnerId) || !openedFor(destination, request.partnerId))
-    throw new DomainError('invalid', 'One or both accounts do not exist');
-  if (source.userId !== request.userId) throw new DomainError('forbidden', 'Account does not belong to the authenticated user');
+  if (request.fromAccountId === request.toAccountId) throw LEDGER_REFUSALS.sameAccountTransfer();
+  if (!openedFor(source, request.partnerId) || !openedFor(destination, request.partnerId)) throw LEDGER_REFUSALS.accountsNotFound();
+  if (source.userId !== request.userId) throw LEDGER_REFUSALS.accountOfAnotherUser();
 }
 
 /** One transfer out of `source`: every rule of it, or a DomainError naming the one it breaks. */

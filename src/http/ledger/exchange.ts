@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { quote } from '../../providers/ledger/rates/quote';
-import { HttpError } from '../../platform/http/errors';
+import { amountRefusalList, LEDGER_REFUSALS as L } from '../../domain/ledger';
 import { routeFor } from '../../platform/http/route';
 import { Success } from '../schemas';
 import { AmountField, asNumber, requireAmount } from './routes';
@@ -29,10 +29,13 @@ const QuoteView = Type.Object(
   { $id: 'Quote' },
 );
 
+/** A quote's refusals: its amount (`fromAmount`), an asset the rates do not know. */
+const QUOTE_REFUSALS = [...amountRefusalList('fromAmount'), L.unsupportedAsset];
+
 async function quoteReply(services: Services, body: Static<typeof QuoteBody>) {
   const fromAmount = requireAmount(body.fromAmount, 'fromAmount');
   const known = new Set(services.providers.rates.assets().map((a) => a.asset));
-  for (const asset of [body.fromAsset, body.toAsset]) if (!known.has(asset)) throw new HttpError(400, `Unsupported asset: ${asset}`);
+  for (const asset of [body.fromAsset, body.toAsset]) if (!known.has(asset)) throw L.unsupportedAsset(asset);
   const q = await quote({
     from: body.fromAsset,
     to: body.toAsset,
@@ -41,7 +44,7 @@ async function quoteReply(services: Services, body: Static<typeof QuoteBody>) {
     rates: services.providers.rates,
     now: new Date(),
   });
-  if (!q) throw new HttpError(400, `Unsupported asset: ${body.toAsset}`);
+  if (!q) throw L.unsupportedAsset(body.toAsset);
   return {
     status: 200,
     body: { success: true, data: { ...q, fromAmount: asNumber(q.fromAmount), toAmount: asNumber(q.toAmount), rate: asNumber(q.rate) } },
@@ -73,6 +76,7 @@ export const exchangeRoutes = [
     summary: 'An exchange quote between two assets (after spread); it lives 30 seconds.',
     body: QuoteBody,
     responses: { 200: { description: 'Quote', schema: Success(QuoteView) } },
+    refuses: QUOTE_REFUSALS,
     async handler({ services, body }) {
       return quoteReply(services, body);
     },
@@ -85,6 +89,7 @@ export const exchangeRoutes = [
     summary: 'The public quote, for a logged-in user.',
     body: QuoteBody,
     responses: { 200: { description: 'Quote', schema: Success(QuoteView) } },
+    refuses: QUOTE_REFUSALS,
     async handler({ services, body }) {
       return quoteReply(services, body);
     },

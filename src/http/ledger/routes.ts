@@ -1,11 +1,21 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { RequestContext } from '../../platform/http/route';
-import { type Amount, checkAmount, isImpreciseNumber, parseAmount } from '../../domain/ledger/money';
+import {
+  AMOUNT_REFUSALS,
+  type Amount,
+  type AmountProblem,
+  amountRefusalsFor,
+  checkAmount,
+  isImpreciseNumber,
+  LEDGER_REFUSALS as L,
+  parseAmount,
+} from '../../domain/ledger';
+import { PAYOUT_REFUSED } from '../../app/ledger';
 import { HttpError } from '../../platform/http/errors';
+import { toErrorReply } from '../../platform/http/error-reply';
 import { routeFor } from '../../platform/http/route';
 import { FilledText, LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE, Uuid } from '../schemas';
 import type { AppServices } from '../services';
-import { NotFound } from '../../platform/failures';
 
 /** The services these routes use. */
 const USES = ['ledger'] as const;
@@ -14,16 +24,26 @@ const route = routeFor<AppServices>()(USES);
 /** Amounts arrive as JSON numbers (the interface) or decimal strings; either way never through float math. */
 export const AmountField = (name: string) => Type.Union([Type.Number(), Type.String({ maxLength: 40 })], { 'x-error': `${name} must be a number` });
 
+/** The refusal of each amount problem (domain/ledger/refusals.ts, amountRefusalsFor). */
+const AMOUNT_PROBLEM = {
+  not_a_number: 'amountNotANumber',
+  not_positive: 'amountNotPositive',
+  too_many_decimals: 'amountTooPrecise',
+  too_large: 'amountTooLarge',
+} as const satisfies Record<AmountProblem, string>;
+
+/** An amount as a request sent it, as a plain decimal; refused (amountRefusalsFor(name)) naming the field `name`. */
 export function requireAmount(value: unknown, name = 'amount'): string {
-  if (isImpreciseNumber(value)) throw new HttpError(400, `${name} has more than 15 significant digits: send it as a decimal string`);
+  const refusals = amountRefusalsFor(name);
+  if (isImpreciseNumber(value)) throw refusals.amountImpreciseNumber();
   const amount = parseAmount(value);
   const problem = checkAmount(amount);
-  if (problem === 'not_a_number') throw new HttpError(400, `${name} must be a number`);
-  if (problem === 'not_positive') throw new HttpError(400, 'Amount must be greater than 0');
-  if (problem === 'too_many_decimals') throw new HttpError(400, `${name} must have at most 8 decimal places`);
-  if (problem === 'too_large') throw new HttpError(400, `${name} must have at most 18 integer digits`);
+  if (problem) throw refusals[AMOUNT_PROBLEM[problem]]();
   return (amount as Amount).toFixed();
 }
+
+/** What every keyed money call (transfer, deposit) can be refused for, besides its own rules. */
+const KEYED_REFUSALS = [...AMOUNT_REFUSALS, L.idempotencyKeysDiffer, L.duplicateRequestInProgress, L.idempotencyKeyReused] as const;
 
 /** The interface types these as JSON numbers; the value is exact for amounts of up to 15 significant digits. */
 export const asNumber = (decimal: string): number => Number(decimal);
@@ -45,7 +65,8 @@ export const Transaction = Type.Object(
     debitAccountId: Type.Union([Type.Integer(), Type.Null()]),
     creditAccountId: Type.Union([Type.Integer(), Type.Null()]),
     created: Type.String(),
-    updated: Type.Optional(Type.String()),
+    /** When it last changed: always in the single read (GET transactions/{id}); lists leave it out. */
+    updated: Type.String(),
   },
   { $id: 'Transaction' },
 );
@@ -120,13 +141,12 @@ export const IdempotencyHeader = Type.Object({
 export function idempotencyKeyOf(headers: Record<string, string | undefined>): string | undefined {
   const ietf = headers['idempotency-key'];
   const legacy = headers['x-idempotency-key'];
-  if (ietf !== undefined && legacy !== undefined && ietf.toLowerCase() !== legacy.toLowerCase())
-    throw new HttpError(400, 'Idempotency-Key and x-idempotency-key must be the same when both are sent', {
-      code: 'validation_error',
-      details: [{ field: 'Idempotency-Key', rule: 'conflict' }],
-    });
+  if (ietf !== undefined && legacy !== undefined && ietf.toLowerCase() !== legacy.toLowerCase()) throw L.idempotencyKeysDiffer();
   return ietf ?? legacy;
 }
+
+/** The code of a payout's 502: its provider refused it, and its held funds were returned. */
+export const PAYOUT_REFUSED_BY_PROVIDER = 'payout_refused_by_provider';
 
 /** On an answer given again for a request made before (IETF idempotency draft, as Stripe sends it). */
 export const REPLAYED = { 'Idempotent-Replayed': 'true' };
@@ -185,8 +205,9 @@ export const ledgerRoutes = [
     deprecated: true,
     summary: 'Deprecated: accounts are created automatically at first login.',
     responses: { 410: { description: 'Gone' } },
+    refuses: [L.accountsCreatedAtLogin],
     async handler() {
-      throw new HttpError(410, 'Accounts are created automatically at first login');
+      throw L.accountsCreatedAtLogin();
     },
   }),
   route<unknown, Static<typeof BalanceQuery>>({
@@ -237,10 +258,11 @@ export const ledgerRoutes = [
       403: { description: 'The account is not the token user’s' },
       422: { description: 'The idempotency key was used with another request' },
     },
+    refuses: [...KEYED_REFUSALS, L.currencyMismatch, L.unsupportedPaymentProvider, L.accountNotFound, L.accountOfAnotherUser],
     async handler(ctx) {
       const { body, services } = ctx;
       const amount = requireAmount(body.amount);
-      if (body.currency !== 'USDC') throw new HttpError(400, 'currency must match the account asset (USDC)');
+      if (body.currency !== 'USDC') throw L.currencyMismatch();
       const { replayed, ...created } = await services.ledger.deposits.deposit(
         me(ctx),
         { toAccountId: body.toAccountId, amount, currency: body.currency, provider: body.provider, description: body.description, payer: body.metadata.payer },
@@ -271,6 +293,7 @@ export const ledgerRoutes = [
       200: { description: 'A plain array of transactions', schema: Type.Array(TransactionListItem) },
       403: { description: 'The account is not the token user’s' },
     },
+    refuses: [L.accountNotFound, L.accountOfAnotherUser],
     async handler(ctx) {
       const { services, query } = ctx;
       const from = query.from === undefined ? undefined : dateBound(query.from, 'from').at;
@@ -288,8 +311,9 @@ export const ledgerRoutes = [
     params: TransactionParams,
     readsAfterWrites: 'ledger',
     responses: { 200: { description: 'The transaction', schema: Transaction }, 403: { description: 'The transaction is not the token user’s' } },
+    refuses: [L.transactionNotFound, L.transactionOfAnotherUser],
     async handler(ctx) {
-      if (!UUID_RE.test(ctx.params.id)) throw new NotFound('Transaction not found');
+      if (!UUID_RE.test(ctx.params.id)) throw L.transactionNotFound();
       return { status: 200, body: await ctx.services.ledger.reads.getTransaction(ctx.params.id.toLowerCase(), me(ctx)) };
     },
   }),
@@ -316,6 +340,16 @@ export const ledgerRoutes = [
       403: { description: 'The source account is not the token user’s' },
       422: { description: 'The idempotency key was used with another request' },
     },
+    refuses: [
+      ...KEYED_REFUSALS,
+      L.insufficientBalance,
+      L.accountsNotFound,
+      L.sameAccountTransfer,
+      L.amountExceedsMaximum,
+      L.dailyLimitExceeded,
+      L.accountNotFound,
+      L.accountOfAnotherUser,
+    ],
     async handler(ctx) {
       const { body, services } = ctx;
       const amount = requireAmount(body.amount);
@@ -353,6 +387,17 @@ export const ledgerRoutes = [
       409: { description: 'transactionId already used with different parameters' },
       502: { description: 'The payout provider refused the payout; the funds are returned' },
     },
+    refuses: [
+      ...AMOUNT_REFUSALS,
+      L.amountTooPreciseForAsset,
+      L.insufficientBalance,
+      L.amountExceedsMaximum,
+      L.dailyLimitExceeded,
+      L.unsupportedAsset,
+      L.unsupportedPayoutProvider,
+      L.transactionIdReused,
+      L.accountNotFound,
+    ],
     async handler(ctx) {
       const { body, services } = ctx;
       const amount = requireAmount(body.amount);
@@ -361,7 +406,12 @@ export const ledgerRoutes = [
         { ...body, amount, source: body.source as { metadata: Record<string, unknown> } },
         ctx.command(`payout:${body.transactionId.toLowerCase()}`),
       );
-      return { status: answer.httpStatus, ...(answer.replayed ? { headers: REPLAYED } : {}), body: answer.body };
+      const replayed = answer.replayed ? REPLAYED : {};
+      if (answer.outcome === 'accepted') return { status: 200, headers: replayed, body: answer.body };
+      // A refusal given again, or the provider's: the error envelope, as a refusal thrown answers it.
+      const error = answer.outcome === 'refused' ? answer.refusal : new HttpError(502, PAYOUT_REFUSED, { code: PAYOUT_REFUSED_BY_PROVIDER });
+      const reply = toErrorReply(error);
+      return { status: reply.status, headers: { ...reply.headers, ...replayed }, body: { ...reply.body, requestId: ctx.requestId } };
     },
   }),
 ];

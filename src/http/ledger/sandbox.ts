@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { MockPaymentConflictError } from '../../providers/ledger/payments/mock';
 import { renderPaymentPage, renderPaymentResult } from '../../providers/ledger/payments/mock-page';
 import { MockPayoutConflictError } from '../../providers/ledger/payouts/mock';
-import { HttpError } from '../../platform/http/errors';
+import { LEDGER_REFUSALS as L } from '../../domain/ledger';
 import { routeFor } from '../../platform/http/route';
 import { type AppServices, sandboxOf } from '../services';
 import { HtmlPage, StringEnum, Success, UUID_RE } from '../schemas';
@@ -15,7 +15,7 @@ const route = routeFor<AppServices>()(USES);
 /** A transaction of one of the partner's users, by uuid or by the provider's payment id. */
 async function ownTransaction(services: Services, partnerId: string, where: { uuid?: string; paymentId?: string }) {
   const row = await services.ledger.reads.paymentOf(where);
-  if (!row || row.partner_id !== partnerId) throw new HttpError(404, 'Transaction not found');
+  if (!row || row.partner_id !== partnerId) throw L.transactionNotFound();
   return row;
 }
 
@@ -35,16 +35,17 @@ const depositDecision = (action: 'confirm' | 'fail') =>
     summary: `The mock payment provider ${action === 'confirm' ? 'confirms' : 'fails'} a deposit's payment and sends its signed webhook.`,
     params: TransactionParams,
     responses: { 202: { description: 'Decided and delivered', schema: Decided }, 409: { description: 'Already decided otherwise' } },
+    refuses: [L.transactionNotFound, L.paymentAlreadyDecided],
     async handler({ services, params, partnerId }) {
       const sandbox = sandboxOf(services);
-      if (!UUID_RE.test(params.transactionId)) throw new HttpError(404, 'Transaction not found');
+      if (!UUID_RE.test(params.transactionId)) throw L.transactionNotFound();
       const txn = await ownTransaction(services, partnerId, { uuid: params.transactionId.toLowerCase() });
-      if (txn.kind !== 'DEPOSIT' || !txn.payment_id) throw new HttpError(404, 'Transaction not found');
+      if (txn.kind !== 'DEPOSIT' || !txn.payment_id) throw L.transactionNotFound();
       try {
         const eventId = await sandbox.payments.decide(txn.payment_id, action === 'confirm' ? 'confirmed' : 'failed');
         return { status: 202, body: { success: true, data: { transactionId: txn.uuid, paymentId: txn.payment_id, eventId } } };
       } catch (error) {
-        if (error instanceof MockPaymentConflictError) throw new HttpError(409, error.message);
+        if (error instanceof MockPaymentConflictError) throw L.paymentAlreadyDecided(error.paymentId, error.status);
         throw error;
       }
     },
@@ -60,15 +61,16 @@ const payoutDecision = (action: 'settle' | 'fail') =>
     params: PaymentParams,
     body: FailBody,
     responses: { 202: { description: 'Decided and delivered', schema: Decided }, 409: { description: 'Already decided otherwise' } },
+    refuses: [L.transactionNotFound, L.payoutAlreadyDecided],
     async handler({ services, params, body, partnerId }) {
       const sandbox = sandboxOf(services);
       const txn = await ownTransaction(services, partnerId, { paymentId: params.paymentId });
-      if (txn.kind !== 'PAYOUT') throw new HttpError(404, 'Transaction not found');
+      if (txn.kind !== 'PAYOUT') throw L.transactionNotFound();
       try {
         const eventId = await sandbox.payouts.decide(params.paymentId, action === 'settle' ? 'settled' : 'failed', body.reason);
         return { status: 202, body: { success: true, data: { transactionId: txn.uuid, paymentId: params.paymentId, eventId } } };
       } catch (error) {
-        if (error instanceof MockPayoutConflictError) throw new HttpError(409, error.message);
+        if (error instanceof MockPayoutConflictError) throw L.payoutAlreadyDecided(error.paymentId, error.status);
         throw error;
       }
     },
@@ -87,9 +89,10 @@ export const sandboxLedgerRoutes = [
     summary: "The mock payment provider's hosted payment page (the deposit's paymentLink).",
     params: PaymentParams,
     responses: { 200: { description: 'HTML page', schema: HtmlPage } },
+    refuses: [L.paymentNotFound],
     async handler({ services, params }) {
       const payment = await sandboxOf(services).payments.findPayment(params.paymentId);
-      if (!payment) throw new HttpError(404, 'Payment not found');
+      if (!payment) throw L.paymentNotFound();
       return { status: 200, body: renderPaymentPage(payment), contentType: 'text/html; charset=utf-8' };
     },
   }),
@@ -103,9 +106,10 @@ export const sandboxLedgerRoutes = [
     body: DecisionBody,
     forms: true,
     responses: { 200: { description: 'HTML page', schema: HtmlPage } },
+    refuses: [L.paymentNotFound],
     async handler({ services, params, body }) {
       const sandbox = sandboxOf(services);
-      if (!(await sandbox.payments.findPayment(params.paymentId))) throw new HttpError(404, 'Payment not found');
+      if (!(await sandbox.payments.findPayment(params.paymentId))) throw L.paymentNotFound();
       try {
         await sandbox.payments.decide(params.paymentId, body.outcome);
       } catch (error) {

@@ -1,7 +1,6 @@
 import { fixed, money } from '../../domain/ledger/money';
 import type { Sql } from '../../eventstore/sql';
-import { requireOwnedBy } from '../../domain/identity';
-import { NotFound } from '../../platform/failures';
+import { LEDGER_REFUSALS } from '../../domain/ledger/refusals';
 
 export interface TransactionView {
   id: number;
@@ -146,9 +145,9 @@ export class LedgerQueries {
   }
 
   /** A transaction the token user is party to (owns its debit or credit account). */
-  async getTransaction(uuid: string, user: { userId: string; partnerId: string }): Promise<TransactionView> {
+  async getTransaction(uuid: string, user: { userId: string; partnerId: string }): Promise<TransactionView & { updated: string }> {
     const [row] = await this.sql.query<TxnRow & { partner_id: string }>(`SELECT ${TXN_COLUMNS}, partner_id::text FROM rm_transactions WHERE uuid = $1`, [uuid]);
-    if (!row) throw new NotFound('Transaction not found');
+    if (!row) throw LEDGER_REFUSALS.transactionNotFound();
     const mine = await this.sql.query('SELECT 1 FROM rm_accounts WHERE user_id = $1 AND account_id = ANY($2::bigint[])', [
       user.userId,
       [row.debit_account_id, row.credit_account_id].filter((x) => x !== null),
@@ -159,11 +158,9 @@ export class LedgerQueries {
         [row.debit_account_id, row.credit_account_id].filter((x) => x !== null),
       ]);
       // Another partner's transaction does not exist for this caller; another user's is not theirs.
-      requireOwnedBy(row, other ? { partnerId: other.partner_id } : null, user, {
-        notFound: 'Transaction not found',
-        forbidden: 'Transaction does not belong to the authenticated user',
-      });
+      if (other?.partner_id !== user.partnerId) throw LEDGER_REFUSALS.transactionNotFound();
+      throw LEDGER_REFUSALS.transactionOfAnotherUser();
     }
-    return toView(row, true);
+    return { ...toView(row, false), updated: row.updated };
   }
 }

@@ -55,7 +55,7 @@ export class MockPaymentNotFoundError extends ProviderError {
 /** A decided payment asked for another outcome (the route can answer 409). */
 export class MockPaymentConflictError extends ProviderError {
   constructor(
-    paymentId: string,
+    readonly paymentId: string,
     readonly status: MockPaymentStatus,
   ) {
     super(`Mock payment ${paymentId} is already ${status}`, PROVIDER);

@@ -61,7 +61,7 @@ export class MockPayoutNotFoundError extends ProviderError {
 /** A decided payout asked for another outcome (the route can answer 409). */
 export class MockPayoutConflictError extends ProviderError {
   constructor(
-    paymentId: string,
+    readonly paymentId: string,
     readonly status: MockPayoutStatus,
   ) {
     super(`Mock payout ${paymentId} is already ${status}`, PROVIDER);
