@@ -25,10 +25,11 @@ async function main() {
         `  Partner id:   ${partner.id}   (for the CLI: npx tally partners keys create ${partner.id})`,
         `  X-Api-Key:    ${partner.apiKey}`,
         `  X-Api-Secret: ${partner.apiSecret}`,
-        'The secret is shown only now; keep it. Register a user:',
-        `  curl -s -X POST ${base}/api/v1/partner/users \\`,
-        `    -H 'Content-Type: application/json' -H 'X-Api-Key: ${partner.apiKey}' -H 'X-Api-Secret: ${partner.apiSecret}' \\`,
-        `    -d '{"email":"ada@example.com","countryCode":"CO"}'`,
+        // The README's first session reads these three variables; the curl only reads, so nothing it does stands in that session's way.
+        "The secret is shown only now; keep it. For the README's first session, in another terminal:",
+        `  export TALLY_URL=${base} API_KEY=${partner.apiKey} API_SECRET=${partner.apiSecret}`,
+        "and try the key pair (the partner's users: none yet):",
+        `  curl -sS --fail-with-body "$TALLY_URL/api/v1/partner/users" -H "X-Api-Key: $API_KEY" -H "X-Api-Secret: $API_SECRET"`,
         '',
       ].join('\n'),
     );

@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
+import ts from 'typescript';
 import { openDataDir } from '../../src/platform/data-dir';
 import { openTally } from '../../src/compose/open';
 import { type Config, loadConfig } from '../../src/config';
@@ -29,16 +30,39 @@ function nobodyCanRead(file: string): boolean | null {
   return run.status === 0;
 }
 
+const asNobody = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+
+/**
+ * What `nobody` runs, staged where it can read it: the checkout may sit where other users cannot
+ * enter (under root's home, a `mktemp -d` folder), so data-dir.ts (it imports node's modules only)
+ * is compiled into a 0755 folder of the temp dir, as plain JavaScript that node runs without tsx (test/support/postgres.ts stages the
+ * PostgreSQL binaries for the `postgres` user the same way). Made once per run.
+ */
+let staged: string | undefined;
+function stagedDataDirModule(): string {
+  if (staged) return staged;
+  const dir = tempDir('tally-as-nobody-');
+  chmodSync(dir, 0o755);
+  const outfile = join(dir, 'data-dir.js');
+  const source = readFileSync(resolve(__dirname, '../../src/platform/data-dir.ts'), 'utf8');
+  const compiled = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } });
+  writeFileSync(outfile, compiled.outputText, { mode: 0o644 });
+  staged = outfile;
+  return outfile;
+}
+
 /**
  * Opens `dir` as the user `nobody`, in a process of its own: only when the tests run as root (they
- * can then act as another user); null otherwise.
+ * can then act as another user) and `nobody` can run this node (not one installed under root's
+ * home, as `npx node@26` is); null otherwise.
  */
 function openAsNobody(dir: string): { status: number | null; stderr: string } | null {
   if (process.getuid?.() !== 0) return null;
-  const module = resolve(__dirname, '../../src/platform/data-dir.ts');
+  const probe = spawnSync('setpriv', [...asNobody, process.execPath, '--version'], { stdio: 'ignore', cwd: '/' });
+  if (probe.error || probe.status !== 0) return null;
+  const module = stagedDataDirModule();
   const script = `require(${JSON.stringify(module)}).openDataDir(process.argv[1])`;
-  const asNobody = ['--reuid=65534', '--regid=65534', '--clear-groups'];
-  const run = spawnSync('setpriv', [...asNobody, process.execPath, '-r', 'tsx/cjs', '-e', script, dir], { cwd: resolve(__dirname, '../..'), encoding: 'utf8' });
+  const run = spawnSync('setpriv', [...asNobody, process.execPath, '-e', script, dir], { cwd: dirname(module), encoding: 'utf8' });
   if (run.error) return null;
   return { status: run.status, stderr: run.stderr };
 }
