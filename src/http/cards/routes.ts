@@ -4,7 +4,6 @@ import { CARD_REFUSALS, CARD_STATUS_REFUSALS, CARD_STATUSES, LIMIT_FREQUENCIES, 
 import { viewOfCard } from '../../app/cards';
 import { applicationOf, cardOf, cardSummaryOf } from '../../app/cards/views';
 import { maskPan } from '../../providers/cards/port';
-import { HttpError } from '../../platform/http/errors';
 import { type RequestContext, routeFor } from '../../platform/http/route';
 import { IsoDateTime, StringEnum, Success, Uuid } from '../schemas';
 import { AmountField, asNumber, idempotencyKeyOf, REPLAYED, requireAmount } from '../ledger';
