@@ -35,7 +35,7 @@ const userAction = (action: 'suspend' | 'ban' | 'reinstate', summary: string) =>
       200: { description: 'The user after the action', schema: Success(Type.Object({ user: User })) },
       409: { description: 'The action does not apply to the user’s status' },
     },
-    refuses: [R.userNotFound, ...(action === 'suspend' ? [R.userBanned] : action === 'reinstate' ? [R.bannedUserNotReinstatable, R.userNotSuspended] : [])],
+    refuses: [R.userNotFound, ...(action === 'reinstate' ? [R.bannedUserNotReinstatable, R.userNotSuspended] : [R.userBanned])],
     async handler({ services, params, body, command }) {
       if (!UUID_RE.test(params.userId)) throw R.userNotFound();
       const user = await services.users.operatorAction(params.userId, action, body.reason ?? `operator_${action}`, command());
@@ -139,7 +139,7 @@ export const adminRoutes = [
     params: ProjectionParams,
     responses: { 200: { description: 'Rebuilt', schema: Success(Type.Object({ name: Type.String(), events: Type.Integer(), position: Type.String() })) } },
     async handler({ services, params }) {
-      if (!services.engine.projections.some((p) => p.name === params.name)) throw new HttpError(404, 'Projection not found');
+      if (!services.engine.projections.some((p) => p.name === params.name)) throw new HttpError(404, 'Projection not found', { code: 'projection_not_found' });
       const result = await services.engine.rebuild(params.name);
       return { status: 200, body: { success: true, data: { name: params.name, ...result } } };
     },

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { CODE_OF_STATUS, MESSAGES, PLATFORM_CODES as C, STATUS_OF } from '../platform/http/errors';
+import { MESSAGES, PLATFORM_CODES as C, STATUS_OF } from '../platform/http/errors';
 import { OPERATIONS, type OperationExamples, PARAMETER_EXAMPLES, PLACEHOLDERS, SAMPLE, SCHEMA_EXAMPLES } from './openapi-examples';
 import type { RouteSpec } from '../platform/http/route';
 import { OPERATION_NAMES } from './operation-ids';
@@ -232,15 +232,16 @@ function commonErrorsOf(r: RouteSpec, status: number): Documented[] {
   }
 }
 
-/** The operation's own errors of a status: its route's refusals (their catalogue's codes), then the messages its examples list. */
-function ownErrorsOf(r: RouteSpec, status: number, messages: string[]): Documented[] {
+/**
+ * The operation's own errors of a status: its route's refusals (their catalogue's codes), then those its
+ * examples list (a bare message is a validation message of its schemas, code `validation_error`).
+ */
+function ownErrorsOf(r: RouteSpec, status: number, listed: Array<string | readonly [string, string]>): Documented[] {
   const refusals = (r.refuses ?? [])
     .filter((x) => STATUS_OF[x.kind] === status)
     .map((x) => ({ template: x.template, code: x.code, ...(x.param ? { param: x.param } : {}) }));
-  const listed = messages
-    .filter((m) => !refusals.some((x) => x.template === m))
-    .map((template) => ({ template, code: CODE_OF_STATUS[status] ?? 'invalid_request' }));
-  return [...refusals, ...listed];
+  const own = listed.map((e) => (typeof e === 'string' ? { template: e, code: C.validation } : { template: e[0], code: e[1] }));
+  return [...refusals, ...own];
 }
 
 /** The statuses of the route's refusals. */

@@ -1,9 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import { WebhookSignatureError } from '../providers/errors';
+import { IDENTITY_REFUSALS } from '../domain/identity';
+import { LEDGER_REFUSALS } from '../domain/ledger';
 import { NOTIFICATION_REFUSALS } from '../domain/notifications';
 import { HttpError, MESSAGES, PLATFORM_CODES } from '../platform/http/errors';
-import { type HttpRequest, type RequestContext, routeFor } from '../platform/http/route';
+import { type HttpRequest, type RequestContext, type RouteSpec, routeFor } from '../platform/http/route';
 import type { AppServices } from './services';
 
 /** The services these routes use. */
@@ -34,7 +36,12 @@ function readCallback<Callback>(adapter: CallbackReader<Callback> | undefined, r
 }
 
 /** A signed provider callback route: read by the provider's adapter, then applied (deduplicated there). */
-function signedCallback(path: string, summary: string, apply: (ctx: RequestContext<unknown, unknown, unknown, Services>) => Promise<unknown>) {
+function signedCallback(
+  path: string,
+  summary: string,
+  apply: (ctx: RequestContext<unknown, unknown, unknown, Services>) => Promise<unknown>,
+  refuses: RouteSpec['refuses'] = [],
+) {
   return route({
     method: 'post',
     path,
@@ -43,7 +50,7 @@ function signedCallback(path: string, summary: string, apply: (ctx: RequestConte
     summary,
     body: Type.Object({}, { additionalProperties: true, description: 'The provider’s event in its own format, read from the raw bytes it signed' }),
     responses: { 200: { description: 'Received', schema: Received }, 401: { description: 'Missing or bad signature: nothing changes' } },
-    refuses: [NOTIFICATION_REFUSALS.invalidWebhookSignature, NOTIFICATION_REFUSALS.invalidWebhookPayload],
+    refuses: [NOTIFICATION_REFUSALS.invalidWebhookSignature, NOTIFICATION_REFUSALS.invalidWebhookPayload, ...refuses],
     async handler(ctx) {
       await apply(ctx);
       return { status: 200, body: { success: true, received: true } };
@@ -56,16 +63,23 @@ const identityWebhook = (provider: string) =>
     `/webhooks/identity/${provider}`,
     `Signed callbacks of the ${provider} identity provider (deduplicated by its event id).`,
     ({ services, req }) => services.kyc.applyWebhook(provider, readCallback(services.providers.identity.get(provider), req)),
+    [IDENTITY_REFUSALS.unknownInquiry],
   );
 
 export const webhookRoutes = [
   identityWebhook('sandbox'),
   identityWebhook('persona'),
-  signedCallback('/webhooks/payments/mock', 'Signed callbacks of the mock payment provider.', ({ services, req }) =>
-    services.ledger.deposits.applyPaymentWebhook('mock', readCallback(services.providers.payments.get('mock'), req)),
+  signedCallback(
+    '/webhooks/payments/mock',
+    'Signed callbacks of the mock payment provider.',
+    ({ services, req }) => services.ledger.deposits.applyPaymentWebhook('mock', readCallback(services.providers.payments.get('mock'), req)),
+    [LEDGER_REFUSALS.transactionNotFound],
   ),
-  signedCallback('/webhooks/payouts/mock', 'Signed callbacks of the mock payout provider.', ({ services, req }) =>
-    services.ledger.payouts.applyPayoutWebhook('mock', readCallback(services.providers.payouts.get('mock'), req)),
+  signedCallback(
+    '/webhooks/payouts/mock',
+    'Signed callbacks of the mock payout provider.',
+    ({ services, req }) => services.ledger.payouts.applyPayoutWebhook('mock', readCallback(services.providers.payouts.get('mock'), req)),
+    [LEDGER_REFUSALS.transactionNotFound],
   ),
   // The card issuer's callbacks: an application's decision (or a new status word of the issuer's).
   cardIssuerWebhook('sandbox'),

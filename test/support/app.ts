@@ -2,6 +2,7 @@ import pino from 'pino';
 import supertest from 'supertest';
 import { type Config, loadConfig } from '../../src/config';
 import { type RunningServer, startServer } from '../../src/server';
+import { recordingAnswers } from './answers';
 import { sharedCluster } from './postgres';
 
 export const ADMIN_TOKEN = 'test-admin-token';
@@ -22,7 +23,7 @@ export async function startTestApp(
     ...overrides,
   };
   const running = await startServer(config, log);
-  return { ...running, config, http: supertest.agent(running.url) };
+  return { ...running, config, http: recordingAnswers(supertest.agent(running.url)) };
 }
 
 export interface PartnerCredentials {

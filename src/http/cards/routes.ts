@@ -6,8 +6,12 @@ import { applicationOf, cardOf, cardSummaryOf } from '../../app/cards/views';
 import { maskPan } from '../../providers/cards/port';
 import { type RequestContext, routeFor } from '../../platform/http/route';
 import { IsoDateTime, StringEnum, Success, Uuid } from '../schemas';
+import { AMOUNT_REFUSALS, LEDGER_REFUSALS } from '../../domain/ledger';
 import { AmountField, asNumber, idempotencyKeyOf, REPLAYED, requireAmount } from '../ledger';
 import type { AppServices } from '../services';
+
+/** What any call under an idempotency key may be refused for, besides its own rules. */
+const KEYED = [CARD_REFUSALS.idempotencyKeyReused, LEDGER_REFUSALS.idempotencyKeysDiffer, LEDGER_REFUSALS.duplicateRequestInProgress] as const;
 
 /** The services these routes use. */
 const USES = ['cards'] as const;
@@ -202,7 +206,7 @@ const cardRoutes = [
       409: { description: 'The application is not approved, or a card that is not canceled exists' },
       422: { description: 'The idempotency key was used with another request' },
     },
-    refuses: [CARD_REFUSALS.applicationNotFound, CARD_REFUSALS.applicationNotApproved, CARD_REFUSALS.cardAlreadyIssued, CARD_REFUSALS.idempotencyKeyReused],
+    refuses: [CARD_REFUSALS.applicationNotFound, CARD_REFUSALS.applicationNotApproved, CARD_REFUSALS.cardAlreadyIssued, ...KEYED],
     async handler(ctx) {
       const issued = await ctx.services.cards.cards.issue(me(ctx), ctx.command(), idempotencyKeyOf(ctx.headers));
       return { status: 201, ...(issued.replayed ? { headers: REPLAYED } : {}), body: { success: true, data: cardOf(issued.data) } };
@@ -225,7 +229,14 @@ const cardRoutes = [
       409: { description: 'The card is canceled' },
       422: { description: 'The idempotency key was used with another request' },
     },
-    refuses: [CARD_REFUSALS.cardNotFound, CARD_REFUSALS.limitForbidden, CARD_REFUSALS.idempotencyKeyReused],
+    refuses: [
+      CARD_REFUSALS.cardNotFound,
+      CARD_REFUSALS.limitForbidden,
+      ...AMOUNT_REFUSALS,
+      CARD_REFUSALS.invalidAmount,
+      CARD_REFUSALS.amountTooLarge,
+      ...KEYED,
+    ],
     async handler(ctx) {
       const key = requiredKey(ctx.headers);
       const amount = requireAmount(ctx.body.amount);
@@ -252,7 +263,7 @@ const cardRoutes = [
       409: { description: 'The card is canceled' },
       422: { description: 'The idempotency key was used with another request' },
     },
-    refuses: [CARD_REFUSALS.invalidPin, CARD_REFUSALS.cardNotFound, CARD_REFUSALS.pinSetForbidden, CARD_REFUSALS.idempotencyKeyReused],
+    refuses: [CARD_REFUSALS.invalidPin, CARD_REFUSALS.cardNotFound, CARD_REFUSALS.pinSetForbidden, ...KEYED],
     async handler(ctx) {
       const key = requiredKey(ctx.headers);
       const set = await ctx.services.cards.cards.setPin(me(ctx), ctx.body.pin, ctx.command(), key);
@@ -277,7 +288,7 @@ function statusChange(action: 'activate' | 'lock' | 'unlock', keyRequired: boole
       409: { description: 'The card’s status forbids it' },
       422: { description: 'The idempotency key was used with another request' },
     },
-    refuses: [CARD_REFUSALS.cardNotFound, CARD_STATUS_REFUSALS[action], CARD_REFUSALS.idempotencyKeyReused],
+    refuses: [CARD_REFUSALS.cardNotFound, CARD_STATUS_REFUSALS[action], ...KEYED],
     async handler(ctx) {
       const key = keyRequired ? requiredKey(ctx.headers) : idempotencyKeyOf(ctx.headers);
       const changed = await ctx.services.cards.cards.changeStatus(me(ctx), action, ctx.command(), key);

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { CARD_REFUSALS, DECLINED_REASONS } from '../../domain/cards';
-import { fixed, money, ZERO } from '../../domain/ledger';
+import { AMOUNT_REFUSALS, fixed, LEDGER_REFUSALS, money, ZERO } from '../../domain/ledger';
 import { decodeCursor } from '../../projections/cards';
 import { HttpError } from '../../platform/http/errors';
 import { routeFor } from '../../platform/http/route';
@@ -81,7 +81,7 @@ export const sandboxCardTransactionRoutes = [
       201: { description: 'The card transaction, pending or declined', schema: Success(CardTransaction) },
       404: { description: 'No such card of the partner' },
     },
-    refuses: [CARD_REFUSALS.cardNotFound],
+    refuses: [CARD_REFUSALS.cardNotFound, ...AMOUNT_REFUSALS],
     async handler({ services, params, body, partnerId, command }) {
       if (!UUID_RE.test(params.cardId)) throw CARD_REFUSALS.cardNotFound();
       const { amount, localAmount, ...rest } = body;
@@ -118,7 +118,10 @@ function settlement(action: 'clear' | 'reverse') {
       404: { description: 'No such card transaction of the partner' },
       409: { description: 'Already cleared or reversed, or declined' },
     },
-    refuses: [CARD_REFUSALS.transactionNotFound, action === 'clear' ? CARD_REFUSALS.clearForbidden : CARD_REFUSALS.reverseForbidden],
+    refuses: [
+      CARD_REFUSALS.transactionNotFound,
+      ...(action === 'clear' ? [CARD_REFUSALS.clearForbidden, LEDGER_REFUSALS.insufficientBalance, ...AMOUNT_REFUSALS] : [CARD_REFUSALS.reverseForbidden]),
+    ],
     async handler({ services, params, body, partnerId, command }) {
       if (!UUID_RE.test(params.id)) throw CARD_REFUSALS.transactionNotFound();
       const id = params.id.toLowerCase();
