@@ -327,7 +327,6 @@ export const PARAMETER_EXAMPLES: Record<string, unknown> = {
   cursor: 'eyJhdCI6IjIwMjYtMDMtMDJUMTQ6MDU6MDkuMTIzWiJ9',
   eventId: SAMPLE.eventId,
   'x-idempotency-key': SAMPLE.idempotencyKey,
-  'idempotency-key': SAMPLE.idempotencyKey,
 };
 
 export interface OperationExamples {
@@ -359,7 +358,7 @@ const INBOX_NOTIFICATION = {
 };
 
 const SANDBOX_REASON = { reason: 'closed account' };
-const QUOTE_REQUEST = { fromAsset: 'USDC', toAsset: 'COP', fromAmount: 100 };
+const QUOTE_REQUEST = { fromAsset: 'USDC', toAsset: 'COP', fromAmount: '100' };
 
 export const OPERATIONS: Record<string, OperationExamples> = {
   'POST /api/v1/partner/users': {
@@ -450,7 +449,7 @@ export const OPERATIONS: Record<string, OperationExamples> = {
   'POST /api/v1/transactions/deposit': {
     request: {
       toAccountId: SAMPLE.accountId,
-      amount: 100,
+      amount: '100.00',
       currency: 'USDC',
       provider: 'mock',
       description: 'Top up',
@@ -465,14 +464,14 @@ export const OPERATIONS: Record<string, OperationExamples> = {
   },
   'GET /api/v1/transactions/{id}': {},
   'POST /api/v1/transactions/transfer': {
-    request: { toAccountId: SAMPLE.payeeAccountId, amount: 10.5, description: 'rent' },
+    request: { toAccountId: SAMPLE.payeeAccountId, amount: '10.50', description: 'rent' },
 
     names: { request: 'TransferRequest' },
   },
   'POST /api/v1/user/payout': {
     request: {
       transactionId: SAMPLE.payoutUuid,
-      amount: 50000,
+      amount: '50000',
       asset: 'COP',
       description: 'Rent for March',
       provider: 'mock',
@@ -515,7 +514,7 @@ export const OPERATIONS: Record<string, OperationExamples> = {
   'POST /api/v1/cards/lock': { errors: { 400: ['x-idempotency-key header is required', 'x-idempotency-key must be a UUID'] } },
   'POST /api/v1/cards/unlock': { errors: { 400: ['x-idempotency-key header is required', 'x-idempotency-key must be a UUID'] } },
   'PATCH /api/v1/cards/limit': {
-    request: { amount: 250.5, frequency: 'per7DayPeriod' },
+    request: { amount: '250.50', frequency: 'per7DayPeriod' },
     errors: { 400: ['x-idempotency-key header is required', 'x-idempotency-key must be a UUID'] },
     names: { request: 'CardLimitRequest' },
   },
@@ -547,13 +546,13 @@ export const OPERATIONS: Record<string, OperationExamples> = {
     names: { response: 'CardTransactionPage' },
   },
   'POST /sandbox/v1/cards/{cardId}/authorizations': {
-    request: { amount: 2.5, currency: 'USD', merchantName: 'Café Juan Valdez', merchantCategoryCode: '5812', localAmount: 10250, localCurrency: 'COP' },
+    request: { amount: '2.50', currency: 'USD', merchantName: 'Café Juan Valdez', merchantCategoryCode: '5812', localAmount: 10250, localCurrency: 'COP' },
     errors: { 400: ['merchantCategoryCode must be four digits (ISO 18245)'] },
     names: { request: 'CardAuthorizationRequest' },
   },
   'POST /sandbox/v1/card-transactions/{id}/clear': {
     parameters: { id: SAMPLE.cardTransactionId },
-    request: { amount: 2.5 },
+    request: { amount: '2.50' },
 
     names: { request: 'CardClearingRequest' },
   },

@@ -22,7 +22,17 @@ const USES = ['ledger'] as const;
 const route = routeFor<AppServices>()(USES);
 
 /** Amounts arrive as JSON numbers (the interface) or decimal strings; either way never through float math. */
-export const AmountField = (name: string) => Type.Union([Type.Number(), Type.String({ maxLength: 40 })], { 'x-error': `${name} must be a number` });
+export const AmountField = (name: string) =>
+  Type.Union(
+    [
+      Type.String({ maxLength: 40, description: 'A decimal string, e.g. "10.50": exact, and the way to send it' }),
+      Type.Number({ description: 'A JSON number, taken when it has at most 15 significant digits' }),
+    ],
+    {
+      'x-error': `${name} must be a number`,
+      description: 'A decimal amount in the asset’s units (never smallest units): a decimal string such as "10.50", or a JSON number',
+    },
+  );
 
 /** The refusal of each amount problem (domain/ledger/refusals.ts, amountRefusalsFor). */
 const AMOUNT_PROBLEM = {
