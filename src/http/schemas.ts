@@ -7,7 +7,12 @@ import { HttpError } from '../platform/http/errors';
 export const Uuid = Type.String({ format: 'uuid' });
 export const IsoDateTime = Type.String({ format: 'date-time' });
 
-export const Success = <T extends TSchema>(data: T) => Type.Object({ success: Type.Literal(true), data });
+export const Success = <T extends TSchema>(data: T) =>
+  Type.Object({
+    success: Type.Literal(true, { description: 'Always true on a success answer (errors carry `success: false`)' }),
+    // A named shape is described where it is named; an unnamed one gets a word here (a copy, with its TypeBox kind).
+    data: data.description || data.$id ? data : ({ ...data, description: 'The answer' } as T),
+  });
 
 /** The largest id a JSON number carries exactly (ids are bigint columns; none comes near it). */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
@@ -20,10 +25,10 @@ export const PageQuery = {
 
 export const PageMeta = Type.Object(
   {
-    totalItems: Type.Integer(),
-    totalPages: Type.Integer(),
-    currentPage: Type.Integer(),
-    itemsPerPage: Type.Integer(),
+    totalItems: Type.Integer({ description: 'Items matching the filters, on every page' }),
+    totalPages: Type.Integer({ description: 'Pages of `itemsPerPage` items' }),
+    currentPage: Type.Integer({ description: 'This page, from 1' }),
+    itemsPerPage: Type.Integer({ description: 'The `limit` asked (or its default)' }),
   },
   { $id: 'PageMeta' },
 );
