@@ -8,7 +8,7 @@ const COUNT_PAGE = 5_000;
 /** `tally projections list`: each projection's checkpoint and how many of its events lie beyond it. */
 export async function listProjections(config: Config, io: CliIo): Promise<ProjectionStatus[]> {
   return withTally(config, io, async (tally) => {
-    const status = await tally.engine.status();
+    const status = await tally.consumers.status();
     const rows = [
       ['NAME', 'POSITION', 'LAG', 'STATE'],
       ...status.map((s) => [s.name, s.position || '(start)', String(s.lag), s.failure ? `STOPPED since ${s.failure.since}` : 'live']),
@@ -20,7 +20,10 @@ export async function listProjections(config: Config, io: CliIo): Promise<Projec
       if (!s.failure) continue;
       const { event, error, attempts, nextRetryAt } = s.failure;
       io.out(`${s.name} cannot apply event ${event.id} (${event.type} in ${event.stream}, position ${event.position}): ${error}`);
-      io.out(`  ${attempts} attempt(s); next at ${nextRetryAt}. Fix the cause, or rebuild: tally projections rebuild ${s.name}`);
+      const projection = tally.engine.projections.some((p) => p.name === s.name);
+      io.out(
+        `  ${attempts} attempt(s); next at ${nextRetryAt}. Fix the cause${projection ? `, or rebuild: tally projections rebuild ${s.name}` : ' (it retries by itself)'}`,
+      );
     }
     return status;
   });

@@ -8,6 +8,7 @@ import { IdentityQueries } from '../projections/identity';
 import { LedgerQueries } from '../projections/ledger';
 import { ProjectionEngine, type Projections } from '../platform/consumers/projections';
 import { Reactors } from '../platform/consumers/reactors';
+import type { ProjectionStatus } from '../platform/consumers/status';
 import { ProjectionThread } from '../platform/consumers/thread';
 import { PostgresEventStore } from '../eventstore/postgres';
 import { Notifications } from '../app/notifications';
@@ -64,6 +65,10 @@ export class Tally {
   readonly reactors: Reactors;
   /** Read-your-writes: a request that wrote waits for the read models it reads (one per node). */
   readonly reads: ReadYourWrites;
+  /** Where every consumer of the log stands, projections and reactors (readiness, metrics, the CLI). */
+  readonly consumers = {
+    status: async (): Promise<ProjectionStatus[]> => [...(await this.engine.status()), ...(await this.reactors.status())],
+  };
   /** Hands stale held payouts to their provider again (Payouts.resubmitStale), while the server runs. */
   private sweeper: NodeJS.Timeout | undefined;
 

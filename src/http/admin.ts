@@ -6,7 +6,7 @@ import { IDENTITY_REFUSALS as R } from '../domain/identity';
 import type { AppServices } from './services';
 
 /** The services these routes use. */
-const USES = ['config', 'engine', 'partners', 'users'] as const;
+const USES = ['config', 'consumers', 'engine', 'partners', 'users'] as const;
 const route = routeFor<AppServices>()(USES);
 
 const PartnerBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) });
@@ -127,7 +127,7 @@ export const adminRoutes = [
       },
     },
     async handler({ services }) {
-      return { status: 200, body: { success: true, data: await services.engine.status() } };
+      return { status: 200, body: { success: true, data: await services.consumers.status() } };
     },
   }),
   route<unknown, unknown, Static<typeof ProjectionParams>>({

@@ -12,7 +12,7 @@ export { type HttpMetrics, httpMetrics } from '../platform/http/metrics';
  */
 export function registerDomainMetrics(
   registry: client.Registry,
-  sources: { engine: Pick<Projections, 'status'>; outage: Pick<Outage, 'down'>; store: EventStore },
+  sources: { consumers: { status(): Promise<ProjectionStatus[]> }; outage: Pick<Outage, 'down'>; store: EventStore },
 ): void {
   // One read of the projections per scrape: prom-client collects the metrics of a scrape all at
   // once, so the gauges share the read of the moment (reused for up to a second).
@@ -22,7 +22,7 @@ export function registerDomainMetrics(
       read = {
         at: Date.now(),
         // The store out of reach: the figures keep their last values, and scrape_ok says so.
-        status: sources.engine.status().catch(() => null),
+        status: sources.consumers.status().catch(() => null),
       };
     return read.status;
   };

@@ -7,7 +7,7 @@ import { ErrorBody, HtmlPage, JavaScriptText, PrometheusText } from './schemas';
 import type { AppServices } from './services';
 
 /** The services these routes use. */
-const USES = ['config', 'engine', 'store'] as const;
+const USES = ['config', 'consumers', 'engine', 'store'] as const;
 const route = routeFor<AppServices>()(USES);
 
 /** The renderer's script, read from its package on first use. */
@@ -39,7 +39,7 @@ export const operationsRoutes = [
     responses: {
       200: { description: 'Ready', schema: Type.Object({ status: Type.Literal('ready'), store: Type.String(), projections: Type.Array(ProjectionLag) }) },
       503: {
-        description: 'Not ready: the store does not answer, or a projection has been stopped on an event (then with `store` and `projections`)',
+        description: 'Not ready: the store does not answer, or a projection or the outbox has been stopped on an event (then with `store` and `projections`)',
         schema: Type.Composite([
           ErrorBody,
           Type.Object({ status: Type.Literal('unavailable'), store: Type.Optional(Type.String()), projections: Type.Optional(Type.Array(ProjectionLag)) }),
@@ -50,7 +50,8 @@ export const operationsRoutes = [
       const refused = { success: false, error: 'Service unavailable', code: 'service_unavailable', requestId };
       try {
         await services.store.ping();
-        const status = await services.engine.status();
+        // Projections and reactors alike: a stopped outbox holds every partner's notifications back.
+        const status = await services.consumers.status();
         const projections = status.map(({ name, lag, failure }) => ({ name, lag, ...(failure ? { stoppedSince: failure.since } : {}) }));
         // A read model stopped on an event for a while: this node serves stale reads of it.
         const stopped = status.filter((s) => s.failure && Date.now() - Date.parse(s.failure.since) >= services.engine.unreadyAfterFailureMs);

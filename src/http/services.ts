@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { EventStore } from '../eventstore/port';
 import type { Sql } from '../eventstore/sql';
+import type { ProjectionStatus } from '../platform/consumers/status';
 import type { Projections } from '../platform/consumers/projections';
 import type { Outage } from '../platform/outage';
 import { HttpError, MESSAGES, PLATFORM_CODES } from '../platform/http/errors';
@@ -26,6 +27,8 @@ export interface AppServices {
   /** Identity's read models, for the reads no identity service answers (the sandbox routes). */
   identityReads: IdentityQueries;
   engine: Projections;
+  /** Every consumer of the log, the projections and the reactors (the notifications' outbox). */
+  consumers: { status(): Promise<ProjectionStatus[]> };
   outage: Outage;
   providers: BuiltProviders;
   partners: PartnerService;

@@ -35,7 +35,8 @@ describe('tally projections', () => {
   it('lists every projection with its checkpoint and lag', async () => {
     const io = capture();
     const status = await listProjections(config, io);
-    expect(status.map((s) => s.name)).to.deep.equal(allProjections.map((p) => p.name));
+    // The projections, then the reactors (the notifications' outbox).
+    expect(status.map((s) => s.name)).to.deep.equal([...allProjections.map((p) => p.name), 'outbox']);
     expect(io.lines[0]).to.match(/^NAME\s+POSITION\s+LAG\s+STATE$/);
     for (const s of status) {
       const row = new RegExp(`^${s.name}\\s+${s.position || '\\(start\\)'}\\s+${s.lag}\\s+live$`);

@@ -1,28 +1,14 @@
 import type { Logger } from 'pino';
-import { comparePositions, type EventStore } from '../../eventstore/port';
+import type { EventStore } from '../../eventstore/port';
 import type { Sql } from '../../eventstore/sql';
-import type { ProjectionFailure } from './checkpoints';
 import { LogConsumer } from './engine';
 import { type EngineState, PROJECTION_LOOP, type ProjectionObserver, projectionHandler } from './handler';
 import { liveTables, type Projection } from './projection';
 import { waitForPositions } from './read-your-writes';
 import { rebuildProjection, splitStatements, verifyProjection } from './rebuild';
+import { consumerStatus, type ProjectionStatus } from './status';
 
-const LAG_COUNT_LIMIT = 1_000;
-
-export interface ProjectionStatus {
-  name: string;
-  position: string;
-  headPosition: string;
-  /** Events of this projection's types between its checkpoint and the head. */
-  lag: number;
-  /** The lag is counted up to LAG_COUNT_LIMIT: true means "at least that many". */
-  lagAtLeast: boolean;
-  owner: string | null;
-  ownedHere: boolean;
-  /** Set while the projection is stopped on an event it cannot apply. */
-  failure: ProjectionFailure | null;
-}
+export type { ProjectionStatus } from './status';
 
 /**
  * What the service asks of its projections, wherever they run: on its main thread
@@ -164,31 +150,7 @@ export class ProjectionEngine implements Projections {
   }
 
   async status(): Promise<ProjectionStatus[]> {
-    const head = await this.store.headPosition();
-    const rows = await this.consumer.checkpoints.rows(this.projections.map((p) => p.name));
-    const result: ProjectionStatus[] = [];
-    for (const p of this.projections) {
-      const row = rows.find((r) => r.name === p.name);
-      const position = row?.position ?? '';
-      // Counted by reading, so bounded: /readyz calls this and must stay cheap when far behind.
-      const pending = await this.store.readAll({
-        fromPosition: position || undefined,
-        filter: { eventTypes: p.eventTypes },
-        maxCount: LAG_COUNT_LIMIT,
-        projectionOnly: true,
-      });
-      result.push({
-        name: p.name,
-        position,
-        headPosition: head,
-        lag: pending.filter((e) => comparePositions(e.position, head) <= 0).length,
-        lagAtLeast: pending.length >= LAG_COUNT_LIMIT,
-        owner: row?.owner ?? null,
-        ownedHere: this.consumer.owned.has(p.name),
-        failure: row?.failure ?? null,
-      });
-    }
-    return result;
+    return consumerStatus(this.store, this.consumer, this.projections);
   }
 
   /** See rebuildProjection; this node's loop then goes on from the rebuilt checkpoint. */

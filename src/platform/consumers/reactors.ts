@@ -3,6 +3,7 @@ import type { EventStore } from '../../eventstore/port';
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
 import { LogConsumer } from './engine';
 import { type LogHandler, REACTOR_LOOP } from './handler';
+import { consumerStatus, type ProjectionStatus } from './status';
 
 /**
  * A reactor: a consumer of the log whose batch becomes effects recorded as rows (an outbox's
@@ -54,6 +55,11 @@ export class Reactors {
 
   start(): void {
     this.consumer.start();
+  }
+
+  /** Where each reactor stands, as the projections' status says it (readiness, metrics, the CLI). */
+  status(): Promise<ProjectionStatus[]> {
+    return consumerStatus(this.store, this.consumer, this.reactors);
   }
 
   stop(): Promise<void> {
