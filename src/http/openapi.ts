@@ -159,6 +159,8 @@ function parameters(schema: RouteSpec['query'], where: 'query' | 'path' | 'heade
     name,
     in: where,
     required: where === 'path' || ((s?.required ?? []).includes(name) && (sub as { default?: unknown }).default === undefined),
+    // What the parameter is, on the parameter itself (where renderers and SDK generators read it).
+    ...(typeof (sub as { description?: unknown }).description === 'string' ? { description: (sub as { description: string }).description } : {}),
     schema: components.use(sub),
   }));
 }
