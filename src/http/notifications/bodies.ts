@@ -1,12 +1,16 @@
 import { type TSchema, Type } from '@sinclair/typebox';
-import { IsoDateTime, User } from '../schemas';
+import { User } from '../schemas';
 import { Application, Card, CardTransaction } from '../cards';
 import { StatusView } from '../identity';
 import { Transaction } from '../ledger';
 
 /** What each notification type carries as `data`: the read the API answers for the same thing. */
 export const NOTIFICATION_DATA: Array<{ type: string; summary: string; data: TSchema }> = [
-  { type: 'user.status.updated', summary: "A user's status changed; `data.user` as GET partner/users/:userId shows it.", data: Type.Object({ user: User }) },
+  {
+    type: 'user.status.updated',
+    summary: "A user's status changed; `data.user` as GET partner/users/:userId shows it.",
+    data: Type.Object({ user: User }, { description: 'The user, with the status it changed to in `user.status`' }),
+  },
   { type: 'kyc.status.updated', summary: "A user's KYC status changed; `data` as GET user/kyc/status shows it.", data: StatusView },
   { type: 'deposit.completed', summary: 'A deposit was confirmed and credited; `data` as GET transactions/:id shows it.', data: Transaction },
   { type: 'deposit.failed', summary: 'A deposit failed; `data` as GET transactions/:id shows it.', data: Transaction },
@@ -15,7 +19,7 @@ export const NOTIFICATION_DATA: Array<{ type: string; summary: string; data: TSc
   {
     type: 'card.application.updated',
     summary: 'A card application was made (pending) or decided (approved, declined); `data.application` as GET cards/application/status shows it just after.',
-    data: Type.Object({ application: Application }),
+    data: Type.Object({ application: Application }, { description: 'The card application as it stood just after the event' }),
   },
   {
     type: 'card.updated',
@@ -39,8 +43,8 @@ export const NOTIFICATION_DATA: Array<{ type: string; summary: string; data: TSc
 export const notificationBody = (type: string, data: TSchema) =>
   Type.Object({
     id: Type.String({ format: 'uuid', description: 'The same on every retry (and the `webhook-id` header): deduplicate on it' }),
-    type: Type.Literal(type),
-    createdAt: IsoDateTime,
+    type: Type.Literal(type, { description: 'The notification type: what happened, and so the shape of `data`' }),
+    createdAt: Type.String({ format: 'date-time', description: 'When the event the notification reports was recorded (ISO 8601, UTC)' }),
     sequence: Type.Integer({ description: 'Increases with the event log: order by it when order matters' }),
     data,
   });

@@ -3,7 +3,7 @@ import { NOTIFICATION_TYPES } from '../../domain/notifications/endpoint';
 import { NOTIFICATION_REFUSALS as R } from '../../domain/notifications/refusals';
 import { EVENTS_RETENTION_DAYS } from '../../app/notifications/events';
 import { routeFor } from '../../platform/http/route';
-import { instantOf, IsoDateTime, StringEnum, Success, UUID_RE } from '../schemas';
+import { instantOf, StringEnum, Success, UUID_RE } from '../schemas';
 import { PartnerEvent } from './bodies';
 import type { AppServices } from '../services';
 
@@ -12,14 +12,31 @@ const USES = ['notifications'] as const;
 const route = routeFor<AppServices>()(USES);
 
 const EventsQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  cursor: Type.Optional(Type.String({ maxLength: 100 })),
-  type: Type.Optional(StringEnum(NOTIFICATION_TYPES)),
-  createdFrom: Type.Optional(IsoDateTime),
-  createdTo: Type.Optional(IsoDateTime),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Events per page, 1 to 100' }),
+  cursor: Type.Optional(Type.String({ maxLength: 100, description: "The previous page's `nextCursor` (opaque); omitted: the first page" })),
+  type: Type.Optional(StringEnum(NOTIFICATION_TYPES, { description: 'Only notifications of this type' })),
+  createdFrom: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        'Only notifications whose `createdAt` is at or after this instant: an ISO 8601 date-time with its offset, e.g. `2026-03-01T00:00:00Z` (years 1970-9999)',
+    }),
+  ),
+  createdTo: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: 'Only notifications whose `createdAt` is at or before this instant: an ISO 8601 date-time with its offset (years 1970-9999)',
+    }),
+  ),
 });
 
-const EventParams = Type.Object({ eventId: Type.String({ maxLength: 100 }) });
+const EventParams = Type.Object({
+  eventId: Type.String({
+    maxLength: 100,
+    description:
+      "The notification's `id` (a UUID, the `webhook-id` of its deliveries); another partner's, one no longer kept, or one that is not a UUID is 404",
+  }),
+});
 
 const KEPT = `Kept ${EVENTS_RETENTION_DAYS} days at least.`;
 
@@ -42,7 +59,15 @@ export const partnerEventRoutes = [
     responses: {
       200: {
         description: 'A page of events',
-        schema: Success(Type.Object({ items: Type.Array(PartnerEvent), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { $id: 'PartnerEventPage' })),
+        schema: Success(
+          Type.Object(
+            {
+              items: Type.Array(PartnerEvent, { description: 'Notifications, newest first (by `sequence`), each as its delivery carries it' }),
+              nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
+            },
+            { $id: 'PartnerEventPage' },
+          ),
+        ),
       },
     },
     refuses: [R.invalidCursor],

@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { NOTIFICATION_REFUSALS as R } from '../../domain/notifications/refusals';
 import { INBOX_KEEP, INBOX_SIGNATURE_ERROR } from '../../app/notifications/inbox';
 import { routeFor } from '../../platform/http/route';
-import { IsoDateTime, Success } from '../schemas';
+import { Success } from '../schemas';
 import { type AppServices, sandboxOf } from '../services';
 
 /** The services these routes use. */
@@ -15,21 +15,28 @@ const INBOX_PATH = '/sandbox/v1/webhook-inbox';
 const one = (value: string | string[] | undefined) => (typeof value === 'string' ? value : undefined);
 
 const InboxQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  cursor: Type.Optional(Type.String({ maxLength: 100 })),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Received notifications per page, 1 to 100' }),
+  cursor: Type.Optional(Type.String({ maxLength: 100, description: "The previous page's `nextCursor` (opaque); omitted: the first page" })),
 });
 
 const InboxItem = Type.Object(
   {
     id: Type.Integer({ description: 'Increases with arrival' }),
-    receivedAt: IsoDateTime,
+    receivedAt: Type.String({ format: 'date-time', description: 'When the receiver kept it (ISO 8601, UTC)' }),
     deliveryId: Type.String({ description: 'The notification id (`webhook-id`), as GET partner/webhooks/deliveries lists it' }),
-    headers: Type.Object({
-      'webhook-id': Type.String(),
-      'webhook-timestamp': Type.String(),
-      'webhook-signature': Type.String(),
-      'x-webhook-signature': Type.Union([Type.String(), Type.Null()]),
-    }),
+    headers: Type.Object(
+      {
+        'webhook-id': Type.String({ description: 'The `webhook-id` header: the notification id' }),
+        'webhook-timestamp': Type.String({ description: "The `webhook-timestamp` header: the attempt's time in unix seconds, as text" }),
+        'webhook-signature': Type.String({
+          description: "The `webhook-signature` header as sent: `v1,<base64>` per signing secret, space-separated (two during a rotation's 24 hours)",
+        }),
+        'x-webhook-signature': Type.Union([Type.String(), Type.Null()], {
+          description: 'The `X-Webhook-Signature` header as sent (`t=<unix seconds>,v1=<hex>`...), not checked by the receiver; null when absent',
+        }),
+      },
+      { description: 'The signature headers the delivery carried' },
+    ),
     rawBody: Type.String({ description: 'The body byte for byte, as the signatures cover it' }),
     notification: Type.Object({}, { additionalProperties: true, description: 'The body parsed: `{id, type, createdAt, sequence, data}`' }),
   },
@@ -51,7 +58,16 @@ export const sandboxWebhookInboxRoutes = [
       `Anything else is 401 and kept nowhere. The newest ${INBOX_KEEP} per partner are kept.`,
     body: Type.Object({}, { additionalProperties: true, description: 'A notification as this service sends it: `{id, type, createdAt, sequence, data}`' }),
     responses: {
-      200: { description: 'Kept', schema: Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'SandboxWebhookReceived' }) },
+      200: {
+        description: 'Kept',
+        schema: Type.Object(
+          {
+            success: Type.Literal(true, { description: 'Always true on a success answer' }),
+            received: Type.Literal(true, { description: 'Always true: the notification was verified and kept' }),
+          },
+          { $id: 'SandboxWebhookReceived' },
+        ),
+      },
       401: { description: INBOX_SIGNATURE_ERROR },
     },
     refuses: [R.invalidWebhookSignature],
@@ -79,7 +95,13 @@ export const sandboxWebhookInboxRoutes = [
       200: {
         description: 'A page of received notifications',
         schema: Success(
-          Type.Object({ items: Type.Array(InboxItem), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { $id: 'SandboxWebhookInboxPage' }),
+          Type.Object(
+            {
+              items: Type.Array(InboxItem, { description: 'What arrived, newest first' }),
+              nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
+            },
+            { $id: 'SandboxWebhookInboxPage' },
+          ),
         ),
       },
     },

@@ -14,17 +14,30 @@ import type { AppServices } from '../services';
 const USES = ['notifications'] as const;
 const route = routeFor<AppServices>()(USES);
 
-const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50, 'x-error': 'events must be an array of event types' });
+const EventTypes = Type.Array(Type.String({ maxLength: 100 }), {
+  maxItems: 50,
+  'x-error': 'events must be an array of event types',
+  description:
+    'The notification types to deliver (duplicates count once; an unknown one is 400). Omitted: every type, including types added later; `[]`: none (the events API still lists them).',
+});
 
 const ConfigureBody = Type.Object({
-  url: Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, 'x-error': 'url must be a string' }),
+  url: Type.String({
+    minLength: 1,
+    maxLength: MAX_URL_LENGTH,
+    'x-error': 'url must be a string',
+    description:
+      'Where notifications are POSTed: an absolute https URL (sandbox mode also allows http) without credentials or fragment; outside sandbox mode on port 443 only, and its host must not resolve to a private, loopback or link-local address.',
+  }),
   events: Type.Optional(EventTypes),
 });
 
 const Endpoint = Type.Object(
   {
-    url: Type.String(),
-    events: Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...NOTIFICATION_TYPES] })),
+    url: Type.String({ description: 'Where notifications are POSTed, as the URL parser normalizes it (e.g. a bare host gains a trailing `/`)' }),
+    events: Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...NOTIFICATION_TYPES] }), {
+      description: 'The notification types delivered: every type when the last PUT omitted `events`, else the ones it named',
+    }),
   },
   { $id: 'WebhookEndpoint' },
 );
@@ -40,10 +53,14 @@ const SIGNING =
 
 const Attempt = Type.Object(
   {
-    at: IsoDateTime,
-    httpStatus: Type.Union([Type.Integer(), Type.Null()]),
-    error: Type.Union([Type.String(), Type.Null()]),
-    durationMs: Type.Integer(),
+    at: Type.String({ format: 'date-time', description: 'When the attempt started (ISO 8601, UTC)' }),
+    httpStatus: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The HTTP status the endpoint answered (only 2xx is a success; redirects are not followed); null when it gave no answer',
+    }),
+    error: Type.Union([Type.String(), Type.Null()], {
+      description: 'Why there was no answer (a timeout, a connection error, a refused address, no endpoint configured); null when the endpoint answered',
+    }),
+    durationMs: Type.Integer({ description: 'Milliseconds from the start of the attempt to the end of its answer or its failure' }),
   },
   { $id: 'WebhookAttempt' },
 );
@@ -51,26 +68,40 @@ const Attempt = Type.Object(
 const Delivery = Type.Object(
   {
     id: Type.String({ description: 'The notification id: the body `id` and `webhook-id` of every attempt' }),
-    type: Type.String(),
-    eventId: Type.String(),
-    sequence: Type.Integer(),
-    createdAt: IsoDateTime,
-    status: StringEnum(DELIVERY_STATUSES),
-    nextAttemptAt: Type.Union([IsoDateTime, Type.Null()]),
-    attempts: Type.Array(Attempt),
+    type: Type.String({ description: 'The notification type (the body `type`)' }),
+    eventId: Type.String({
+      description:
+        'The id of the log event the notification was made from (a UUID): the `eventId` filter of this list, not the notification id of GET partner/events/{eventId}',
+    }),
+    sequence: Type.Integer({ description: 'The body `sequence`: increases with the event log' }),
+    createdAt: Type.String({ format: 'date-time', description: 'The body `createdAt`: when the reported event was recorded (ISO 8601, UTC)' }),
+    status: StringEnum(DELIVERY_STATUSES, {
+      description:
+        '`pending` until an attempt gets a 2xx answer (`succeeded`) or the last try, 24 hours after the first attempt, fails (`failed`); a redelivery makes it `pending` again',
+    }),
+    nextAttemptAt: Type.Union([IsoDateTime, Type.Null()], {
+      description:
+        'When the next retry is due (ISO 8601, UTC) while `pending` after a failed attempt; null when the next attempt is due at once (new or redelivered) and once `succeeded` or `failed`',
+    }),
+    attempts: Type.Array(Attempt, { description: 'Its attempts, oldest first (at most the latest 50); empty before the first' }),
   },
   { $id: 'WebhookDelivery' },
 );
 
 const DeliveriesQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-  cursor: Type.Optional(Type.String({ maxLength: 100 })),
-  status: Type.Optional(StringEnum(DELIVERY_STATUSES)),
-  type: Type.Optional(StringEnum(NOTIFICATION_TYPES)),
-  eventId: Type.Optional(Type.String({ maxLength: 100 })),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Deliveries per page, 1 to 100' }),
+  cursor: Type.Optional(Type.String({ maxLength: 100, description: "The previous page's `nextCursor` (opaque); omitted: the first page" })),
+  status: Type.Optional(StringEnum(DELIVERY_STATUSES, { description: 'Only deliveries in this status' })),
+  type: Type.Optional(StringEnum(NOTIFICATION_TYPES, { description: 'Only notifications of this type' })),
+  eventId: Type.Optional(Type.String({ maxLength: 100, description: "Only the deliveries made from this log event (a delivery's `eventId`, exactly)" })),
 });
 
-const DeliveryParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+const DeliveryParams = Type.Object({
+  id: Type.String({
+    maxLength: 100,
+    description: "The delivery's `id` (the notification id, `webhook-id`); another partner's, or one that is not a UUID, is 404",
+  }),
+});
 
 export const partnerWebhookRoutes = [
   route<Static<typeof ConfigureBody>>({
@@ -131,7 +162,18 @@ export const partnerWebhookRoutes = [
     responses: {
       200: {
         description: 'The new secret, and when the previous one stops signing',
-        schema: Success(Type.Object({ secret: Type.String(), previousSecretExpiresAt: IsoDateTime }, { $id: 'WebhookSecretRotation' })),
+        schema: Success(
+          Type.Object(
+            {
+              secret: Type.String({ description: 'The new signing secret, `whsec_` + base64, shown only here: it signs every delivery from now on' }),
+              previousSecretExpiresAt: Type.String({
+                format: 'date-time',
+                description: 'When the secret this one replaced stops signing: 24 hours from now (ISO 8601, UTC)',
+              }),
+            },
+            { $id: 'WebhookSecretRotation' },
+          ),
+        ),
       },
       404: { description: ENDPOINT_NOT_CONFIGURED },
     },
@@ -152,7 +194,15 @@ export const partnerWebhookRoutes = [
     responses: {
       200: {
         description: 'A page of deliveries',
-        schema: Success(Type.Object({ items: Type.Array(Delivery), nextCursor: Type.Union([Type.String(), Type.Null()]) }, { $id: 'WebhookDeliveryPage' })),
+        schema: Success(
+          Type.Object(
+            {
+              items: Type.Array(Delivery, { description: 'Deliveries, newest first (by `sequence`)' }),
+              nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
+            },
+            { $id: 'WebhookDeliveryPage' },
+          ),
+        ),
       },
     },
     refuses: [R.invalidCursor],
