@@ -2,17 +2,27 @@ import { type Static, Type } from '@sinclair/typebox';
 import { CARD_REFUSALS, CARD_STATUSES } from '../../domain/cards';
 import { SandboxApplicationConflictError } from '../../providers/cards/sandbox';
 import { routeFor } from '../../platform/http/route';
-import { StringEnum, Success, UUID_RE, Uuid } from '../schemas';
+import { StringEnum, Success, UUID_RE } from '../schemas';
 import { type AppServices, sandboxOf } from '../services';
 
 /** The services these routes use. */
 const USES = ['cards', 'providers', 'users'] as const;
 const route = routeFor<AppServices>()(USES);
 
-const ApplicationParams = Type.Object({ applicationId: Type.String({ maxLength: 100 }) });
-const CardParams = Type.Object({ cardId: Type.String({ maxLength: 100 }) });
+const ApplicationParams = Type.Object({
+  applicationId: Type.String({ maxLength: 100, description: 'The card application’s `id` (a UUID); one unknown, or of another partner’s user, is 404' }),
+});
+const CardParams = Type.Object({ cardId: Type.String({ maxLength: 100, description: 'The card’s id (a UUID); an unknown one is 404' }) });
 const DeclineBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) });
-const Decided = Success(Type.Object({ applicationId: Uuid, eventId: Type.String() }, { $id: 'CardApplicationDecision' }));
+const Decided = Success(
+  Type.Object(
+    {
+      applicationId: Type.String({ format: 'uuid', description: 'The application decided' }),
+      eventId: Type.String({ description: 'The id of the signed webhook event the sandbox issuer sent with its decision' }),
+    },
+    { $id: 'CardApplicationDecision' },
+  ),
+);
 
 /** The sandbox issuer decides an application of one of the partner's users, then sends its signed webhook. */
 const applicationDecision = (action: 'approve' | 'decline') =>
@@ -55,7 +65,16 @@ export const cardOperationRoutes = [
     summary: 'Cancel a card: final, every later action is 409; the user may then be issued a new card.',
     params: CardParams,
     responses: {
-      200: { description: 'Canceled', schema: Type.Object({ id: Uuid, status: StringEnum(CARD_STATUSES) }, { $id: 'CardCanceled' }) },
+      200: {
+        description: 'Canceled',
+        schema: Type.Object(
+          {
+            id: Type.String({ format: 'uuid', description: 'The canceled card’s id' }),
+            status: StringEnum(CARD_STATUSES, { description: 'Always `canceled`: the card never moves again' }),
+          },
+          { $id: 'CardCanceled' },
+        ),
+      },
       404: { description: 'No such card' },
       409: { description: 'Already canceled' },
     },

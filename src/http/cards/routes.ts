@@ -5,7 +5,7 @@ import { viewOfCard } from '../../app/cards';
 import { applicationOf, cardOf, cardSummaryOf } from '../../app/cards/views';
 import { maskPan } from '../../providers/cards/port';
 import { type RequestContext, routeFor } from '../../platform/http/route';
-import { IsoDateTime, StringEnum, Success, Uuid } from '../schemas';
+import { StringEnum, Success } from '../schemas';
 import { AMOUNT_REFUSALS, LEDGER_REFUSALS } from '../../domain/ledger';
 import { AmountField, asNumber, idempotencyKeyOf, REPLAYED, requireAmount } from '../ledger';
 import type { AppServices } from '../services';
@@ -64,70 +64,122 @@ function requiredKey(headers: Record<string, string | undefined>): string {
   return idempotencyKeyOf(headers) as string;
 }
 
-const Limit = Type.Object({ amount: Type.Number(), frequency: StringEnum(LIMIT_FREQUENCIES) }, { $id: 'CardLimit' });
+/** What a limit's `frequency` means (docs/decisions.md, "Cards"). */
+const FREQUENCY =
+  'The window the amount caps, rolling and ending at each authorization: 24 hours, 7, 30 or 365 days; `perAuthorization` caps one authorization alone, `allTime` the sum since issuance';
+const Limit = Type.Object(
+  {
+    amount: Type.Number({ description: 'The most the card may spend in one window, in USD (the card spends USDC 1:1), as a JSON number' }),
+    frequency: StringEnum(LIMIT_FREQUENCIES, { description: FREQUENCY }),
+  },
+  { $id: 'CardLimit' },
+);
+/** A card's status, as every answer shows it. */
+const STATUS = '`notActivated` (a physical card until activated), `active`, `locked` (a temporary block) or `canceled` (final)';
 const cardFields = {
-  id: Uuid,
-  type: StringEnum(['virtual', 'physical'] as const),
-  status: StringEnum(CARD_STATUSES),
-  last4: Type.String(),
-  expirationMonth: Type.String({ description: 'Two digits' }),
-  expirationYear: Type.String({ description: 'Two digits' }),
+  id: Type.String({ format: 'uuid', description: 'The card’s id (a UUID)' }),
+  type: StringEnum(['virtual', 'physical'] as const, { description: 'The kind of card, as the application asked: `virtual` or `physical`' }),
+  status: StringEnum(CARD_STATUSES, { description: STATUS }),
+  last4: Type.String({ description: 'The last four digits of the card number' }),
+  expirationMonth: Type.String({ description: 'The expiry month, two digits' }),
+  expirationYear: Type.String({ description: 'The expiry year, its last two digits' }),
   limit: Limit,
 };
+const cardTimes = {
+  createdAt: Type.String({ format: 'date-time', description: 'When the card was issued (ISO 8601, UTC)' }),
+  updatedAt: Type.String({ format: 'date-time', description: 'When the card last changed: its status, limit or PIN (ISO 8601, UTC); spends do not change it' }),
+};
 const CardSummary = Type.Object(cardFields, { $id: 'CardSummary' });
-export const Card = Type.Object({ ...cardFields, createdAt: IsoDateTime, updatedAt: IsoDateTime }, { $id: 'Card' });
+export const Card = Type.Object({ ...cardFields, ...cardTimes }, { $id: 'Card' });
+/** Present only when `includeSecrets=true` was asked and the card is neither locked nor canceled. */
+const REVEALED = 'Only with `includeSecrets=true` on a card neither locked nor canceled';
 const CardFull = Type.Object(
   {
     ...cardFields,
-    createdAt: IsoDateTime,
-    updatedAt: IsoDateTime,
-    tokenWallets: Type.Array(Type.String()),
-    cardNumber: Type.Optional(Type.String({ description: 'Masked: first six and last four digits' })),
-    cvc: Type.Optional(Type.String()),
+    ...cardTimes,
+    tokenWallets: Type.Array(Type.String(), { description: 'Digital wallets holding a token of the card: always empty for now' }),
+    cardNumber: Type.Optional(Type.String({ description: `${REVEALED}: the card number masked, its first six and last four digits shown` })),
+    cvc: Type.Optional(Type.String({ description: `${REVEALED}: the card verification code, from the issuer` })),
   },
   { $id: 'CardFullDetails' },
 );
-const CardStatusBody = Success(Type.Object({ id: Uuid, status: StringEnum(CARD_STATUSES) }, { $id: 'CardStatus' }));
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
+const CardStatusBody = Success(
+  Type.Object(
+    {
+      id: Type.String({ format: 'uuid', description: 'The card’s id' }),
+      status: StringEnum(CARD_STATUSES, { description: `The card’s status now: ${STATUS}` }),
+    },
+    { $id: 'CardStatus' },
+  ),
+);
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T, description: string) => Type.Union([schema, Type.Null()], { description });
+/** An application field the profile gave when the user applied. */
+const fromProfile = (what: string) => Type.String({ description: `${what}, from the user’s profile when they applied` });
+const NOT_COLLECTED = 'Not collected: always null';
 export const Application = Type.Object(
   {
-    id: Uuid,
-    accountId: Type.Integer(),
-    userId: Uuid,
-    issuerApplicationId: Type.String(),
+    id: Type.String({ format: 'uuid', description: 'The application’s id (a UUID)' }),
+    accountId: Type.Integer({ description: 'The id of the user’s USDC account (a number), which the card spends from' }),
+    userId: Type.String({ format: 'uuid', description: 'The user who applied' }),
+    issuerApplicationId: Type.String({ description: 'The card issuer’s own id of the application' }),
     identityShareToken: Type.Null({ description: 'Single use and a credential: never kept, always null here' }),
-    walletAddress: Nullable(Type.String()),
-    solanaAddress: Nullable(Type.String()),
-    tronAddress: Nullable(Type.String()),
-    chainId: Nullable(Type.String()),
-    contractAddress: Nullable(Type.String()),
+    walletAddress: Nullable(Type.String(), 'The wallet address sent with the application; null when none was sent'),
+    solanaAddress: Nullable(Type.String(), NOT_COLLECTED),
+    tronAddress: Nullable(Type.String(), NOT_COLLECTED),
+    chainId: Nullable(Type.String(), NOT_COLLECTED),
+    contractAddress: Nullable(Type.String(), NOT_COLLECTED),
     sourceKey: Type.String({ description: 'The partner the application came through' }),
-    ipAddress: Nullable(Type.String()),
-    occupation: Type.String(),
-    annualSalary: Type.String(),
-    accountPurpose: Type.String(),
-    expectedMonthlyVolume: Type.String(),
-    isTermsOfServiceAccepted: Type.Boolean(),
-    hasExistingDocuments: Type.Boolean(),
-    cardType: StringEnum(['virtual', 'physical'] as const),
+    ipAddress: Nullable(Type.String(), 'The IP address the application was sent from (`TRUST_PROXY` applies); null when the caller’s address was not one'),
+    occupation: fromProfile('The user’s occupation'),
+    annualSalary: fromProfile('The user’s annual salary, as text'),
+    accountPurpose: fromProfile('What the user means to use the account for'),
+    expectedMonthlyVolume: fromProfile('The volume the user expects a month, as text'),
+    isTermsOfServiceAccepted: Type.Boolean({ description: 'Whether the user accepted the card terms: always true (an application without it is refused)' }),
+    hasExistingDocuments: Type.Boolean({ description: 'Whether the user’s approved KYC holds an identity document' }),
+    cardType: StringEnum(['virtual', 'physical'] as const, { description: 'The card asked for: `virtual` or `physical`' }),
     isActive: Type.Boolean({ description: 'False once declined' }),
-    applicationStatus: StringEnum(['pending', 'approved', 'declined'] as const),
-    applicationReason: Nullable(Type.String()),
-    createdAt: IsoDateTime,
-    updatedAt: IsoDateTime,
+    applicationStatus: StringEnum(['pending', 'approved', 'declined'] as const, {
+      description: '`pending` until the issuer decides, then `approved` or `declined`',
+    }),
+    applicationReason: Nullable(Type.String(), 'The reason the issuer gave with its decision (a decline’s); null while pending or when it gave none'),
+    createdAt: Type.String({ format: 'date-time', description: 'When the application was submitted (ISO 8601, UTC)' }),
+    updatedAt: Type.String({ format: 'date-time', description: 'When the application last changed, decided or its issuer status moved (ISO 8601, UTC)' }),
   },
   { $id: 'CardApplication' },
 );
 
 const ApplyBody = Type.Object({
-  cardType: StringEnum(['virtual', 'physical'] as const),
-  isTermsOfServiceAccepted: Type.Boolean({ 'x-error': 'isTermsOfServiceAccepted must be a boolean' }),
-  walletAddress: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  cardType: StringEnum(['virtual', 'physical'] as const, {
+    description: 'The card to issue once approved: `virtual` (active at once) or `physical` (to activate with `POST /api/v1/cards/activate`)',
+  }),
+  isTermsOfServiceAccepted: Type.Boolean({
+    'x-error': 'isTermsOfServiceAccepted must be a boolean',
+    description: 'Must be true: the user accepted the card terms',
+  }),
+  walletAddress: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Optional: a wallet address to record with the application' })),
 });
-const LimitBody = Type.Object({ amount: AmountField('amount'), frequency: StringEnum(LIMIT_FREQUENCIES) });
-const PinBody = Type.Object({ pin: Type.String({ maxLength: 10, 'x-error': 'pin must be exactly 4 digits' }) });
-const ListQuery = Type.Object({ status: Type.Optional(StringEnum(CARD_STATUSES)), q: Type.Optional(Type.String({ maxLength: 100 })) });
-const FullQuery = Type.Object({ includeSecrets: Type.Optional(StringEnum(['true', 'false'] as const)) });
+const LimitBody = Type.Object({
+  amount: {
+    ...AmountField('amount'),
+    description:
+      'The new limit in USD (the card spends USDC 1:1): a decimal string such as "500.00" or a JSON number, greater than 0, at most 8 decimal places',
+  },
+  frequency: StringEnum(LIMIT_FREQUENCIES, { description: FREQUENCY }),
+});
+const PinBody = Type.Object({
+  pin: Type.String({ maxLength: 10, 'x-error': 'pin must be exactly 4 digits', description: 'The new PIN: exactly four digits, as a string' }),
+});
+const ListQuery = Type.Object({
+  status: Type.Optional(StringEnum(CARD_STATUSES, { description: 'Only the cards in this status' })),
+  q: Type.Optional(Type.String({ maxLength: 100, description: 'Only the cards whose last four digits, type or status contain this text (any case)' })),
+});
+const FullQuery = Type.Object({
+  includeSecrets: Type.Optional(
+    StringEnum(['true', 'false'] as const, {
+      description: '`true` adds the masked number and the CVC, unless the card is locked or canceled; default `false`',
+    }),
+  ),
+});
 
 /** Application status and the application itself. */
 const applicationRoutes = [
@@ -143,11 +195,23 @@ const applicationRoutes = [
         description: 'Application status',
         schema: Success(
           Type.Object({
-            application: Type.Union([Application, Type.Null()]),
-            card: Type.Union([CardSummary, Type.Null()]),
-            hasApplication: Type.Boolean(),
-            canCreateCard: Type.Boolean(),
-            statusSummary: Type.Object({ local: Type.String(), external: Type.String(), synced: Type.Boolean() }),
+            application: Type.Union([Application, Type.Null()], { description: 'The user’s latest card application; null when they never applied' }),
+            card: Type.Union([CardSummary, Type.Null()], { description: 'The user’s latest card; null when none was issued' }),
+            hasApplication: Type.Boolean({ description: 'Whether the user has an application, in any status' }),
+            canCreateCard: Type.Boolean({
+              description: 'True when the application is approved and no card, or only a canceled one, exists: `POST /api/v1/cards` may issue',
+            }),
+            statusSummary: Type.Object(
+              {
+                local: Type.String({ description: 'Our `applicationStatus`; `not_started` with no application' }),
+                external: Type.String({
+                  description:
+                    'The issuer’s own status word, read live (`denied` for our `declined`); the last one it reported when it cannot be asked; `not_started` with no application',
+                }),
+                synced: Type.Boolean({ description: 'Whether the issuer’s status maps to ours; false also when the issuer could not be asked' }),
+              },
+              { description: 'Our application status beside the card issuer’s' },
+            ),
           }),
         ),
       },
@@ -224,7 +288,10 @@ const cardRoutes = [
     headers: RequiredKeyHeader,
     body: LimitBody,
     responses: {
-      200: { description: 'The new limit', schema: Type.Object({ id: Uuid, limit: Limit }, { $id: 'CardLimitChanged' }) },
+      200: {
+        description: 'The new limit',
+        schema: Type.Object({ id: Type.String({ format: 'uuid', description: 'The card’s id' }), limit: Limit }, { $id: 'CardLimitChanged' }),
+      },
       404: { description: 'No card' },
       409: { description: 'The card is canceled' },
       422: { description: 'The idempotency key was used with another request' },
@@ -258,7 +325,7 @@ const cardRoutes = [
     headers: RequiredKeyHeader,
     body: PinBody,
     responses: {
-      200: { description: 'Set', schema: Success(Type.Object({ id: Uuid }, { $id: 'CardPinSet' })) },
+      200: { description: 'Set', schema: Success(Type.Object({ id: Type.String({ format: 'uuid', description: 'The card’s id' }) }, { $id: 'CardPinSet' })) },
       404: { description: 'No card' },
       409: { description: 'The card is canceled' },
       422: { description: 'The idempotency key was used with another request' },
@@ -367,7 +434,15 @@ const readRoutes = [
       200: {
         description: 'Secrets',
         schema: Success(
-          Type.Object({ cardNumber: Type.String(), cvc: Type.String(), expirationMonth: Type.String(), expirationYear: Type.String() }, { $id: 'CardSecrets' }),
+          Type.Object(
+            {
+              cardNumber: Type.String({ description: 'The full card number, from the issuer' }),
+              cvc: Type.String({ description: 'The card verification code, from the issuer' }),
+              expirationMonth: Type.String({ description: 'The expiry month, two digits' }),
+              expirationYear: Type.String({ description: 'The expiry year, its last two digits' }),
+            },
+            { $id: 'CardSecrets' },
+          ),
         ),
       },
       404: { description: 'No card' },
@@ -385,7 +460,15 @@ const readRoutes = [
     tag: 'Cards',
     summary: "The card's PIN, from the issuer (null while none was set); as the secrets, never while the card is locked (409).",
     responses: {
-      200: { description: 'PIN', schema: Success(Type.Object({ pin: Type.Union([Type.String(), Type.Null()]) }, { $id: 'CardPin' })) },
+      200: {
+        description: 'PIN',
+        schema: Success(
+          Type.Object(
+            { pin: Type.Union([Type.String(), Type.Null()], { description: 'The card’s four-digit PIN, from the issuer; null while none was set' }) },
+            { $id: 'CardPin' },
+          ),
+        ),
+      },
       404: { description: 'No card' },
       409: { description: 'The card is locked or canceled' },
     },
