@@ -13,7 +13,13 @@ const USES = ['cards', 'kyc', 'ledger', 'providers'] as const;
 type Services = Pick<AppServices, (typeof USES)[number]>;
 const route = routeFor<AppServices>()(USES);
 
-const Received = Type.Object({ success: Type.Literal(true), received: Type.Literal(true) }, { $id: 'WebhookReceived' });
+const Received = Type.Object(
+  {
+    success: Type.Literal(true, { description: 'Always true' }),
+    received: Type.Literal(true, { description: 'Always true: the callback was verified and taken; one whose event id was seen before changes nothing' }),
+  },
+  { $id: 'WebhookReceived' },
+);
 
 /** What every provider adapter does with a callback: verify its signature over the raw bytes, and read it. */
 interface CallbackReader<Callback> {

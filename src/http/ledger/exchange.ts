@@ -12,19 +12,29 @@ type Services = Pick<AppServices, (typeof USES)[number]>;
 const route = routeFor<AppServices>()(USES);
 
 const QuoteBody = Type.Object({
-  fromAsset: Type.String({ minLength: 1, maxLength: 10 }),
-  toAsset: Type.String({ minLength: 1, maxLength: 10 }),
+  fromAsset: Type.String({
+    minLength: 1,
+    maxLength: 10,
+    description: 'The asset to convert from: a code of GET /api/v1/exchanges/assets/public, as listed (`USDC`)',
+  }),
+  toAsset: Type.String({
+    minLength: 1,
+    maxLength: 10,
+    description: 'The asset to convert to: a code of GET /api/v1/exchanges/assets/public, as listed (`COP`)',
+  }),
   fromAmount: AmountField('fromAmount'),
 });
 const QuoteView = Type.Object(
   {
-    id: Type.String(),
-    fromAsset: Type.String(),
-    toAsset: Type.String(),
-    fromAmount: Type.Number(),
-    toAmount: Type.Number(),
-    rate: Type.Number(),
-    expiresAt: Type.String(),
+    id: Type.String({ description: 'A random UUID naming this quote; it is not stored' }),
+    fromAsset: Type.String({ description: 'The asset converted from, as asked' }),
+    toAsset: Type.String({ description: 'The asset converted to, as asked' }),
+    fromAmount: Type.Number({ description: 'The amount given, in `fromAsset`’s units, as a JSON number' }),
+    toAmount: Type.Number({ description: '`fromAmount` times `rate`, rounded down to `toAsset`’s decimals, as a JSON number' }),
+    rate: Type.Number({
+      description: 'Units of `toAsset` one unit of `fromAsset` buys, after the spread (`EXCHANGE_SPREAD_BPS`, 50 basis points by default), as a JSON number',
+    }),
+    expiresAt: Type.String({ description: 'When the quote expires, 30 seconds after it was made: ISO 8601 UTC' }),
   },
   { $id: 'Quote' },
 );
@@ -61,7 +71,20 @@ export const exchangeRoutes = [
     responses: {
       200: {
         description: 'Assets',
-        schema: Success(Type.Array(Type.Object({ asset: Type.String(), name: Type.String(), decimals: Type.Integer() }, { $id: 'Asset' }))),
+        schema: Success(
+          Type.Array(
+            Type.Object(
+              {
+                asset: Type.String({ description: 'The asset’s code (`USDC`, `COP`, ...), as quotes and payouts take it' }),
+                name: Type.String({ description: 'The asset’s name in English (`USD Coin`)' }),
+                decimals: Type.Integer({
+                  description: 'Decimal places of the asset’s amounts (8 for USDC, 2 for the currencies); a payout in it has at most these',
+                }),
+              },
+              { $id: 'Asset' },
+            ),
+          ),
+        ),
       },
     },
     async handler({ services }) {

@@ -14,7 +14,7 @@ import { PAYOUT_REFUSED } from '../../app/ledger';
 import { HttpError } from '../../platform/http/errors';
 import { toErrorReply } from '../../platform/http/error-reply';
 import { routeFor } from '../../platform/http/route';
-import { FilledText, LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE, Uuid } from '../schemas';
+import { FilledText, LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE } from '../schemas';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */
@@ -62,21 +62,49 @@ const AccountId = (name: string, options: Record<string, string> = {}) =>
   Type.Integer({ minimum: 1, maximum: MAX_ID, 'x-error': `${name} must be an account id (a positive integer)`, ...options });
 
 const Account = Type.Object(
-  { id: Type.Integer(), asset: Type.String(), type: Type.String(), credits: Type.String(), debits: Type.String() },
+  {
+    id: Type.Integer({ description: 'The account number: what `toAccountId`, `fromAccountId` and `accountId` take' }),
+    asset: Type.String({ description: 'The account’s asset: `USDC`, the asset of every account' }),
+    type: Type.String({ description: 'The account’s type: `LIABILITY`, the type of every user account' }),
+    credits: Type.String({ description: 'Everything credited to the account, in USDC: a decimal string with 8 places' }),
+    debits: Type.String({
+      description:
+        'Everything debited from the account, holds included (payouts not yet settled, pending card spends), in USDC: a decimal string with 8 places. The balance is credits minus debits',
+    }),
+  },
   { $id: 'Account' },
 );
 export const Transaction = Type.Object(
   {
-    id: Type.Integer(),
-    uuid: Uuid,
-    description: Type.String(),
-    status: StringEnum(['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const),
-    amount: Type.String(),
-    debitAccountId: Type.Union([Type.Integer(), Type.Null()]),
-    creditAccountId: Type.Union([Type.Integer(), Type.Null()]),
-    created: Type.String(),
+    id: Type.Integer({ description: 'The transaction’s number in the ledger, an integer (routes name a transaction by its `uuid`)' }),
+    uuid: Type.String({
+      format: 'uuid',
+      description:
+        'The transaction’s id, what GET /api/v1/transactions/{id} takes: a deposit’s `transactionId`, a payout’s `transactionId`, a card spend’s card transaction id',
+    }),
+    description: Type.String({
+      description:
+        'The description sent with the request, or one the ledger wrote, e.g. `Payout of <amount> <asset>`, `Card purchase at <merchant>`, `Reversal of payout <uuid>`',
+    }),
+    status: StringEnum(['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED', 'REVERSED'] as const, {
+      description:
+        '`PENDING`: a deposit not yet confirmed, a payout held but not yet taken by its provider, a card spend not yet cleared; `PROCESSING`: a payout its provider took; `COMPLETED`: done (a confirmed deposit, a transfer, a settled payout, a cleared card spend); `FAILED`: a deposit or payout that failed; `REVERSED`: a reversed card spend, or the credit that returns funds (of a failed payout, a reversed card spend)',
+    }),
+    amount: Type.String({
+      description: 'The amount in USDC, a decimal string with 8 places (a payout’s is the USDC debited for it, not the amount sent in its asset)',
+    }),
+    debitAccountId: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The account the amount left; null when it came from outside the ledger (a deposit, a credit returning funds)',
+    }),
+    creditAccountId: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The account the amount went to; null when it left the ledger (a payout, a card spend)',
+    }),
+    created: Type.String({ description: 'When the transaction was made: ISO 8601 UTC, with milliseconds' }),
     /** When it last changed: always in the single read (GET transactions/{id}); lists leave it out. */
-    updated: Type.String(),
+    updated: Type.String({
+      description:
+        'When the transaction last changed (its status), else when it was made: ISO 8601 UTC, with milliseconds. Only in the single read; lists leave it out',
+    }),
   },
   { $id: 'Transaction' },
 );
@@ -85,31 +113,46 @@ const TransactionListItem = Type.Omit(Transaction, ['updated'], { $id: 'Transact
 
 const BalanceQuery = Type.Object({
   ...PageQuery,
-  at: Type.Optional(Type.String({ format: 'date-time', 'x-error': 'at must be an ISO 8601 date-time' })),
+  at: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      'x-error': 'at must be an ISO 8601 date-time',
+      description: 'An ISO 8601 date-time: the balances as they were at that instant, computed from the event log. Left out, the balances now',
+    }),
+  ),
 });
 
 const PAYER_REQUIRED = 'Payer information is required for deposits';
 const PAYER_FIELDS_REQUIRED = 'Payer document type and number are required for deposits';
 /** Not empty, not only whitespace: a provider refuses a blank document. */
-const PayerField = (maxLength: number) =>
-  Type.String({ minLength: 1, maxLength, pattern: '\\S', 'x-error': PAYER_FIELDS_REQUIRED, 'x-required-error': PAYER_FIELDS_REQUIRED });
+const PayerField = (maxLength: number, description: string) =>
+  Type.String({ minLength: 1, maxLength, pattern: '\\S', 'x-error': PAYER_FIELDS_REQUIRED, 'x-required-error': PAYER_FIELDS_REQUIRED, description });
 const DepositBody = Type.Object({
-  toAccountId: AccountId('toAccountId'),
+  toAccountId: AccountId('toAccountId', { description: 'The token user’s account to credit once the provider confirms the payment' }),
   amount: AmountField('amount'),
-  currency: Type.String({ minLength: 1, maxLength: 10 }),
-  provider: Type.String({ minLength: 1, maxLength: 50 }),
-  description: Type.String({ maxLength: 500, 'x-error': 'description must be a string', 'x-required-error': 'description must be a string' }),
+  currency: Type.String({ minLength: 1, maxLength: 10, description: 'The deposit’s currency: `USDC`, the account’s asset (anything else is 400)' }),
+  provider: Type.String({
+    minLength: 1,
+    maxLength: 50,
+    description: 'The payment provider that hosts the payment page: `mock`, the sandbox’s (the only one today)',
+  }),
+  description: Type.String({
+    maxLength: 500,
+    'x-error': 'description must be a string',
+    'x-required-error': 'description must be a string',
+    description: 'Free text for the deposit’s transaction, also handed to the payment provider; at most 500 characters, may be empty',
+  }),
   metadata: Type.Object(
     {
       payer: Type.Object(
         {
-          documentType: PayerField(20),
-          documentNumber: PayerField(50),
+          documentType: PayerField(20, 'The payer’s identity document type, e.g. `CC`: 1-20 characters, not only spaces'),
+          documentNumber: PayerField(50, 'The payer’s identity document number: 1-50 characters, not only spaces'),
         },
-        { 'x-error': PAYER_REQUIRED, 'x-required-error': PAYER_REQUIRED },
+        { 'x-error': PAYER_REQUIRED, 'x-required-error': PAYER_REQUIRED, description: 'Who pays, handed to the payment provider' },
       ),
     },
-    { 'x-error': PAYER_REQUIRED, 'x-required-error': PAYER_REQUIRED },
+    { 'x-error': PAYER_REQUIRED, 'x-required-error': PAYER_REQUIRED, description: 'The deposit’s payer: `payer` is required' },
   ),
 });
 
@@ -128,23 +171,54 @@ export function dateBound(value: string, name: 'from' | 'to'): { at: string; inc
     : { at: new Date(nextDay).toISOString(), inclusive: false };
 }
 
-const DateParam = (name: string) =>
-  Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}([T ][0-9:.]+(Z|[+-]\\d{2}:?\\d{2})?)?$', 'x-error': `${name} must be an ISO 8601 date` });
+const DateParam = (name: string, description: string) =>
+  Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}([T ][0-9:.]+(Z|[+-]\\d{2}:?\\d{2})?)?$', 'x-error': `${name} must be an ISO 8601 date`, description });
 const TransactionsQuery = Type.Object({
-  accountId: AccountId('accountId', { 'x-required-error': 'accountId is required' }),
+  accountId: AccountId('accountId', {
+    'x-required-error': 'accountId is required',
+    description: 'One of the token user’s accounts, whose transactions are listed',
+  }),
   ...PageQuery,
-  from: Type.Optional(DateParam('from')),
-  to: Type.Optional(DateParam('to')),
+  from: Type.Optional(
+    DateParam(
+      'from',
+      'Lists transactions made at or after this instant: an ISO 8601 date-time (UTC when it has no offset), or a date alone (its first instant, UTC)',
+    ),
+  ),
+  to: Type.Optional(
+    DateParam(
+      'to',
+      'Lists transactions made up to this instant, inclusive: an ISO 8601 date-time (UTC when it has no offset), or a date alone (that whole UTC day)',
+    ),
+  ),
 });
-const TransactionParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+const TransactionParams = Type.Object({
+  id: Type.String({
+    maxLength: 100,
+    description: 'The transaction’s `uuid` (a deposit’s or payout’s `transactionId`): one unknown or another partner’s is 404, another user’s is 403',
+  }),
+});
 
 /**
  * Optional on the routes that take it: the card routes' header, as docs/decisions.md ("Errors") words its messages,
  * or the IETF one (`Idempotency-Key`); both name the same key.
  */
 export const IdempotencyHeader = Type.Object({
-  'x-idempotency-key': Type.Optional(Type.String({ format: 'uuid', 'x-error': 'x-idempotency-key must be a UUID' })),
-  'idempotency-key': Type.Optional(Type.String({ format: 'uuid', 'x-error': 'Idempotency-Key must be a UUID' })),
+  'x-idempotency-key': Type.Optional(
+    Type.String({
+      format: 'uuid',
+      'x-error': 'x-idempotency-key must be a UUID',
+      description:
+        'A UUID you make for this request, per partner: the same request sent again answers the first one, with `Idempotent-Replayed: true`. The same key as `Idempotency-Key`',
+    }),
+  ),
+  'idempotency-key': Type.Optional(
+    Type.String({
+      format: 'uuid',
+      'x-error': 'Idempotency-Key must be a UUID',
+      description: 'The IETF name of `x-idempotency-key`: the same key. Both sent must be the same UUID (else 400)',
+    }),
+  ),
 });
 
 /** The request's idempotency key from either header; 400 when both are sent and differ. */
@@ -162,28 +236,63 @@ export const PAYOUT_REFUSED_BY_PROVIDER = 'payout_refused_by_provider';
 export const REPLAYED = { 'Idempotent-Replayed': 'true' };
 
 const TransferBody = Type.Object({
-  fromAccountId: Type.Optional(AccountId('fromAccountId')),
-  toAccountId: AccountId('toAccountId'),
+  fromAccountId: Type.Optional(AccountId('fromAccountId', { description: 'The token user’s account to move funds from; left out, the user’s account' })),
+  toAccountId: AccountId('toAccountId', { description: 'The account to credit: an account of a user of the same partner, not the source account' }),
   amount: AmountField('amount'),
-  description: Type.String({ maxLength: 500, 'x-error': 'description must be a string', 'x-required-error': 'description must be a string' }),
+  description: Type.String({
+    maxLength: 500,
+    'x-error': 'description must be a string',
+    'x-required-error': 'description must be a string',
+    description: 'Free text for the transfer’s transaction: at most 500 characters, may be empty',
+  }),
 });
 
 const PayoutBody = Type.Object({
-  transactionId: Type.String({ format: 'uuid', 'x-error': 'transactionId must be a UUID' }),
-  amount: AmountField('amount'),
-  asset: Type.String({ minLength: 1, maxLength: 10 }),
-  description: Type.Optional(Type.String({ maxLength: 500 })),
-  provider: Type.String({ minLength: 1, maxLength: 50 }),
-  source: Type.Object({ metadata: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }),
-  destination: Type.Object({
-    accountNumber: FilledText('destination.accountNumber', 50),
-    accountType: StringEnum(['H', 'C'] as const),
-    bankName: Type.Optional(Type.String({ maxLength: 100 })),
-    bankNumber: Type.Optional(Type.String({ maxLength: 20 })),
-    ownerName: FilledText('destination.ownerName', 200),
-    ownerDocumentType: StringEnum(['CC', 'CE', 'NIT', 'PA', 'PPT'] as const),
-    ownerDocumentNumber: FilledText('destination.ownerDocumentNumber', 50),
+  transactionId: Type.String({
+    format: 'uuid',
+    'x-error': 'transactionId must be a UUID',
+    description: 'A UUID you make for this payout: its idempotency key, and its ledger transaction’s `uuid` (GET /api/v1/transactions/{id})',
   }),
+  amount: AmountField('amount'),
+  asset: Type.String({
+    minLength: 1,
+    maxLength: 10,
+    description:
+      'The asset paid out, a code of GET /api/v1/exchanges/assets/public (`COP`, `USD`, ...); the USDC debited is amount / the USDC-to-asset mid rate (no spread), rounded up to 8 places',
+  }),
+  description: Type.Optional(
+    Type.String({
+      maxLength: 500,
+      description:
+        'Free text for the payout’s transaction, handed to the provider too; at most 500 characters. Left out, the transaction reads `Payout of <amount> <asset>`',
+    }),
+  ),
+  provider: Type.String({ minLength: 1, maxLength: 50, description: 'The payout provider: `mock`, the sandbox’s (the only one today)' }),
+  source: Type.Object(
+    { metadata: Type.Object({}, { additionalProperties: true, description: 'Keys the payout provider defines, handed to it as sent (may be empty)' }) },
+    {
+      additionalProperties: true,
+      description: 'Where the payout comes from, as the provider wants it: an object handed to it as sent; `metadata` is required',
+    },
+  ),
+  destination: Type.Object(
+    {
+      accountNumber: { ...FilledText('destination.accountNumber', 50), description: 'The bank account number: 1-50 characters, not only spaces' },
+      accountType: StringEnum(['H', 'C'] as const, { description: 'The bank account’s type: `H` savings (ahorros) or `C` checking (corriente)' }),
+      bankName: Type.Optional(Type.String({ maxLength: 100, description: 'The bank’s name, at most 100 characters' })),
+      bankNumber: Type.Optional(Type.String({ maxLength: 20, description: 'The bank’s code, at most 20 characters' })),
+      ownerName: { ...FilledText('destination.ownerName', 200), description: 'The account holder’s name: 1-200 characters, not only spaces' },
+      ownerDocumentType: StringEnum(['CC', 'CE', 'NIT', 'PA', 'PPT'] as const, {
+        description:
+          'The holder’s identity document type: `CC` (cédula de ciudadanía), `CE` (cédula de extranjería), `NIT` (tax id), `PA` (passport), `PPT` (Permiso por Protección Temporal)',
+      }),
+      ownerDocumentNumber: {
+        ...FilledText('destination.ownerDocumentNumber', 50),
+        description: 'The holder’s identity document number: 1-50 characters, not only spaces',
+      },
+    },
+    { description: 'The bank account to pay' },
+  ),
 });
 
 const me = (ctx: RequestContext) => ({ userId: ctx.userId, partnerId: ctx.partnerId });
@@ -198,7 +307,16 @@ export const ledgerRoutes = [
     responses: {
       200: {
         description: 'Accounts',
-        schema: Type.Object({ items: Type.Array(Account), meta: Type.Object({ totalItems: Type.Integer(), currentPage: Type.Integer() }) }),
+        schema: Type.Object({
+          items: Type.Array(Account, { description: 'The token user’s accounts, by account number' }),
+          meta: Type.Object(
+            {
+              totalItems: Type.Integer({ description: 'How many accounts the user has (one today)' }),
+              currentPage: Type.Integer({ description: 'Always 1: this list is not paged' }),
+            },
+            { description: 'The list’s size' },
+          ),
+        }),
       },
     },
     readsAfterWrites: 'ledger',
@@ -227,7 +345,15 @@ export const ledgerRoutes = [
     tag: 'Accounts',
     summary: 'Balances (credits and debits); with `at`, as they were at that instant, computed from the log.',
     query: BalanceQuery,
-    responses: { 200: { description: 'Balances', schema: Type.Object({ items: Type.Array(Account), meta: PageMeta }) } },
+    responses: {
+      200: {
+        description: 'Balances',
+        schema: Type.Object({
+          items: Type.Array(Account, { description: 'The token user’s accounts on this page, by account number; with `at`, their balances at that instant' }),
+          meta: PageMeta,
+        }),
+      },
+    },
     readsAfterWrites: 'ledger',
     async handler({ services, userId, query }) {
       let items = await services.ledger.reads.accountsOf(userId);
@@ -256,11 +382,17 @@ export const ledgerRoutes = [
         description: 'Payment link',
         schema: Type.Object(
           {
-            transactionId: Uuid,
-            status: Type.Literal('PENDING'),
-            inferredTransactionType: Type.Literal('DEPOSIT'),
-            paymentLink: Type.String(),
-            message: Type.String(),
+            transactionId: Type.String({
+              format: 'uuid',
+              description: 'The deposit’s transaction `uuid`: follow it with GET /api/v1/transactions/{id} and the `deposit.*` notifications',
+            }),
+            status: Type.Literal('PENDING', { description: 'Always `PENDING`: the account is credited once the provider confirms the payment' }),
+            inferredTransactionType: Type.Literal('DEPOSIT', { description: 'Always `DEPOSIT`' }),
+            paymentLink: Type.String({
+              description:
+                'The provider’s hosted page where the payer pays or cancels; the mock provider’s is a path relative to the service: `/api/pay/<paymentId>?transactionId=<uuid>&amount=<amount>&currency=USDC`',
+            }),
+            message: Type.String({ description: 'A sentence for people; the same on every deposit' }),
           },
           { $id: 'DepositCreated' },
         ),
@@ -343,7 +475,13 @@ export const ledgerRoutes = [
       201: {
         description: 'Completed',
         schema: Type.Object(
-          { id: Type.Integer(), uuid: Uuid, status: Type.Literal('COMPLETED'), amount: Type.Number(), description: Type.String() },
+          {
+            id: Type.Integer({ description: 'The transaction’s number in the ledger, an integer' }),
+            uuid: Type.String({ format: 'uuid', description: 'The transfer’s transaction id: what GET /api/v1/transactions/{id} takes' }),
+            status: Type.Literal('COMPLETED', { description: 'Always `COMPLETED`: a transfer is done at once' }),
+            amount: Type.Number({ description: 'The amount moved, in USDC, as a JSON number (exact up to 15 significant digits)' }),
+            description: Type.String({ description: 'The description sent' }),
+          },
           { $id: 'Transfer' },
         ),
       },
@@ -390,7 +528,17 @@ export const ledgerRoutes = [
       200: {
         description: 'Accepted (not settled)',
         schema: Type.Object(
-          { success: Type.Literal(true), paymentId: Type.String(), status: Type.String(), message: Type.String() },
+          {
+            success: Type.Literal(true, { description: 'Always true' }),
+            paymentId: Type.String({
+              description: 'The payout provider’s id for the payout (`po_mock_...` in the sandbox), what the sandbox’s settle and fail routes take',
+            }),
+            status: Type.String({
+              description:
+                '`PROCESSING`: the provider took the payout. Its end, `COMPLETED` or `FAILED`, is read with GET /api/v1/transactions/{transactionId} or the `payout.updated` notifications',
+            }),
+            message: Type.String({ description: '`Payout accepted`, for people' }),
+          },
           { $id: 'PayoutAccepted' },
         ),
       },

@@ -19,12 +19,33 @@ async function ownTransaction(services: Services, partnerId: string, where: { uu
   return row;
 }
 
-const TransactionParams = Type.Object({ transactionId: Type.String({ maxLength: 100 }) });
-const PaymentParams = Type.Object({ paymentId: Type.String({ maxLength: 100 }) });
+const TransactionParams = Type.Object({
+  transactionId: Type.String({ maxLength: 100, description: 'The deposit’s `transactionId`, a deposit of one of the partner’s users; anything else is 404' }),
+});
+/** The payout's id (its answer's `paymentId`), or the mock payment's (in the deposit's `paymentLink`). */
+const PaymentParams = (description: string) => Type.Object({ paymentId: Type.String({ maxLength: 100, description }) });
+const PayoutParams = PaymentParams('The payout’s `paymentId`, from the payout’s answer; a payout of one of the partner’s users, else 404');
+const PaymentPageParams = PaymentParams('The mock payment’s id, the last part of the deposit’s `paymentLink` path (`pay_mock_...`)');
+/**
+ * The same body, under the same name (SandboxReasonRequest), as the card issuer's decisions
+ * (src/http/cards/operations.ts): the document refuses two different schemas under one name, so a
+ * description of `reason` must be given to both at once.
+ */
 const FailBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) });
-const DecisionBody = Type.Object({ outcome: StringEnum(['confirmed', 'failed'] as const) });
+const DecisionBody = Type.Object({
+  outcome: StringEnum(['confirmed', 'failed'] as const, { description: 'The button pressed: `confirmed` (Pay) or `failed` (Cancel)' }),
+});
 
-const Decided = Success(Type.Object({ transactionId: Type.String(), paymentId: Type.String(), eventId: Type.String() }, { $id: 'ProviderDecision' }));
+const Decided = Success(
+  Type.Object(
+    {
+      transactionId: Type.String({ description: 'The ledger transaction’s `uuid` (the deposit’s or payout’s `transactionId`)' }),
+      paymentId: Type.String({ description: 'The provider’s id for the payment (`pay_mock_...`) or payout (`po_mock_...`)' }),
+      eventId: Type.String({ description: 'The id of the signed callback the provider sent for the decision, its event id' }),
+    },
+    { $id: 'ProviderDecision' },
+  ),
+);
 
 const depositDecision = (action: 'confirm' | 'fail') =>
   route<unknown, unknown, Static<typeof TransactionParams>>({
@@ -52,13 +73,13 @@ const depositDecision = (action: 'confirm' | 'fail') =>
   });
 
 const payoutDecision = (action: 'settle' | 'fail') =>
-  route<Static<typeof FailBody>, unknown, Static<typeof PaymentParams>>({
+  route<Static<typeof FailBody>, unknown, Static<typeof PayoutParams>>({
     method: 'post',
     path: `/sandbox/v1/payouts/{paymentId}/${action}`,
     auth: 'partner',
     tag: 'Sandbox',
     summary: `The mock payout provider ${action === 'settle' ? 'settles' : 'fails'} a payout and sends its signed webhook.`,
-    params: PaymentParams,
+    params: PayoutParams,
     body: FailBody,
     responses: { 202: { description: 'Decided and delivered', schema: Decided }, 409: { description: 'Already decided otherwise' } },
     refuses: [L.transactionNotFound, L.payoutAlreadyDecided],
@@ -81,13 +102,13 @@ export const sandboxLedgerRoutes = [
   depositDecision('fail'),
   payoutDecision('settle'),
   payoutDecision('fail'),
-  route<unknown, unknown, Static<typeof PaymentParams>>({
+  route<unknown, unknown, Static<typeof PaymentPageParams>>({
     method: 'get',
     path: '/api/pay/{paymentId}',
     auth: 'public',
     tag: 'Sandbox',
     summary: "The mock payment provider's hosted payment page (the deposit's paymentLink).",
-    params: PaymentParams,
+    params: PaymentPageParams,
     responses: { 200: { description: 'HTML page', schema: HtmlPage } },
     refuses: [L.paymentNotFound],
     async handler({ services, params }) {
@@ -96,13 +117,13 @@ export const sandboxLedgerRoutes = [
       return { status: 200, body: renderPaymentPage(payment), contentType: 'text/html; charset=utf-8' };
     },
   }),
-  route<Static<typeof DecisionBody>, unknown, Static<typeof PaymentParams>>({
+  route<Static<typeof DecisionBody>, unknown, Static<typeof PaymentPageParams>>({
     method: 'post',
     path: '/api/pay/{paymentId}/decision',
     auth: 'public',
     tag: 'Sandbox',
     summary: 'The payment page’s Pay and Cancel buttons.',
-    params: PaymentParams,
+    params: PaymentPageParams,
     body: DecisionBody,
     forms: true,
     responses: { 200: { description: 'HTML page', schema: HtmlPage } },
