@@ -4,6 +4,7 @@ import { SandboxApplicationConflictError } from '../../providers/cards/sandbox';
 import { routeFor } from '../../platform/http/route';
 import { StringEnum, Success, UUID_RE } from '../schemas';
 import { type AppServices, sandboxOf } from '../services';
+import { SandboxReasonBody } from '../ledger';
 
 /** The services these routes use. */
 const USES = ['cards', 'providers', 'users'] as const;
@@ -13,7 +14,7 @@ const ApplicationParams = Type.Object({
   applicationId: Type.String({ maxLength: 100, description: 'The card application’s `id` (a UUID); one unknown, or of another partner’s user, is 404' }),
 });
 const CardParams = Type.Object({ cardId: Type.String({ maxLength: 100, description: 'The card’s id (a UUID); an unknown one is 404' }) });
-const DeclineBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) });
+const DeclineBody = SandboxReasonBody;
 const Decided = Success(
   Type.Object(
     {

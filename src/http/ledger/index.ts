@@ -1,4 +1,4 @@
 /** The ledger over HTTP: accounts, deposits, transfers, payouts, transactions, exchange, and the sandbox's ledger routes. */
 export { exchangeRoutes } from './exchange';
 export { AmountField, asNumber, IdempotencyHeader, idempotencyKeyOf, ledgerRoutes, REPLAYED, requireAmount, Transaction } from './routes';
-export { sandboxLedgerRoutes } from './sandbox';
+export { SandboxReasonBody, sandboxLedgerRoutes } from './sandbox';

@@ -31,7 +31,21 @@ const PaymentPageParams = PaymentParams('The mock payment’s id, the last part 
  * (src/http/cards/operations.ts): the document refuses two different schemas under one name, so a
  * description of `reason` must be given to both at once.
  */
-const FailBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) });
+/**
+ * The body of a sandbox provider's decision that may carry a reason (a payout's failure, a card
+ * application's decline; the reference names it SandboxReasonRequest, one shape for both).
+ */
+export const SandboxReasonBody = Type.Object({
+  reason: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description:
+        'Why the provider decides so (1-200 characters), carried in its signed callback when it declines or fails; its default reason when left out. Ignored when approving or settling',
+    }),
+  ),
+});
+const FailBody = SandboxReasonBody;
 const DecisionBody = Type.Object({
   outcome: StringEnum(['confirmed', 'failed'] as const, { description: 'The button pressed: `confirmed` (Pay) or `failed` (Cancel)' }),
 });
