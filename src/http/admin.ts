@@ -23,7 +23,7 @@ const ReasonBody = Type.Object({
     Type.String({
       minLength: 1,
       maxLength: 500,
-      description: 'Why: recorded with the status change in the event log (`operator_<action>` when left out); no answer shows it',
+      description: 'Why: recorded with the status change in the event log (`operator_<action>` when left out); no API answer shows it',
     }),
   ),
 });
@@ -129,7 +129,7 @@ export const adminRoutes = [
             Type.Object(
               {
                 name: Type.String({ description: 'The projection’s name' }),
-                position: Type.String({ description: 'Its checkpoint: the log position up to which it has applied events (empty before the first)' }),
+                position: Type.String({ description: 'Its checkpoint: the log position up to which it has applied events (empty while it has no checkpoint)' }),
                 headPosition: Type.String({ description: 'The head of the log' }),
                 lag: Type.Integer({ description: 'Events of its types between its checkpoint and the head, counted up to 1,000' }),
                 lagAtLeast: Type.Boolean({ description: 'The lag is counted up to a bound: true means at least `lag`' }),

@@ -43,7 +43,7 @@ const CreateUserBody = Type.Object({
     Type.String({
       pattern: '^[a-z]{2}(-[A-Z]{2})?$',
       'x-error': 'language must be a language code such as en or es',
-      description: 'The user’s language: two lower-case letters, optionally a hyphen and a two-letter region (`en`, `es-CO`); `en` when left out',
+      description: 'The user’s language: two lower-case letters, optionally a hyphen and two upper-case letters of region (`en`, `es-CO`); `en` when left out',
     }),
   ),
 });
