@@ -9,13 +9,35 @@ import type { AppServices } from './services';
 const USES = ['config', 'consumers', 'engine', 'partners', 'users'] as const;
 const route = routeFor<AppServices>()(USES);
 
-const PartnerBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) });
-const PartnerParams = Type.Object({ id: Type.String() });
-const KeyParams = Type.Object({ id: Type.String(), apiKey: Type.String() });
-const UserParams = Type.Object({ userId: Type.String() });
-const ReasonBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) });
-const ProjectionParams = Type.Object({ name: Type.String() });
-const KeyPair = Type.Object({ id: Type.String(), apiKey: Type.String(), apiSecret: Type.String() }, { $id: 'KeyPair' });
+const PartnerBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 200, description: 'The partner’s name: trimmed when stored, and refused when blank' }),
+});
+const PartnerId = Type.String({ description: 'The partner’s id (a UUID); an unknown id is 404 `Partner not found`' });
+const PartnerParams = Type.Object({ id: PartnerId });
+const KeyParams = Type.Object({ id: PartnerId, apiKey: Type.String({ description: 'The partner’s API key to revoke (`tk_...`)' }) });
+const UserParams = Type.Object({
+  userId: Type.String({ description: 'The user’s id (a UUID), whichever partner’s; an unknown id is 404 `User not found`' }),
+});
+const ReasonBody = Type.Object({
+  reason: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'Why: recorded with the status change in the event log (`operator_<action>` when left out); no API answer shows it',
+    }),
+  ),
+});
+const ProjectionParams = Type.Object({
+  name: Type.String({ description: 'The projection’s name, as `GET /admin/v1/projections` lists it; another is 404 `Projection not found`' }),
+});
+const KeyPair = Type.Object(
+  {
+    id: Type.String({ description: 'The partner’s id (a UUID)' }),
+    apiKey: Type.String({ description: 'The new API key, sent as `X-Api-Key`: `tk_sandbox_` or `tk_live_` and 24 hex digits' }),
+    apiSecret: Type.String({ description: 'Its secret, sent as `X-Api-Secret` (`ts_...`): shown only in this answer, as only its hash is stored' }),
+  },
+  { $id: 'KeyPair' },
+);
 
 const requirePartnerId = (id: string) => {
   if (!UUID_RE.test(id)) throw R.partnerNotFound();
@@ -51,7 +73,12 @@ export const adminRoutes = [
     tag: 'Operator',
     summary: 'Create a partner with its first key pair; the secret is shown this once.',
     body: PartnerBody,
-    responses: { 201: { description: 'Created', schema: Type.Composite([KeyPair, Type.Object({ name: Type.String() })], { $id: 'PartnerCreated' }) } },
+    responses: {
+      201: {
+        description: 'Created',
+        schema: Type.Composite([KeyPair, Type.Object({ name: Type.String({ description: 'The partner’s name, trimmed' }) })], { $id: 'PartnerCreated' }),
+      },
+    },
     refuses: [R.partnerNameEmpty],
     async handler({ services, body, command }) {
       const created = await services.partners.create(body.name, { sandbox: services.config.sandbox, ctx: command() });
@@ -101,24 +128,38 @@ export const adminRoutes = [
           Type.Array(
             Type.Object(
               {
-                name: Type.String(),
-                position: Type.String(),
+                name: Type.String({ description: 'The projection’s name' }),
+                position: Type.String({ description: 'Its checkpoint: the log position up to which it has applied events (empty while it has no checkpoint)' }),
                 headPosition: Type.String({ description: 'The head of the log' }),
-                lag: Type.Integer(),
+                lag: Type.Integer({ description: 'Events of its types between its checkpoint and the head, counted up to 1,000' }),
                 lagAtLeast: Type.Boolean({ description: 'The lag is counted up to a bound: true means at least `lag`' }),
                 owner: Type.Union([Type.String(), Type.Null()], { description: 'The node holding its lease' }),
                 ownedHere: Type.Boolean({ description: 'This node runs it' }),
-                failure: Type.Union([
-                  Type.Null(),
-                  Type.Object({
-                    since: Type.String({ format: 'date-time' }),
-                    position: Type.String(),
-                    event: Type.Object({ position: Type.String(), id: Type.String(), stream: Type.String(), type: Type.String() }),
-                    error: Type.String(),
-                    attempts: Type.Integer(),
-                    nextRetryAt: Type.String({ format: 'date-time' }),
-                  }),
-                ]),
+                failure: Type.Union(
+                  [
+                    Type.Null(),
+                    Type.Object({
+                      since: Type.String({ format: 'date-time', description: 'When it first failed on this event (ISO 8601, UTC)' }),
+                      position: Type.String({ description: 'Its checkpoint: every event of its types before `event` is applied' }),
+                      event: Type.Object(
+                        {
+                          position: Type.String({ description: 'The event’s position in the log' }),
+                          id: Type.String({ description: 'The event’s id' }),
+                          stream: Type.String({ description: 'The stream the event belongs to' }),
+                          type: Type.String({ description: 'The event’s type' }),
+                        },
+                        { description: 'The event it cannot apply' },
+                      ),
+                      error: Type.String({ description: 'The error it failed with (at most 2,000 characters)' }),
+                      attempts: Type.Integer({ description: 'How many times it has tried this event' }),
+                      nextRetryAt: Type.String({
+                        format: 'date-time',
+                        description: 'When it tries again (ISO 8601, UTC): the wait doubles from 1 s after each attempt, up to 60 s',
+                      }),
+                    }),
+                  ],
+                  { description: 'The event it is stopped on and why; null while it runs' },
+                ),
               },
               { $id: 'ProjectionStatus' },
             ),
@@ -137,7 +178,18 @@ export const adminRoutes = [
     tag: 'Operator',
     summary: 'Rebuild a projection from the log into new tables, then swap them in atomically.',
     params: ProjectionParams,
-    responses: { 200: { description: 'Rebuilt', schema: Success(Type.Object({ name: Type.String(), events: Type.Integer(), position: Type.String() })) } },
+    responses: {
+      200: {
+        description: 'Rebuilt',
+        schema: Success(
+          Type.Object({
+            name: Type.String({ description: 'The projection rebuilt' }),
+            events: Type.Integer({ description: 'How many events the rebuild applied' }),
+            position: Type.String({ description: 'The log position the rebuild reached: the projection’s checkpoint now' }),
+          }),
+        ),
+      },
+    },
     async handler({ services, params }) {
       if (!services.engine.projections.some((p) => p.name === params.name)) throw new HttpError(404, 'Projection not found', { code: 'projection_not_found' });
       const result = await services.engine.rebuild(params.name);

@@ -14,9 +14,17 @@ const route = routeFor<AppServices>()(USES);
 let referenceScriptText: string | undefined;
 
 const ProjectionLag = Type.Object(
-  { name: Type.String(), lag: Type.Integer(), stoppedSince: Type.Optional(Type.String({ format: 'date-time' })) },
+  {
+    name: Type.String({ description: 'The projection’s name (the read model it builds)' }),
+    lag: Type.Integer({ description: 'Events of its types the log holds beyond its checkpoint, counted up to 1,000' }),
+    stoppedSince: Type.Optional(
+      Type.String({ format: 'date-time', description: 'When it stopped on an event it cannot apply (ISO 8601, UTC); absent while it runs' }),
+    ),
+  },
   { $id: 'ProjectionLag' },
 );
+const StoreKind = Type.String({ description: 'The kind of event store: `postgres`, `pglite` (the embedded one) or `kurrentdb`' });
+const Lags = Type.Array(ProjectionLag, { description: 'Every projection with its lag' });
 
 export const operationsRoutes = [
   route({
@@ -25,7 +33,7 @@ export const operationsRoutes = [
     auth: 'public',
     tag: 'Operations',
     summary: 'The process is up.',
-    responses: { 200: { description: 'Up', schema: Type.Object({ status: Type.Literal('ok') }) } },
+    responses: { 200: { description: 'Up', schema: Type.Object({ status: Type.Literal('ok', { description: 'Always `ok`' }) }) } },
     async handler() {
       return { status: 200, body: { status: 'ok' } };
     },
@@ -37,12 +45,19 @@ export const operationsRoutes = [
     tag: 'Operations',
     summary: 'The store answers and no projection has been stopped on an event for 30 s; projection lag per read model.',
     responses: {
-      200: { description: 'Ready', schema: Type.Object({ status: Type.Literal('ready'), store: Type.String(), projections: Type.Array(ProjectionLag) }) },
+      200: {
+        description: 'Ready',
+        schema: Type.Object({ status: Type.Literal('ready', { description: 'Always `ready`' }), store: StoreKind, projections: Lags }),
+      },
       503: {
         description: 'Not ready: the store does not answer, or a projection or the outbox has been stopped on an event (then with `store` and `projections`)',
         schema: Type.Composite([
           ErrorBody,
-          Type.Object({ status: Type.Literal('unavailable'), store: Type.Optional(Type.String()), projections: Type.Optional(Type.Array(ProjectionLag)) }),
+          Type.Object({
+            status: Type.Literal('unavailable', { description: 'Always `unavailable`' }),
+            store: Type.Optional({ ...StoreKind, description: `${StoreKind.description}; absent when the store does not answer` }),
+            projections: Type.Optional({ ...Lags, description: 'Every projection with its lag; absent when the store does not answer' }),
+          }),
         ]),
       },
     },
@@ -90,7 +105,11 @@ export const operationsRoutes = [
       200: {
         description: 'OpenAPI document',
         schema: Type.Object(
-          { openapi: Type.String(), info: Type.Object({}, { additionalProperties: true }), paths: Type.Object({}, { additionalProperties: true }) },
+          {
+            openapi: Type.String({ description: 'The OpenAPI version: `3.1.0`' }),
+            info: Type.Object({}, { additionalProperties: true, description: 'The API’s title, version and description' }),
+            paths: Type.Object({}, { additionalProperties: true, description: 'Every operation served, by path and method' }),
+          },
           { additionalProperties: true },
         ),
       },

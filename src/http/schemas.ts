@@ -19,8 +19,8 @@ export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
 /** Page numbers stop well before an OFFSET leaves bigint or a slice leaves safe integers. */
 export const PageQuery = {
-  page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 }),
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+  page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'The page to answer, from 1; each page holds `limit` items' }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page, 1-100' }),
 };
 
 export const PageMeta = Type.Object(
@@ -142,7 +142,7 @@ export function checkCountries(input: Record<string, unknown>, names: readonly s
 /** Every failure: `{success: false, error}`, with `code` and `details` on validation errors. */
 export const ErrorBody = Type.Object(
   {
-    success: Type.Literal(false),
+    success: Type.Literal(false, { description: 'Always false on an error answer' }),
     error: Type.String({ description: 'The message, exactly as documented for the operation: for people, not for switching on' }),
     code: Type.String({
       description:
@@ -156,7 +156,13 @@ export const ErrorBody = Type.Object(
 );
 
 /** `{success, message}` answers (login code sent, logged out). */
-export const MessageBody = Type.Object({ success: Type.Boolean(), message: Type.String() }, { $id: 'Message' });
+export const MessageBody = Type.Object(
+  {
+    success: Type.Boolean({ description: 'Always true' }),
+    message: Type.String({ description: 'What was done, for people: a fixed text per operation (e.g. `Logged out`)' }),
+  },
+  { $id: 'Message' },
+);
 
 /** An HTML page (the hosted sandbox pages, /docs): the builder documents it as text/html. */
 export const HtmlPage = Type.String({ contentMediaType: 'text/html', description: 'An HTML page' });
@@ -165,21 +171,40 @@ export const JavaScriptText = Type.String({ contentMediaType: 'text/javascript',
 /** Prometheus' text exposition format: documented as text/plain. */
 export const PrometheusText = Type.String({ contentMediaType: 'text/plain', description: 'Prometheus text exposition format 0.0.4' });
 
-export const UserStatus = StringEnum(USER_STATUSES);
+export const UserStatus = StringEnum(USER_STATUSES, {
+  description:
+    'The user’s status: `pending` when registered, `kyc_required` once identity verification started, `active` once it was approved (only active users log in and operate), `suspended` or `banned` by the operator',
+});
 
 /** The user as registration answers it (docs/interface.md, "Resources"). */
-export const UserSummary = Type.Object({ id: Uuid, email: Type.String(), status: UserStatus, createdAt: IsoDateTime }, { $id: 'UserSummary' });
+export const UserSummary = Type.Object(
+  {
+    id: Type.String({ format: 'uuid', description: 'The user’s id, made by the service at registration' }),
+    email: Type.String({ description: 'The user’s email, trimmed and lower-cased; unique across the service' }),
+    status: UserStatus,
+    createdAt: Type.String({ format: 'date-time', description: 'When the user was registered (ISO 8601, UTC)' }),
+  },
+  { $id: 'UserSummary' },
+);
 
 /** The full user record of the single-user read, the list and the operator actions. */
 export const User = Type.Composite(
   [
     UserSummary,
     Type.Object({
-      updatedAt: IsoDateTime,
-      countryCode: Type.String(),
-      phoneNumber: Type.Union([Type.String(), Type.Null()]),
-      language: Type.String(),
-      kycStatus: Type.Union([Type.String(), Type.Null()]),
+      updatedAt: Type.String({
+        format: 'date-time',
+        description: 'When the user last changed: registration, a status change or a KYC status change (ISO 8601, UTC)',
+      }),
+      countryCode: Type.String({ description: 'The ISO 3166-1 alpha-2 country code given at registration, upper-cased' }),
+      phoneNumber: Type.Union([Type.String(), Type.Null()], {
+        description: 'The phone number given at registration, in E.164 format (e.g. `+573001234567`); null when none was given',
+      }),
+      language: Type.String({ description: 'The language code given at registration (e.g. `en`, `es-CO`); `en` when none was given' }),
+      kycStatus: Type.Union([Type.String(), Type.Null()], {
+        description:
+          'The status of the user’s latest identity verification (`created`, `pending`, `in_progress`, `completed`, `needs_review`, `approved`, `declined`, `rejected`, `expired`, `failed`); null before any',
+      }),
     }),
   ],
   { $id: 'User' },

@@ -9,20 +9,49 @@ import type { AppServices } from '../services';
 const USES = ['login'] as const;
 const route = routeFor<AppServices>()(USES);
 
-const EmailBody = Type.Object({ email: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'email must be a valid email address' }) });
-const VerifyBody = Type.Object({
-  email: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'email must be a valid email address' }),
-  code: Type.String({ pattern: '^[0-9]{6}$', 'x-error': 'code must be a string of 6 digits' }),
+const EmailBody = Type.Object({
+  email: Type.String({
+    format: 'trimmed-email',
+    maxLength: 254,
+    'x-error': 'email must be a valid email address',
+    description: 'The email of one of the partner’s users (any case); the answer is the same whether or not it is registered',
+  }),
 });
-const RefreshBody = Type.Object({ refreshToken: Type.String({ minLength: 1, maxLength: 512 }) });
+const VerifyBody = Type.Object({
+  email: Type.String({
+    format: 'trimmed-email',
+    maxLength: 254,
+    'x-error': 'email must be a valid email address',
+    description: 'The email the code was sent to (any case)',
+  }),
+  code: Type.String({
+    pattern: '^[0-9]{6}$',
+    'x-error': 'code must be a string of 6 digits',
+    description: 'The 6-digit code from the email, as a string; it lives 10 minutes, a new send replaces it, and 5 wrong tries burn it',
+  }),
+});
+const RefreshBody = Type.Object({
+  refreshToken: Type.String({
+    minLength: 1,
+    maxLength: 512,
+    description: 'A refresh token answered by verify or refresh (opaque, 30 days): refresh spends it, logout ends its session',
+  }),
+});
 const LoginResult = Type.Object(
   {
-    success: Type.Boolean(),
-    accessToken: Type.String(),
-    refreshToken: Type.String(),
-    tokenType: Type.Literal('Bearer'),
-    expiresIn: Type.Integer(),
-    user: Type.Object({ id: Type.String(), email: Type.String(), status: Type.Literal('active') }),
+    success: Type.Boolean({ description: 'Always true' }),
+    accessToken: Type.String({ description: 'A JWT to send as `Authorization: Bearer <accessToken>` on the user’s own calls; valid 15 minutes' }),
+    refreshToken: Type.String({ description: 'An opaque token for `POST /api/v1/partner/auth/refresh`: single use, valid 30 days' }),
+    tokenType: Type.Literal('Bearer', { description: 'Always `Bearer`' }),
+    expiresIn: Type.Integer({ description: 'Seconds the access token is valid from now: 900' }),
+    user: Type.Object(
+      {
+        id: Type.String({ description: 'The user’s id (a UUID)' }),
+        email: Type.String({ description: 'The user’s email, lower-cased' }),
+        status: Type.Literal('active', { description: 'Always `active`: only active users log in' }),
+      },
+      { description: 'The logged-in user' },
+    ),
   },
   { $id: 'Tokens' },
 );

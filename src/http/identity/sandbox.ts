@@ -12,10 +12,33 @@ const USES = ['providers', 'identityReads'] as const;
 type Services = Pick<AppServices, (typeof USES)[number]>;
 const route = routeFor<AppServices>()(USES);
 
-const EmailsQuery = Type.Object({ to: Type.String({ format: 'trimmed-email', maxLength: 254, 'x-error': 'to must be a valid email address' }) });
-const InquiryParams = Type.Object({ inquiryId: Type.String({ maxLength: 100 }) });
-const OutcomeBody = Type.Object({ outcome: StringEnum(SANDBOX_OUTCOMES) });
-const DecisionBody = Type.Object({ outcome: StringEnum(['approved', 'declined', 'needs_review'] as const) });
+const EmailsQuery = Type.Object({
+  to: Type.String({
+    format: 'trimmed-email',
+    maxLength: 254,
+    'x-error': 'to must be a valid email address',
+    description: 'The email of one of the partner’s users (any case); another address is 404 `User not found`',
+  }),
+});
+const InquiryParams = Type.Object({
+  inquiryId: Type.String({
+    maxLength: 100,
+    description: 'The sandbox inquiry’s id (the `inquiryId` start KYC answered); another partner’s inquiry is 404',
+  }),
+});
+const HostedInquiryParams = Type.Object({
+  inquiryId: Type.String({ maxLength: 100, description: 'The sandbox inquiry’s id, as in its `verificationUrl`' }),
+});
+const OutcomeBody = Type.Object({
+  outcome: StringEnum(SANDBOX_OUTCOMES, {
+    description: 'How the sandbox identity provider decides the inquiry: `approved`, `declined`, `needs_review`, `failed` or `expired`',
+  }),
+});
+const DecisionBody = Type.Object({
+  outcome: StringEnum(['approved', 'declined', 'needs_review'] as const, {
+    description: 'The button pressed on the hosted page: `approved`, `declined` or `needs_review`',
+  }),
+});
 
 /** A partner may drive only its own users' inquiries. */
 async function ownInquiry(services: Services, partnerId: string, inquiryId: string): Promise<void> {
@@ -47,15 +70,16 @@ export const sandboxIdentityRoutes = [
           Type.Array(
             Type.Object(
               {
-                id: Type.String(),
-                to: Type.String(),
-                subject: Type.String(),
-                text: Type.String(),
-                createdAt: Type.String(),
-                code: Type.Union([Type.String(), Type.Null()]),
+                id: Type.String({ description: 'The message’s id (a UUID)' }),
+                to: Type.String({ description: 'The recipient’s address, lower-cased' }),
+                subject: Type.String({ description: 'The subject line' }),
+                text: Type.String({ description: 'The plain-text body' }),
+                createdAt: Type.String({ description: 'When it was sent (ISO 8601, UTC)' }),
+                code: Type.Union([Type.String(), Type.Null()], { description: 'The 6-digit login code the message carries; null for other messages' }),
               },
               { $id: 'SandboxEmail' },
             ),
+            { description: 'The newest 50 messages to the address at most, newest first' },
           ),
         ),
       },
@@ -77,7 +101,16 @@ export const sandboxIdentityRoutes = [
     params: InquiryParams,
     body: OutcomeBody,
     responses: {
-      202: { description: 'Decided and delivered', schema: Success(Type.Object({ inquiryId: Type.String(), outcome: Type.String(), eventId: Type.String() })) },
+      202: {
+        description: 'Decided and delivered',
+        schema: Success(
+          Type.Object({
+            inquiryId: Type.String({ description: 'The inquiry decided' }),
+            outcome: Type.String({ description: 'The outcome asked for' }),
+            eventId: Type.String({ description: 'The id of the signed callback the sandbox provider delivered (`evt_sandbox_...`)' }),
+          }),
+        ),
+      },
       409: { description: 'The inquiry was already decided otherwise' },
     },
     refuses: [R.inquiryNotFound, R.inquiryDecided],
@@ -88,13 +121,13 @@ export const sandboxIdentityRoutes = [
       return { status: 202, body: { success: true, data: { inquiryId: params.inquiryId, outcome: body.outcome, eventId } } };
     },
   }),
-  route<unknown, unknown, Static<typeof InquiryParams>>({
+  route<unknown, unknown, Static<typeof HostedInquiryParams>>({
     method: 'get',
     path: '/sandbox/identity/inquiries/{inquiryId}',
     auth: 'public',
     tag: 'Sandbox',
     summary: "The sandbox identity provider's hosted verification page (the verificationUrl).",
-    params: InquiryParams,
+    params: HostedInquiryParams,
     responses: { 200: { description: 'HTML page', schema: HtmlPage } },
     refuses: [R.inquiryNotFound],
     async handler({ services, params }) {
@@ -104,13 +137,13 @@ export const sandboxIdentityRoutes = [
       return { status: 200, body: renderHostedPage(inquiry), contentType: 'text/html; charset=utf-8' };
     },
   }),
-  route<Static<typeof DecisionBody>, unknown, Static<typeof InquiryParams>>({
+  route<Static<typeof DecisionBody>, unknown, Static<typeof HostedInquiryParams>>({
     method: 'post',
     path: '/sandbox/identity/inquiries/{inquiryId}/decision',
     auth: 'public',
     tag: 'Sandbox',
     summary: 'The hosted page’s buttons: approve, decline or send to review.',
-    params: InquiryParams,
+    params: HostedInquiryParams,
     body: DecisionBody,
     forms: true,
     responses: { 200: { description: 'HTML page', schema: HtmlPage }, 409: { description: 'The inquiry was already decided otherwise' } },
