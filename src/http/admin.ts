@@ -53,11 +53,15 @@ const userAction = (action: 'suspend' | 'ban' | 'reinstate', summary: string) =>
     summary,
     params: UserParams,
     body: ReasonBody,
-    responses: {
-      200: { description: 'The user after the action', schema: Success(Type.Object({ user: User })) },
-      409: { description: 'The action does not apply to the user’s status' },
-    },
-    refuses: [R.userNotFound, ...(action === 'reinstate' ? [R.bannedUserNotReinstatable, R.userNotSuspended] : [R.userBanned])],
+    // A ban of a banned user is the same ban (200): only suspend and reinstate have a status that refuses them.
+    responses:
+      action === 'ban'
+        ? { 200: { description: 'The user after the action', schema: Success(Type.Object({ user: User })) } }
+        : {
+            200: { description: 'The user after the action', schema: Success(Type.Object({ user: User })) },
+            409: { description: 'The action does not apply to the user’s status' },
+          },
+    refuses: [R.userNotFound, ...(action === 'reinstate' ? [R.bannedUserNotReinstatable, R.userNotSuspended] : action === 'suspend' ? [R.userBanned] : [])],
     async handler({ services, params, body, command }) {
       if (!UUID_RE.test(params.userId)) throw R.userNotFound();
       const user = await services.users.operatorAction(params.userId, action, body.reason ?? `operator_${action}`, command());

@@ -1,7 +1,6 @@
 import client from 'prom-client';
 import type { EventStore } from '../eventstore/port';
 import type { Outage } from '../platform/outage';
-import type { Projections } from '../platform/consumers/projections';
 import type { ProjectionStatus } from '../platform/consumers/projections';
 export { type HttpMetrics, httpMetrics } from '../platform/http/metrics';
 

@@ -394,8 +394,11 @@ function responsesOf(r: RouteSpec, examples: OperationExamples, components: Comp
         : components.use(schema);
     const content: Record<string, unknown> = { schema: named };
     let codes: string[] = [];
-    if (examples.errorBodies?.[status] !== undefined) content.example = examples.errorBodies[status];
-    else if (status >= 400) ({ examples: (content.examples as unknown), codes } = errorExamples(r, status, ownErrorsOf(r, status, own[status] ?? [])));
+    if (examples.errorBodies?.[status] !== undefined) {
+      content.example = examples.errorBodies[status];
+      const code = (content.example as { code?: unknown }).code;
+      if (typeof code === 'string') codes = [code];
+    } else if (status >= 400) ({ examples: (content.examples as unknown), codes } = errorExamples(r, status, ownErrorsOf(r, status, own[status] ?? [])));
     else {
       const example = examples.response ?? exampleOf(named as SchemaNode, components.schemas);
       if (example !== undefined) content.example = example;
@@ -421,6 +424,7 @@ function operationOf(r: RouteSpec, components: Components, errorRef: unknown): R
   const responses = responsesOf(r, examples, components);
   responses.default = {
     description: 'Unexpected error',
+    'x-error-codes': [C.internal],
     content: { 'application/json': { schema: errorRef, example: { success: false, error: MESSAGES.internal, code: C.internal, requestId: SAMPLE.requestId } } },
   };
   const operation: Record<string, unknown> = {

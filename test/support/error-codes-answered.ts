@@ -29,7 +29,9 @@ export function errorCodeProblems(): string[] {
     const op = templates.find((t) => t.re.test(a.path) && doc.paths[t.path]?.[method]);
     // Unknown paths and methods (404, 405) belong to no operation.
     if (!op) continue;
-    const documented = doc.paths[op.path]?.[method]?.responses[String(a.status)]?.['x-error-codes'];
+    const responses = doc.paths[op.path]?.[method]?.responses;
+    // A status the operation does not list is its `default` answer (500, a bug).
+    const documented = (responses?.[String(a.status)] ?? responses?.default)?.['x-error-codes'];
     if (!documented?.includes(a.code))
       problems.add(`${a.method} ${op.path} ${a.status} answered code ${a.code}, documented ${documented?.join(', ') ?? 'none'}`);
   }

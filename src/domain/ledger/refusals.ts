@@ -1,5 +1,5 @@
 import { DomainError } from '../../platform/decider';
-import { type Refusal, refusal, refusalsOf } from '../../platform/refusals';
+import { type Refusal, refusal } from '../../platform/refusals';
 import { MAX_EXACT_NUMBER_DIGITS, MAX_INTEGER_DIGITS, MONEY_DECIMALS } from './money';
 
 /**
@@ -113,7 +113,11 @@ export function amountRefusalsFor(field: string): AmountRefusals {
 }
 
 /** What an amount in the field `field` is refused for, for a route's `refuses`. */
-export const amountRefusalList = (field = 'amount'): Refusal<string[]>[] => refusalsOf(amountRefusalsFor(field));
+export const amountRefusalList = (field = 'amount'): Refusal<string[]>[] => {
+  const all = amountRefusalsFor(field);
+  // `amount`'s are LEDGER_REFUSALS' own, among the ledger's other refusals: only the amount rules.
+  return [all.amountNotANumber, all.amountNotPositive, all.amountTooPrecise, all.amountTooLarge, all.amountImpreciseNumber];
+};
 
 /** What an amount in `amount` is refused for, for a route's `refuses` (cards' amounts too). */
 export const AMOUNT_REFUSALS = amountRefusalList('amount');

@@ -241,11 +241,11 @@ const applicationRoutes = [
     body: ApplyBody,
     responses: {
       201: { description: 'Pending', schema: Success(Type.Object({ application: Application })) },
-      403: { description: 'KYC is not approved' },
       409: { description: 'An application is pending or approved already' },
-      422: { description: 'The profile lacks the fields a card application carries' },
     },
-    refuses: [CARD_REFUSALS.termsNotAccepted, CARD_REFUSALS.kycNotApproved, CARD_REFUSALS.applicationExists, CARD_REFUSALS.profileIncomplete],
+    // Not kycNotApproved nor profileIncomplete: a bearer token's user is active, so approved with a
+    // complete profile; the decider keeps both rules for whatever else applies.
+    refuses: [CARD_REFUSALS.termsNotAccepted, CARD_REFUSALS.applicationExists],
     async handler(ctx) {
       const ipAddress = isIP(ctx.clientIp) ? ctx.clientIp : null;
       const application = await ctx.services.cards.applications.apply(me(ctx), { ...ctx.body, ipAddress }, ctx.command());

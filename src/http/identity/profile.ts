@@ -126,7 +126,8 @@ export function toProfileFields(body: Fields & { userId?: string }): ProfileFiel
 }
 
 /** The profile rules on dateOfBirth the deciders hold (its format is the schema's first). */
-const DATE_OF_BIRTH_REFUSALS = [R.dateOfBirthInvalid, R.dateOfBirthInFuture, R.userUnderAge] as const;
+// Not dateOfBirthInvalid: the body's schema refuses a date that is not real first (validation_error).
+const DATE_OF_BIRTH_REFUSALS = [R.dateOfBirthInFuture, R.userUnderAge] as const;
 
 const reply = (status: number, profile: unknown) => ({ status, body: { success: true, data: { profile } } });
 
