@@ -433,11 +433,15 @@ describe('ledger over HTTP', () => {
       expect(future.body).to.deep.equal([]);
       const past = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&to=2000-01-01`).set(who.bearer);
       expect(past.body).to.deep.equal([]);
-      // A date alone is the whole day (UTC): from=D&to=D lists what day D holds.
+      // A date alone is its first instant (UTC), for either bound: day D is from=D&to=D+1, and to=D
+      // stops before anything made during D.
       const created = all.body[0].created as string;
       const day = created.slice(0, 10);
-      const today = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&from=${day}&to=${day}`).set(who.bearer);
+      const next = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+      const today = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&from=${day}&to=${next}`).set(who.bearer);
       expect(today.body.map((t: { description: string }) => t.description)).to.deep.equal(['t2', 't1', 't0', 'top up']);
+      const toDay = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&from=${day}&to=${day}`).set(who.bearer);
+      expect(toDay.body.filter((t: { created: string }) => t.created > `${day}T00:00:00.000Z`)).to.deep.equal([]);
       // A date-time bound is that instant, with its offset (none is UTC), and includes it.
       const upTo = await app.http.get(`/api/v1/transactions?accountId=${who.accountId}&to=${encodeURIComponent(created)}`).set(who.bearer);
       expect(upTo.body[0].description).to.equal('t2');

@@ -117,6 +117,13 @@ describe('the events API: GET partner/events lists every notification made for t
     expect((await events(acme, `?createdTo=${before}`)).body.data.items).to.deep.equal([]);
     const later = new Date(Date.now() + 3_600_000).toISOString();
     expect((await events(acme, `?createdFrom=${later}`)).body.data.items).to.deep.equal([]);
+    // A date alone is 00:00 UTC of that day, for either bound: day D is createdFrom=D&createdTo=D+1.
+    const day = newest.createdAt.slice(0, 10);
+    const next = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+    const ofTheDay = (await events(acme, `?limit=100&createdFrom=${day}&createdTo=${next}`)).body.data.items as EventBody[];
+    expect(ofTheDay.map((i) => i.id)).to.include(newest.id);
+    const toTheDay = (await events(acme, `?limit=100&createdTo=${day}`)).body.data.items as EventBody[];
+    expect(toTheDay.map((i) => i.id)).to.not.include(newest.id);
     const notADate = await events(acme, '?createdFrom=yesterday');
     expect([notADate.status, notADate.body.code]).to.deep.equal([400, 'validation_error']);
   });

@@ -14,7 +14,7 @@ import { PAYOUT_REFUSED } from '../../app/ledger';
 import { HttpError } from '../../platform/http/errors';
 import { toErrorReply } from '../../platform/http/error-reply';
 import { routeFor } from '../../platform/http/route';
-import { FilledText, LAST_INSTANT_MS, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE } from '../schemas';
+import { FilledText, MAX_ID, PageMeta, PageQuery, pageMeta, instantOf, parseInstant, StringEnum, UUID_RE } from '../schemas';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */
@@ -157,18 +157,13 @@ const DepositBody = Type.Object({
 });
 
 /**
- * A list bound as an instant. A date alone is that whole day (UTC): `from` takes its first instant,
- * `to` everything before the next day, so from=D&to=D is day D (9999-12-31 up to its last instant:
- * the next day is past what the store holds). A date-time without an offset is UTC. A date that does
- * not exist (2024-02-30, hour 25) or lies outside 1970-9999 is a 400, not the database's error.
+ * A list bound as an instant, inclusive. A date alone is its first instant, UTC, for either bound (as
+ * on every route that filters by date: docs/decisions.md), so day D is from=D&to=D+1. A date-time
+ * without an offset is UTC. A date that does not exist (2024-02-30, hour 25) or lies outside
+ * 1970-9999 is a 400, not the database's error.
  */
 export function dateBound(value: string, name: 'from' | 'to'): { at: string; inclusive: boolean } {
-  const { ms, dateOnly } = parseInstant(value, name);
-  if (!dateOnly || name === 'from') return { at: new Date(ms).toISOString(), inclusive: true };
-  const nextDay = ms + 86_400_000;
-  return nextDay > LAST_INSTANT_MS
-    ? { at: new Date(LAST_INSTANT_MS).toISOString(), inclusive: true }
-    : { at: new Date(nextDay).toISOString(), inclusive: false };
+  return { at: new Date(parseInstant(value, name).ms).toISOString(), inclusive: true };
 }
 
 const DateParam = (name: string, description: string) =>
@@ -188,7 +183,7 @@ const TransactionsQuery = Type.Object({
   to: Type.Optional(
     DateParam(
       'to',
-      'Lists transactions made up to this instant, inclusive: an ISO 8601 date-time (UTC when it has no offset), or a date alone (that whole UTC day)',
+      'Lists transactions made up to this instant, inclusive: an ISO 8601 date-time (UTC when it has no offset), or a date alone (its first instant, UTC: day D is from=D&to=D+1)',
     ),
   ),
 });

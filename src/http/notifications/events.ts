@@ -3,7 +3,7 @@ import { NOTIFICATION_TYPES } from '../../domain/notifications/endpoint';
 import { NOTIFICATION_REFUSALS as R } from '../../domain/notifications/refusals';
 import { EVENTS_RETENTION_DAYS } from '../../app/notifications/events';
 import { routeFor } from '../../platform/http/route';
-import { instantOf, StringEnum, Success, UUID_RE } from '../schemas';
+import { DateFilter, instantOf, StringEnum, Success, UUID_RE } from '../schemas';
 import { PartnerEvent } from './bodies';
 import type { AppServices } from '../services';
 
@@ -15,19 +15,9 @@ const EventsQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Events per page, 1 to 100' }),
   cursor: Type.Optional(Type.String({ maxLength: 100, description: "The previous page's `nextCursor` (opaque); omitted: the first page" })),
   type: Type.Optional(StringEnum(NOTIFICATION_TYPES, { description: 'Only notifications of this type' })),
-  createdFrom: Type.Optional(
-    Type.String({
-      format: 'date-time',
-      description:
-        'Only notifications whose `createdAt` is at or after this instant: an ISO 8601 date-time with its offset, e.g. `2026-03-01T00:00:00Z` (years 1970-9999)',
-    }),
-  ),
-  createdTo: Type.Optional(
-    Type.String({
-      format: 'date-time',
-      description: 'Only notifications whose `createdAt` is at or before this instant: an ISO 8601 date-time with its offset (years 1970-9999)',
-    }),
-  ),
+  // A date alone is 00:00 UTC of that day, for either bound (as on every route that filters by date).
+  createdFrom: Type.Optional(DateFilter('createdFrom', 'lower')),
+  createdTo: Type.Optional(DateFilter('createdTo', 'upper')),
 });
 
 const EventParams = Type.Object({
