@@ -1,7 +1,8 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { firstStart, untilBanner } from './support/first-start';
 import { freePort } from './ledger/support/server-process';
 import { sharedCluster } from './support/postgres';
 import { tempDir } from './support/temp';
@@ -14,39 +15,6 @@ function readmeBlock(name: string): string {
   const marked = new RegExp(`<!-- ${name}:start -->\\n\`\`\`\\w*\\n([\\s\\S]*?)\`\`\`\\n<!-- ${name}:end -->`).exec(readme);
   if (!marked?.[1]) throw new Error(`README.md has no block marked <!-- ${name}:start --> ... <!-- ${name}:end -->`);
   return marked[1];
-}
-
-/** `npm start`'s program on an empty DATA_DIR (its keys) and a fresh database: a newcomer's first start. */
-function firstStart(dataDir: string, databaseUrl: string, port: number): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: REPO,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      TMPDIR: process.env.TMPDIR ?? '/tmp',
-      DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl,
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-/** Resolves with stdout once it holds the line after the banner, or rejects if the server ends first. */
-function untilBanner(child: ChildProcess): Promise<string> {
-  let stdout = '';
-  let stderr = '';
-  child.stderr?.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (chunk) => {
-      stdout += chunk;
-      if (stdout.includes('OpenAPI: ')) resolve(stdout);
-    });
-    child.once('exit', (code, signal) => reject(new Error(`the server ended (${code ?? signal}) before its banner:\n${stdout}${stderr}`)));
-  });
 }
 
 /** Runs a script with bash, in an environment without the caller's TALLY_URL, API_KEY, API_SECRET. */
@@ -80,7 +48,7 @@ describe("the README's first session, run as written against a first start", fun
   it('the banner’s lines set what the block reads, and the block runs through, printing what the README shows', async () => {
     const port = await freePort();
     const databaseUrl = await (await sharedCluster()).freshDatabase();
-    child = firstStart(tempDir('tally-first-session-data-'), databaseUrl, port);
+    child = firstStart(tempDir('tally-first-session-data-'), port, databaseUrl);
     const banner = await untilBanner(child);
 
     // The banner's commands, as a newcomer copies them: the export line and the curl that tries the key pair.

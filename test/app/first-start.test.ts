@@ -1,44 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
+import { firstStart, untilBanner } from '../support/first-start';
 import { createPartnerKey, listPartners } from '../../src/cli/partners';
 import { capture, cliConfig } from '../cli/support';
 import { freePort } from '../ledger/support/server-process';
 import { tempDir } from '../support/temp';
-
-const REPO = join(__dirname, '..', '..');
-
-/** What `npm start` runs (package.json), on an empty DATA_DIR and nothing else set: a new user's first start. */
-function firstStart(dataDir: string, port: number): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: REPO,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/tmp',
-      TMPDIR: process.env.TMPDIR ?? '/tmp',
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-/** Resolves with stdout once it holds the line after the banner (the reference's address), or rejects if the server ends first. */
-function untilBanner(child: ChildProcess): Promise<string> {
-  let stdout = '';
-  let stderr = '';
-  child.stderr?.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (chunk) => {
-      stdout += chunk;
-      if (stdout.includes('OpenAPI: ')) resolve(stdout);
-    });
-    child.once('exit', (code, signal) => reject(new Error(`the server ended (${code ?? signal}) before its banner:\n${stdout}${stderr}`)));
-  });
-}
 
 const bannerField = (banner: string, name: string) => new RegExp(`^  ${name}:\\s+(\\S+)`, 'm').exec(banner)?.[1] ?? '';
 
