@@ -29,14 +29,8 @@ const MAX_ATTEMPTS_SHOWN = 50;
 
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
-/** The cursor is the last sequence of a page, opaque to partners. */
-export const encodeCursor = (sequence: number) => Buffer.from(`s:${sequence}`).toString('base64url');
-
-export function decodeCursor(cursor: string): number {
-  const match = /^s:(\d{1,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match?.[1]) throw NOTIFICATION_REFUSALS.invalidCursor();
-  return Number(match[1]);
-}
+export { decodeCursor, encodeCursor } from './pages';
+import { PageFilter, pageOf } from './pages';
 
 /** The delivery log a partner reads: newest first, each delivery with every attempt. */
 export class DeliveryLog {
@@ -46,21 +40,12 @@ export class DeliveryLog {
     partnerId: string,
     query: { limit: number; cursor?: string; status?: DeliveryStatus; type?: string; eventId?: string },
   ): Promise<{ items: DeliveryView[]; nextCursor: string | null }> {
-    const params: unknown[] = [partnerId];
-    const where = ['d.partner_id = $1'];
-    const add = (clause: string, value: unknown) => {
-      params.push(value);
-      where.push(clause.replace('?', `$${params.length}`));
-    };
-    if (query.cursor !== undefined) add('d.sequence < ?', decodeCursor(query.cursor));
-    if (query.status) add('d.status = ?', query.status);
-    if (query.type) add('d.type = ?', query.type);
-    if (query.eventId) add('d.event_id = ?', query.eventId);
-    params.push(query.limit + 1);
-    const rows = await this.sql.query<DeliveryRow>(`${SELECT} WHERE ${where.join(' AND ')} ORDER BY d.sequence DESC LIMIT $${params.length}`, params);
-    const page = rows.slice(0, query.limit).map(toView);
-    const last = page[page.length - 1];
-    return { items: page, nextCursor: rows.length > query.limit && last ? encodeCursor(last.sequence) : null };
+    const filter = new PageFilter('d.partner_id = $1', partnerId, 'd.sequence', query.cursor);
+    if (query.status) filter.add('d.status = ?', query.status);
+    if (query.type) filter.add('d.type = ?', query.type);
+    if (query.eventId) filter.add('d.event_id = ?', query.eventId);
+    const rows = await this.sql.query<DeliveryRow>(`${SELECT} ${filter.tail('d.sequence', query.limit)}`, filter.params);
+    return pageOf(rows, query.limit, toView, (view) => view.sequence);
   }
 
   /** Sends a delivery again now, with the same id; its 24 hours of retries start over. */

@@ -1,7 +1,7 @@
 import type { NotificationType } from '../../domain/notifications/endpoint';
 import { NOTIFICATION_REFUSALS } from '../../domain/notifications/refusals';
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
-import { decodeCursor, encodeCursor } from './deliveries';
+import { PageFilter, pageOf } from './pages';
 
 /**
  * How long a partner's notifications stay readable through the events API (docs/decisions.md,
@@ -70,24 +70,17 @@ export class EventLog {
     partnerId: string,
     query: { limit: number; cursor?: string; type?: string; createdFrom?: string; createdTo?: string },
   ): Promise<{ items: EventBody[]; nextCursor: string | null }> {
-    const params: unknown[] = [partnerId];
-    const where = ['partner_id = $1'];
-    const add = (clause: string, value: unknown) => {
-      params.push(value);
-      where.push(clause.replace('?', `$${params.length}`));
-    };
-    if (query.cursor !== undefined) add('sequence < ?', decodeCursor(query.cursor));
-    if (query.type) add('type = ?', query.type);
-    if (query.createdFrom) add('created_at >= ?::timestamptz', query.createdFrom);
-    if (query.createdTo) add('created_at <= ?::timestamptz', query.createdTo);
-    params.push(query.limit + 1);
-    const rows = await this.sql.query<{ body: string }>(
-      `SELECT body FROM notification_events WHERE ${where.join(' AND ')} ORDER BY sequence DESC LIMIT $${params.length}`,
-      params,
+    const filter = new PageFilter('partner_id = $1', partnerId, 'sequence', query.cursor);
+    if (query.type) filter.add('type = ?', query.type);
+    if (query.createdFrom) filter.add('created_at >= ?::timestamptz', query.createdFrom);
+    if (query.createdTo) filter.add('created_at <= ?::timestamptz', query.createdTo);
+    const rows = await this.sql.query<{ body: string }>(`SELECT body FROM notification_events ${filter.tail('sequence', query.limit)}`, filter.params);
+    return pageOf(
+      rows,
+      query.limit,
+      (r) => JSON.parse(r.body) as EventBody,
+      (body) => body.sequence,
     );
-    const items = rows.slice(0, query.limit).map((r) => JSON.parse(r.body) as EventBody);
-    const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > query.limit && last ? encodeCursor(last.sequence) : null };
   }
 
   /** GET partner/events/:eventId: one of the partner's own (another partner's is not found). */
