@@ -296,14 +296,9 @@ const cardRoutes = [
       409: { description: 'The card is canceled' },
       422: { description: 'The idempotency key was used with another request' },
     },
-    refuses: [
-      CARD_REFUSALS.cardNotFound,
-      CARD_REFUSALS.limitForbidden,
-      ...AMOUNT_REFUSALS,
-      CARD_REFUSALS.invalidAmount,
-      CARD_REFUSALS.amountTooLarge,
-      ...KEYED,
-    ],
+    // The amount is read by the ledger's rules first (requireAmount): the card decider's own amount
+    // checks are a safety net no request reaches.
+    refuses: [CARD_REFUSALS.cardNotFound, CARD_REFUSALS.limitForbidden, ...AMOUNT_REFUSALS, ...KEYED],
     async handler(ctx) {
       const key = requiredKey(ctx.headers);
       const amount = requireAmount(ctx.body.amount);
