@@ -2,7 +2,7 @@ import { type ChildProcess, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { firstStart, untilBanner } from './support/first-start';
+import { firstStart, stopFirstStart, untilBanner } from './support/first-start';
 import { freePort } from './ledger/support/server-process';
 import { sharedCluster } from './support/postgres';
 import { tempDir } from './support/temp';
@@ -38,12 +38,7 @@ describe("the README's first session, run as written against a first start", fun
   this.timeout(180_000);
   let child: ChildProcess | undefined;
 
-  afterEach(async () => {
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child?.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-  });
+  afterEach(() => stopFirstStart(child));
 
   it('the banner’s lines set what the block reads, and the block runs through, printing what the README shows', async () => {
     const port = await freePort();

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
-import { firstStart, untilBanner } from '../support/first-start';
+import { firstStart, stopFirstStart, untilBanner } from '../support/first-start';
 import { createPartnerKey, listPartners } from '../../src/cli/partners';
 import { capture, cliConfig } from '../cli/support';
 import { freePort } from '../ledger/support/server-process';
@@ -12,12 +12,7 @@ describe('first start (npm start on an empty store)', function () {
   this.timeout(120_000);
   let child: ChildProcess | undefined;
 
-  afterEach(async () => {
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child?.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-  });
+  afterEach(() => stopFirstStart(child));
 
   it('prints the sandbox partner id the CLI takes, with a key pair that authenticates', async () => {
     const dataDir = tempDir('tally-first-start-');

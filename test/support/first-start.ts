@@ -38,3 +38,11 @@ export function untilBanner(child: ChildProcess): Promise<string> {
     child.once('exit', (code, signal) => reject(new Error(`the server ended (${code ?? signal}) before its banner:\n${stdout}${stderr}`)));
   });
 }
+
+/** Stops a first start still running (SIGTERM) and waits for it to exit: for a test's afterEach. */
+export async function stopFirstStart(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
