@@ -45,8 +45,3 @@ export function refusal<Args extends string[]>(
   const template = text(...(names.map((n) => `<${n}>`) as Args));
   return Object.assign(make, { kind, code, template, ...(own.param ? { param: own.param } : {}) });
 }
-
-/** Every refusal of one or more catalogues, each once (a catalogue is an object of refusals). */
-export function refusalsOf(...catalogues: Record<string, Refusal<string[]>>[]): Refusal<string[]>[] {
-  return [...new Set(catalogues.flatMap((c) => Object.values(c)))];
-}

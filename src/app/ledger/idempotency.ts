@@ -8,7 +8,6 @@ import type { Reads } from '../../platform/commands/command-handler';
 import { LEDGER_REFUSALS } from '../../domain/ledger/refusals';
 
 /** The refusal of a request under a key that another request (of any kind) was made under. */
-export { REUSED_KEY } from '../../domain/cards';
 
 /**
  * One mechanism for every keyed command (transfers, deposits and card calls keyed by

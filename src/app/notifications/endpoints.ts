@@ -3,7 +3,6 @@ import type { CommandContext } from '../../platform/commands/commands';
 import { load } from '../../platform/commands/commands';
 import {
   checkEndpointUrl,
-  ENDPOINT_NOT_CONFIGURED,
   NOTIFICATION_TYPES,
   type NotificationType,
   signingSecrets,
@@ -133,5 +132,3 @@ const view = (state: WebhookEndpointState): EndpointView => {
   if (!state.url) throw new Error('view of an unconfigured endpoint');
   return { url: state.url, events: state.events ?? [...NOTIFICATION_TYPES] };
 };
-
-export { ENDPOINT_NOT_CONFIGURED };

@@ -29,8 +29,6 @@ export interface CardRequestState {
 
 export const cardRequestStream = (uuid: string) => `cardrequest-${uuid}`;
 
-export const REUSED_KEY = CARD_REFUSALS.idempotencyKeyReused.template;
-
 /**
  * The answer kept under the key for this same request, null when nothing was made under it; another
  * request under the key (another call, body or user) is 422.
