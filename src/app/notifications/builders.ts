@@ -1,6 +1,7 @@
 import type { NotificationType } from '../../domain/notifications/endpoint';
 import type { RecordedEvent } from '../../eventstore/port';
-import type { LedgerQueries } from '../../projections/ledger';
+import { createdView, type LedgerQueries } from '../../projections/ledger';
+import type { TransactionCreatedData } from '../../domain/ledger';
 import { CARD_APPLICATION_EVENTS, CARD_EVENTS, CARD_TRANSACTION_EVENTS, cardApplicationUpdated, cardTransaction, cardUpdated } from './card-builders';
 import type { Notification, NotificationSources } from './notification';
 
@@ -34,7 +35,7 @@ export async function notificationFor(sources: NotificationSources, event: Recor
     case 'KycStatusChanged':
       return kycStatus(sources, event, batch, String(d.userId), String(d.to));
     case 'TransactionCreated':
-      return d.kind === 'TRANSFER' ? withStatus(await found(read, event, String(d.uuid)), event, 'transfer.completed', String(d.status)) : null;
+      return d.kind === 'TRANSFER' ? transferCompleted(event) : null;
     case 'TransactionStatusChanged':
     case 'PayoutAccepted': {
       if (d.from === d.to) return null;
@@ -86,11 +87,17 @@ export interface BatchReads {
 
 const NO_BATCH: BatchReads = { transactions: new Map(), userPartners: new Map() };
 
-/** Whether notificationFor reads the event's transaction. */
+/** Whether notificationFor reads the event's transaction (a transfer's creation carries all its notification shows). */
 const readsTransaction = (e: RecordedEvent) => {
-  const d = e.data as { kind?: unknown; from?: unknown; to?: unknown };
-  return e.type === 'TransactionCreated' ? d.kind === 'TRANSFER' : (e.type === 'TransactionStatusChanged' || e.type === 'PayoutAccepted') && d.from !== d.to;
+  const d = e.data as { from?: unknown; to?: unknown };
+  return (e.type === 'TransactionStatusChanged' || e.type === 'PayoutAccepted') && d.from !== d.to;
 };
+
+/** transfer.completed: the transaction as GET transactions/:id shows it, from the event alone (a transfer is made completed). */
+function transferCompleted(event: RecordedEvent): Notification {
+  const d = event.data as TransactionCreatedData;
+  return { partnerId: d.partnerId, type: 'transfer.completed', eventId: event.id, data: createdView(d) };
+}
 
 /** The user an event is about, when the event names no partner. */
 const userOf = (e: RecordedEvent): string | undefined => {

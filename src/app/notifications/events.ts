@@ -20,13 +20,17 @@ export interface EventBody {
   data: unknown;
 }
 
-/** One built notification as the outbox stores it: for its partner, about a log event. */
-export interface StoredEvent {
+/** One built notification as the outbox hands it to be stored: for its partner, about a log event. */
+export interface NewEvent {
   partnerId: string;
   eventId: string;
-  body: EventBody;
-  /** The body's exact text: what every delivery of it sends, byte for byte. */
-  text: string;
+  type: NotificationType;
+  /** The log event's time. */
+  createdAt: string;
+  /** The notification's `data`, as JSON text. */
+  data: string;
+  /** Whether the partner's endpoint takes it: a delivery is made of it too. */
+  delivered: boolean;
 }
 
 /**
@@ -39,21 +43,48 @@ export class EventLog {
 
   constructor(private readonly sql: Sql) {}
 
-  /** Stores the batch's notifications in the outbox's transaction; one already stored (same partner, log event, type) is left as it is. */
-  async insert(tx: SqlQueryable, events: StoredEvent[]): Promise<void> {
+  /**
+   * Stores the batch's notifications in the outbox's transaction, in one statement: each numbered by
+   * the next `sequence` in the batch's order, its body `{id, type, createdAt, sequence, data}` fixed
+   * once as text (a retry of its delivery sends the very same bytes, and the events API answers them);
+   * and of those its partner listens to, a delivery with the stored id, sequence and body. One already
+   * stored (same partner, log event, type) is left as it is, and its delivery made from it.
+   */
+  async insert(tx: SqlQueryable, events: NewEvent[]): Promise<void> {
     if (events.length === 0) return;
     await tx.query(
-      `INSERT INTO notification_events (id, partner_id, event_id, type, sequence, created_at, body)
-       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::text[])
+      `WITH input AS MATERIALIZED (
+         SELECT t.*, gen_random_uuid() AS id, nextval('webhook_sequence') AS sequence
+           FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[]) WITH ORDINALITY
+             AS t(partner_id, event_id, type, created_at, data, delivered, n)
+       ),
+       made AS (
+         INSERT INTO notification_events (id, partner_id, event_id, type, sequence, created_at, body)
+         SELECT id, partner_id, event_id, type, sequence, created_at::timestamptz,
+                '{"id":"' || id || '","type":"' || type || '","createdAt":"' || created_at || '","sequence":' || sequence || ',"data":' || data || '}'
+           FROM input ORDER BY n
+         ON CONFLICT (partner_id, event_id, type) DO NOTHING
+         RETURNING id, partner_id, event_id, type, sequence, created_at, body
+       ),
+       stored AS (
+         SELECT * FROM made
+         UNION ALL
+         SELECT e.id, e.partner_id, e.event_id, e.type, e.sequence, e.created_at, e.body
+           FROM notification_events e JOIN input i USING (partner_id, event_id, type)
+       )
+       INSERT INTO webhook_deliveries (id, partner_id, event_id, type, sequence, created_at, body, next_attempt_at)
+       SELECT s.id, s.partner_id, s.event_id, s.type, s.sequence, s.created_at, s.body, '-infinity'::timestamptz
+         FROM stored s JOIN input i USING (partner_id, event_id, type)
+        WHERE i.delivered
+        ORDER BY s.sequence
        ON CONFLICT (partner_id, event_id, type) DO NOTHING`,
       [
-        events.map((e) => e.body.id),
         events.map((e) => e.partnerId),
         events.map((e) => e.eventId),
-        events.map((e) => e.body.type),
-        events.map((e) => String(e.body.sequence)),
-        events.map((e) => e.body.createdAt),
-        events.map((e) => e.text),
+        events.map((e) => e.type),
+        events.map((e) => e.createdAt),
+        events.map((e) => e.data),
+        events.map((e) => e.delivered),
       ],
     );
   }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { NotificationType } from '../../domain/notifications/endpoint';
 import type { RecordedEvent } from '../../eventstore/port';
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
@@ -7,7 +6,7 @@ import type { Selection, Writes } from '../../platform/consumers/handler';
 import type { Projections } from '../../platform/consumers/projections';
 import type { Reactor } from '../../platform/consumers/reactors';
 import { batchReads, type Notification, type NotificationSources, NOTIFYING_EVENTS, notificationFor, READ_MODELS } from './builders';
-import type { EventLog, StoredEvent } from './events';
+import type { EventLog, NewEvent } from './events';
 import { LIMITS } from '../../platform/limits';
 
 /** How long a batch waits for the read models its data comes from before it is retried. */
@@ -77,12 +76,7 @@ export class Outbox implements Reactor {
           partnerId,
           types,
         ]);
-      const stored = await stamp(tx, made, events);
-      await this.events.insert(tx, stored);
-      await insertDeliveries(
-        tx,
-        stored.filter((_, i) => made[i]?.delivered),
-      );
+      await this.events.insert(tx, toStore(made, events));
       await this.events.pruneIfDue(tx);
     };
   }
@@ -154,41 +148,15 @@ async function mapInOrder<T, R>(items: T[], limit: number, fn: (item: T) => Prom
   return results;
 }
 
-/**
- * The batch's notifications as they are stored and sent: in log order, each with the next sequence,
- * a fresh id and its body fixed once (a retry sends the very same bytes, and the events API answers them).
- */
-async function stamp(tx: SqlQueryable, made: Made[], events: RecordedEvent[]): Promise<StoredEvent[]> {
-  if (made.length === 0) return [];
+/** The batch's notifications as the event log stores them: in log order, each with its event's time and its data as JSON text. */
+function toStore(made: Made[], events: RecordedEvent[]): NewEvent[] {
   const recordedAt = new Map(events.map((e) => [e.id, e.recordedAt]));
-  const sequences = await tx.query<{ n: string }>(`SELECT nextval('webhook_sequence')::text AS n FROM generate_series(1, $1)`, [made.length]);
-  const ordered = sequences.map((s) => BigInt(s.n)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  return made.map(({ notification: n }, i) => {
-    const body = {
-      id: randomUUID(),
-      type: n.type,
-      createdAt: recordedAt.get(n.eventId) ?? new Date().toISOString(),
-      sequence: Number(ordered[i]),
-      data: n.data,
-    };
-    return { partnerId: n.partnerId, eventId: n.eventId, body, text: JSON.stringify(body) };
-  });
-}
-
-/**
- * Inserts the deliveries of the notifications a partner listens to, each from its stored event (the
- * same id, sequence and body, whatever made it first); one already made for the same event, partner
- * and type is left as it is.
- */
-async function insertDeliveries(tx: SqlQueryable, rows: StoredEvent[]): Promise<void> {
-  if (rows.length === 0) return;
-  await tx.query(
-    `INSERT INTO webhook_deliveries (id, partner_id, event_id, type, sequence, created_at, body, next_attempt_at)
-     SELECT e.id, e.partner_id, e.event_id, e.type, e.sequence, e.created_at, e.body, '-infinity'::timestamptz
-       FROM unnest($1::uuid[], $2::text[], $3::text[]) AS t(partner_id, event_id, type)
-       JOIN notification_events e ON e.partner_id = t.partner_id AND e.event_id = t.event_id AND e.type = t.type
-      ORDER BY e.sequence
-     ON CONFLICT (partner_id, event_id, type) DO NOTHING`,
-    [rows.map((r) => r.partnerId), rows.map((r) => r.eventId), rows.map((r) => r.body.type)],
-  );
+  return made.map(({ notification: n, delivered }) => ({
+    partnerId: n.partnerId,
+    eventId: n.eventId,
+    type: n.type,
+    createdAt: recordedAt.get(n.eventId) ?? new Date().toISOString(),
+    data: JSON.stringify(n.data),
+    delivered,
+  }));
 }

@@ -43,6 +43,35 @@ const toView = (r: TxnRow, withUpdated: boolean): TransactionView => ({
   ...(withUpdated ? { updated: r.updated } : {}),
 });
 
+/**
+ * A transaction as GET transactions/:id shows it just after its creation, from the creation's own
+ * facts: the row the ledger fold makes of it (created = updated = its instant), as toView reads it
+ * back. The outbox builds a transfer's notification so, without reading the read model.
+ */
+export const createdView = (d: {
+  id: number;
+  uuid: string;
+  description: string;
+  status: string;
+  amount: string;
+  debitAccountId: number | null;
+  creditAccountId: number | null;
+  at: string;
+}): TransactionView => {
+  const at = new Date(d.at).toISOString();
+  return {
+    id: d.id,
+    uuid: d.uuid,
+    description: d.description,
+    status: d.status,
+    amount: fixed(money(d.amount)),
+    debitAccountId: d.debitAccountId,
+    creditAccountId: d.creditAccountId,
+    created: at,
+    updated: at,
+  };
+};
+
 /** What the sandbox's provider decisions read of a transaction. */
 export interface PaymentOf {
   uuid: string;
