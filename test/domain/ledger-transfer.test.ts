@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { accountDecider, assertAccount, available, userAccountDecider } from '../../src/domain/ledger/account';
 import { DomainError } from '../../src/platform/decider';
-import { limitsAt, NO_LIMITS_GRANTED } from '../../src/domain/ledger/limits';
+import { limitsAt, NO_LIMITS_GRANTED } from '../../src/domain/ledger/account';
 import type { KycEvent } from '../../src/domain/identity/kyc';
 import { fixed } from '../../src/domain/ledger/money';
 import { decideTransfer, decideTransfers } from '../../src/domain/ledger/transfer';

@@ -8,7 +8,7 @@ import {
   withCredits,
 } from '../../domain/ledger/account';
 import { kycDecider, kycStream } from '../../domain/identity';
-import { type Limits, limitsAt } from '../../domain/ledger/limits';
+import { type Limits, limitsAt } from '../../domain/ledger/account';
 import { money } from '../../domain/ledger/money';
 import { type TransactionCreatedData, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import type { Logger } from 'pino';

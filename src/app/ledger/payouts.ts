@@ -1,7 +1,7 @@
 import { accountCreditStream, accountDecider, accountStream } from '../../domain/ledger/account';
 import { DomainError } from '../../platform/decider';
 import { uuidV5 } from '../../platform/ids';
-import type { Limits } from '../../domain/ledger/limits';
+import type { Limits } from '../../domain/ledger/account';
 import { fixed, money } from '../../domain/ledger/money';
 import {
   decidePayout,

@@ -1,7 +1,7 @@
 import { type AccountState, accountCreditStream, accountDecider, accountStream } from '../../domain/ledger/account';
 import { DomainError } from '../../platform/decider';
 import { type KycState, kycDecider, kycStream } from '../../domain/identity';
-import { type Limits, limitsAt } from '../../domain/ledger/limits';
+import { type Limits, limitsAt } from '../../domain/ledger/account';
 import { fixed, money } from '../../domain/ledger/money';
 import { createdBy, storedUnderKey, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { decideTransfers, type TransferFacts, type TransferRequest } from '../../domain/ledger/transfer';

@@ -1,7 +1,6 @@
 /** The ledger's deciders: accounts, money, limits, deposits, transfers, payouts, transactions. */
 export * from './account';
 export * from './deposit';
-export * from './limits';
 export * from './money';
 export * from './payout';
 export * from './transaction';

@@ -1,7 +1,6 @@
-import { type AccountEvent, type AccountState, accountDecider, assertAccount } from './account';
+import { type AccountEvent, type AccountState, type Limits, accountDecider, assertAccount } from './account';
 import { DomainError } from '../../platform/decider';
 import { keptRefusal, LEDGER_REFUSALS } from './refusals';
-import type { Limits } from './limits';
 import { divideRoundUp8, fixed, money } from './money';
 import { type TransactionEvent, type TransactionState, type TransactionStatus, transactionDecider } from './transaction';
 

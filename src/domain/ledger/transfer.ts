@@ -1,7 +1,6 @@
-import { type AccountEvent, type AccountState, accountDecider } from './account';
+import { type AccountEvent, type AccountState, type Limits, accountDecider } from './account';
 import { DomainError, invariant } from '../../platform/decider';
 import { LEDGER_REFUSALS } from './refusals';
-import type { Limits } from './limits';
 import { fixed, money } from './money';
 import { type TransactionEvent, transactionDecider } from './transaction';
 
