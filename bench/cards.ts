@@ -13,9 +13,11 @@ import { createPartner, type PartnerCredentials } from '../test/support/app';
 import { type Customer, customer, fund } from '../test/support/ledger';
 import { startTestCluster } from '../test/support/postgres';
 import { benchConfig, HTTP_CONNECTION_SOURCE, LoadClient, mapLimit } from './ledger';
+import { type CpuPerRequest, LATE_MS, OPEN_LOOP_SOURCE, type OpenRate, type OpenStats, offeredOf, openRates, openTargetRows } from './open-loop';
 import {
   type CpuSnapshot,
   cpuCalibration,
+  cpuPerOp,
   cpuSnapshot,
   describeCpu,
   envNumber,
@@ -39,7 +41,7 @@ import {
  *   BENCH_CLIENTS      concurrent HTTP callers of the closed loop (default 64): the first half authorize, the rest transfer
  *   BENCH_CARDS        cards, one per customer, and so accounts (default 50)
  *   BENCH_OPEN_RATES   the open loops' offered rates, comma-separated: `25%` a fraction of the closed loop's
- *                      requests/s, `600` requests/s (default 25%,50%,75%; 0 skips the open loops)
+ *                      requests/s, `600` requests/s (default 25%,50%,75%,90%; 0 skips the open loops)
  *   BENCH_OPEN_SECONDS seconds per open loop (default BENCH_SECONDS)
  *   BENCH_OPEN_CONNECTIONS  most keep-alive connections the open loop opens (default 1,024)
  *   BENCH_CPU_PROFILE  directory for a CPU profile of the server's main thread during each measured loop
@@ -124,69 +126,17 @@ async function loop(connections, msg, seconds, outs) {
   return (performance.now() - start) / 1000;
 }
 
-/**
- * The open loop: request k is due at start + k / rate (even k an authorization, odd a transfer, on
- * random cards), sent on an idle keep-alive connection (a new one when none is idle, up to
- * maxConnections), and its latency runs from when it was due, so a request the client sends late
- * (a busy worker, a timer firing late, no connection left) counts its wait.
- */
-function openLoop(idle, msg, seconds, outs) {
-  const { cards, partner, rate, maxConnections } = msg;
+${OPEN_LOOP_SOURCE}
+/** The open loop's request k: even k an authorization, odd a transfer, on random cards. */
+function mixed(cards, partner) {
   const n = cards.length;
-  const interval = 1000 / rate;
-  const total = Math.max(1, Math.round(seconds * rate));
-  const start = performance.now();
-  const stats = { lags: [], late: 0, waited: 0, connections: idle.length, opened: 0, last: start };
-  const queue = [];
-  let sent = 0;
-  let done = 0;
-  let open = idle.length;
-  return new Promise((resolve) => {
-    const send = (k, due, connection) => {
-      const lag = performance.now() - due;
-      if (outs) {
-        stats.lags.push(lag);
-        if (lag > msg.lateMs) stats.late++;
-      }
-      const i = Math.floor(Math.random() * n);
-      let res;
-      if (k % 2 === 0) res = authorize(connection, partner, cards[i]);
-      else {
-        let j = Math.floor(Math.random() * (n - 1));
-        if (j >= i) j++;
-        res = transfer(connection, cards[i], cards[j]);
-      }
-      res.then((r) => {
-        const now = performance.now();
-        if (outs) record(k % 2 === 0 ? outs.authorizations : outs.transfers, now - due, r);
-        stats.last = now;
-        const next = queue.shift();
-        if (next) send(next[0], next[1], connection);
-        else idle.push(connection);
-        if (++done === total) resolve({ seconds: (stats.last - start) / 1000, ...stats, connections: open });
-      });
-    };
-    const tick = () => {
-      const now = performance.now();
-      while (sent < total && start + sent * interval <= now) {
-        const k = sent++;
-        const due = start + k * interval;
-        let connection = idle.pop();
-        if (!connection && open < maxConnections) {
-          connection = new Connection();
-          open++;
-          stats.opened++;
-        }
-        if (connection) send(k, due, connection);
-        else {
-          if (outs) stats.waited++;
-          queue.push([k, due]);
-        }
-      }
-      if (sent < total) setTimeout(tick, Math.max(0, start + sent * interval - performance.now()));
-    };
-    tick();
-  });
+  return (k, connection) => {
+    const i = Math.floor(Math.random() * n);
+    if (k % 2 === 0) return authorize(connection, partner, cards[i]);
+    let j = Math.floor(Math.random() * (n - 1));
+    if (j >= i) j++;
+    return transfer(connection, cards[i], cards[j]);
+  };
 }
 
 const waitForGo = () => new Promise((resolve) => parentPort.once('message', resolve));
@@ -203,11 +153,12 @@ parentPort.on('message', async (msg) => {
     parentPort.postMessage({ type: 'done', seconds, ...outs });
   } else if (msg.type === 'open') {
     const idle = [];
-    await openLoop(idle, msg, msg.warmUpSeconds, null);
+    const send = mixed(msg.cards, msg.partner);
+    await openLoop(idle, msg, msg.warmUpSeconds, send, null);
     parentPort.postMessage({ type: 'warm' });
     await waitForGo();
     const outs = { authorizations: outcome(), transfers: outcome() };
-    const stats = await openLoop(idle, msg, msg.seconds, outs);
+    const stats = await openLoop(idle, msg, msg.seconds, send, (k, ms, res) => record(k % 2 === 0 ? outs.authorizations : outs.transfers, ms, res));
     for (const c of idle) c.close();
     parentPort.postMessage({ type: 'done', ...stats, ...outs });
   }
@@ -276,21 +227,6 @@ interface Options {
   maxConnections: number;
 }
 
-/** An open loop's offered rate: requests/s in total, or a fraction of the closed loop's total rate. */
-type OpenRate = { perSecond: number } | { fraction: number };
-
-/** BENCH_OPEN_RATES: comma-separated, `25%` a fraction of the closed loop's requests/s, `600` requests/s; empty or 0 skips the open loop. */
-function openRates(raw: string | undefined): OpenRate[] {
-  if (raw === undefined) return [{ fraction: 0.25 }, { fraction: 0.5 }, { fraction: 0.75 }];
-  if (raw.trim() === '' || raw.trim() === '0') return [];
-  return raw.split(',').map((part) => {
-    const text = part.trim();
-    const value = Number(text.replace(/%$/, '').replace(/_/g, ''));
-    if (!Number.isFinite(value) || value <= 0) throw new Error(`BENCH_OPEN_RATES: ${JSON.stringify(text)} is not a positive rate (e.g. 25% or 600)`);
-    return text.endsWith('%') ? { fraction: value / 100 } : { perSecond: value };
-  });
-}
-
 interface Run {
   tally: Tally;
   client: LoadClient;
@@ -318,11 +254,10 @@ async function loadRun<T>(run: Run, profile: string, message: Record<string, unk
   return { out, around };
 }
 
-/** The CPU, WAL and stale-append lines of a run since `around`. */
-async function costLines(run: Run, around: Around, requests: number): Promise<string[]> {
-  const lines = [
-    `${describeCpu(around.cpu, cpuSnapshot(run.postmaster), requests)}; machine speed check ${fmtMs(cpuCalibration())} ms (20,000 SHA-256, lower is faster)`,
-  ];
+/** The CPU, WAL and stale-append lines of a run since `around`, and its CPU per request. */
+async function costLines(run: Run, around: Around, requests: number): Promise<{ lines: string[]; cpu: CpuPerRequest }> {
+  const now = cpuSnapshot(run.postmaster);
+  const lines = [`${describeCpu(around.cpu, now, requests)}; machine speed check ${fmtMs(cpuCalibration())} ms (20,000 SHA-256, lower is faster)`];
   if (around.wal) {
     const wal = await walSince(run.pools, around.wal);
     lines.push(`WAL ${fmtInt(wal.bytes / Math.max(1, requests))} B/request, ${(requests / Math.max(1, wal.walSyncs)).toFixed(1)} requests per WAL fsync`);
@@ -330,7 +265,7 @@ async function costLines(run: Run, around: Around, requests: number): Promise<st
   lines.push(
     `appends: ${fmtInt(run.conflicts.appends)}, of which ${fmtInt(run.conflicts.stale)} refused for a stale expected revision (each decided again; past ${MAX_ATTEMPTS} attempts a 409)`,
   );
-  return lines;
+  return { lines, cpu: cpuPerOp(around.cpu, now, requests) };
 }
 
 /** The server, its load client and the card holders; then the closed loop, the open loops and the summary. */
@@ -364,8 +299,7 @@ async function measure(databaseUrl: string, dataDir: string, options: Options): 
         `\nHTTP open loop over the same cards: requests offered at a fixed rate, alternately an authorization and a transfer (random cards, as above), each on an idle keep-alive connection (a new one when none is idle, up to ${fmtInt(options.maxConnections)}); latency from the time each request was due; ${options.openSeconds}s per rate after a warm-up at that rate`,
       );
       for (const rate of options.openRates) {
-        const perSecond = 'perSecond' in rate ? rate.perSecond : rate.fraction * closed.totalRate;
-        open.push(await openLoop(run, options, perSecond, 'fraction' in rate ? rate.fraction : undefined));
+        open.push(await openLoop(run, options, offeredOf(rate, closed.totalRate), 'fraction' in rate ? rate.fraction : undefined));
       }
       reportOpen(open);
     }
@@ -382,6 +316,7 @@ interface ClosedResult {
   /** Responses of either kind per second, whatever their status: what the open loop's fractions are of. */
   totalRate: number;
   p99: number;
+  cpu: CpuPerRequest;
 }
 
 async function closedLoop(run: Run, options: Options): Promise<ClosedResult> {
@@ -409,24 +344,14 @@ async function closedLoop(run: Run, options: Options): Promise<ClosedResult> {
   );
   console.log(`      ${describeOutcome('authorizations', out.authorizations)}`);
   console.log(`      ${describeOutcome('transfers', out.transfers)}`);
-  for (const line of await costLines(run, around, requests)) console.log(`      ${line}`);
-  return { authRate, transferRate, totalRate: requests / out.seconds, p99: percentile(a, 0.99) };
+  const costs = await costLines(run, around, requests);
+  for (const line of costs.lines) console.log(`      ${line}`);
+  return { authRate, transferRate, totalRate: requests / out.seconds, p99: percentile(a, 0.99), cpu: costs.cpu };
 }
 
-interface OpenOut {
-  /** From the first request's due time to the last response. */
-  seconds: number;
+interface OpenOut extends OpenStats {
   authorizations: Outcome;
   transfers: Outcome;
-  /** Per request: how long after its due time it was written. */
-  lags: number[];
-  /** Requests written more than LATE_MS after their due time. */
-  late: number;
-  /** Requests that waited for a connection (every one busy and maxConnections open). */
-  waited: number;
-  /** Connections open at the end, and those opened during the measured part. */
-  connections: number;
-  opened: number;
 }
 
 interface OpenResult {
@@ -434,10 +359,8 @@ interface OpenResult {
   fraction?: number;
   out: OpenOut;
   costs: string[];
+  cpu: CpuPerRequest;
 }
-
-/** Requests written later than this after their due time count as not sent on time (timers fire on whole milliseconds). */
-const LATE_MS = 2;
 
 async function openLoop(run: Run, options: Options, offered: number, fraction?: number): Promise<OpenResult> {
   const label = `${fmtInt(offered)} requests/s${fraction === undefined ? '' : ` (${(fraction * 100).toFixed(0)}% of the closed loop)`}`;
@@ -450,9 +373,9 @@ async function openLoop(run: Run, options: Options, offered: number, fraction?: 
     seconds: options.openSeconds,
   });
   const requests = out.authorizations.latencies.length + out.transfers.latencies.length;
-  const costs = await costLines(run, around, requests);
+  const { lines, cpu } = await costLines(run, around, requests);
   console.log(`  offered ${label}: done (${fmtInt(requests)} requests in ${out.seconds.toFixed(1)} s)`);
-  return { offered, fraction, out, costs };
+  return { offered, fraction, out, costs: lines, cpu };
 }
 
 function reportOpen(results: OpenResult[]): void {
@@ -500,6 +423,12 @@ function summary(closed: ClosedResult, open: OpenResult[]): void {
     rows.push([`authorization decision latency p99, open loop at ${at}`, `${fmtMs(p99)} ms`, `< ${TARGETS.p99Ms} ms`, p99 < TARGETS.p99Ms ? 'yes' : 'NO']);
   }
   rows.push(['authorizations/s / transfers/s, closed loop', `${ratio.toFixed(2)}x`, `>= ${TARGETS.ratio.toFixed(1)}x`, ratio >= TARGETS.ratio ? 'yes' : 'NO']);
+  const figures = open.map(({ offered, fraction, out, cpu }) => {
+    const all = sortedOf([...out.authorizations.latencies, ...out.transfers.latencies]);
+    const served = (out.authorizations.statuses['201'] ?? 0) + (out.transfers.statuses['201'] ?? 0);
+    return { offered, fraction, achieved: served / out.seconds, p99: percentile(all, 0.99), cpu };
+  });
+  rows.push(...openTargetRows('the mix', closed, figures));
   console.log('\nSummary against targets (durable commits, HTTP, in-process server, authorizations and transfers in the same run)');
   printTable(['figure', 'measured', 'target', 'met'], rows);
 }
@@ -510,7 +439,7 @@ export async function runCardsBench(): Promise<void> {
     clients: envNumber('BENCH_CLIENTS', 64, { integer: true }),
     cards: envNumber('BENCH_CARDS', 50, { integer: true }),
     openSeconds: envNumber('BENCH_OPEN_SECONDS', envNumber('BENCH_SECONDS', 10)),
-    openRates: openRates(process.env.BENCH_OPEN_RATES),
+    openRates: openRates(process.env.BENCH_OPEN_RATES, [0.25, 0.5, 0.75, 0.9]),
     maxConnections: envNumber('BENCH_OPEN_CONNECTIONS', 1_024, { integer: true }),
   };
   if (options.clients < 2 || options.cards < 2)

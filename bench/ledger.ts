@@ -20,6 +20,7 @@ import {
   CallTimings,
   type CpuSnapshot,
   cpuCalibration,
+  cpuPerOp,
   cpuSnapshot,
   describeCpu,
   envNumber,
@@ -35,6 +36,17 @@ import {
   walSince,
   walSnapshot,
 } from './support';
+import {
+  type CpuPerRequest,
+  LATE_MS,
+  OPEN_LOOP_SOURCE,
+  type OpenFigures,
+  type OpenRate,
+  type OpenStats,
+  offeredOf,
+  openRates,
+  openTargetRows,
+} from './open-loop';
 
 /**
  * `npm run bench -- ledger`: HTTP transfers through the real server (in this process) against a
@@ -53,6 +65,10 @@ import {
  *                   runs its loops at this count too (those it has not run already), to compare with
  *   BENCH_POSTGRES  0: part 3 alone (to compare two builds of the embedded store back to back)
  *   BENCH_ACCOUNTS  comma-separated account counts of the closed loops (default 50,10,2)
+ *   BENCH_OPEN_RATES part 1b's open loops over the 50 accounts: comma-separated, `25%` a fraction of the
+ *                   50-account closed loop's transfers/s, `600` transfers/s (default 25%,50%,90%; 0 skips them)
+ *   BENCH_OPEN_SECONDS seconds per open loop (default BENCH_SECONDS); BENCH_OPEN_CONNECTIONS most
+ *                   keep-alive connections an open loop opens (default 1,024)
  *   BENCH_HISTORY   events of the long account in part 2 (default 100,000; 0 skips part 2)
  *   BENCH_TIMINGS   1: time the server's transfer path per call (wraps its methods, which costs the server a little)
  *   BENCH_SAMPLES   sequential transfers out of each account in part 2 (default 500)
@@ -219,6 +235,18 @@ function record(out, ms, res) {
   }
 }
 
+${OPEN_LOOP_SOURCE}
+/** The open loop's request: a transfer from a random account to another. */
+function randomTransfer(accounts) {
+  const n = accounts.length;
+  return (k, connection) => {
+    const i = Math.floor(Math.random() * n);
+    let j = Math.floor(Math.random() * (n - 1));
+    if (j >= i) j++;
+    return transfer(connection, accounts[i], accounts[j]);
+  };
+}
+
 async function loop(connections, accounts, seconds, out) {
   const n = accounts.length;
   const start = performance.now();
@@ -249,6 +277,16 @@ parentPort.on('message', async (msg) => {
     const seconds = await loop(connections, msg.accounts, msg.seconds, out);
     for (const c of connections) c.close();
     parentPort.postMessage({ type: 'done', seconds, ...out });
+  } else if (msg.type === 'open') {
+    const idle = [];
+    const send = randomTransfer(msg.accounts);
+    await openLoop(idle, msg, msg.warmUpSeconds, send, null);
+    parentPort.postMessage({ type: 'warm' });
+    await waitForGo();
+    const out = outcome();
+    const stats = await openLoop(idle, msg, msg.seconds, send, (k, ms, res) => record(out, ms, res));
+    for (const c of idle) c.close();
+    parentPort.postMessage({ type: 'done', ...stats, ...out });
   } else if (msg.type === 'sequence') {
     // One request at a time; the first warmUp pairs are not recorded. Outcomes by class.
     const connection = new Connection();
@@ -409,6 +447,8 @@ interface LoopResult {
   p50: number;
   p99: number;
   statuses: Record<string, number>;
+  /** CPU per transfer while measured (NaN when there was no warm-up to snapshot after). */
+  cpu: CpuPerRequest;
 }
 
 /** Snapshots around a measured part: CPU, WAL, event-loop busy, group commit. */
@@ -435,8 +475,9 @@ async function before(b: Bench): Promise<Around> {
   };
 }
 
-async function after(b: Bench, from: Around, ops: number): Promise<string[]> {
-  const cpu = `${describeCpu(from.cpu, cpuSnapshot(b.postmaster), ops)}; machine speed check ${fmtMs(cpuCalibration())} ms (20,000 SHA-256, lower is faster)`;
+async function after(b: Bench, from: Around, ops: number): Promise<{ lines: string[]; cpu: CpuPerRequest }> {
+  const now = cpuSnapshot(b.postmaster);
+  const cpu = `${describeCpu(from.cpu, now, ops)}; machine speed check ${fmtMs(cpuCalibration())} ms (20,000 SHA-256, lower is faster)`;
   const serverElu = performance.eventLoopUtilization(from.serverElu).utilization;
   const clientElu = b.client.elu(from.clientElu).utilization;
   const lines = [`${cpu}`, `event loop busy: server (main thread) ${(100 * serverElu).toFixed(0)}%, HTTP clients (worker) ${(100 * clientElu).toFixed(0)}%`];
@@ -455,7 +496,7 @@ async function after(b: Bench, from: Around, ops: number): Promise<string[]> {
     `SQL per transfer (every caller, projections too): ${per(statements - from.sql.statements)} statements, ${per(transactions - from.sql.transactions)} explicit transactions`,
   );
   lines.push(...(await statementStats(b.tally.sql, false)));
-  return lines;
+  return { lines, cpu: cpuPerOp(from.cpu, now, ops) };
 }
 
 function describeStatuses(statuses: Record<string, number>, samples: Record<string, string[]>): string[] {
@@ -497,6 +538,7 @@ async function measureLoop(b: Bench, accounts: Customer[], clients: number, star
   );
   const ok = out.statuses['201'] ?? 0;
   const sorted = sortedOf(out.latencies);
+  const measured = around ? await after(b, around, out.latencies.length) : { lines: [], cpu: { nodeUs: Number.NaN, postgresUs: Number.NaN } };
   const result = {
     accounts: accounts.length,
     clients,
@@ -506,8 +548,9 @@ async function measureLoop(b: Bench, accounts: Customer[], clients: number, star
     p50: percentile(sorted, 0.5),
     p99: percentile(sorted, 0.99),
     statuses: out.statuses,
+    cpu: measured.cpu,
   };
-  const details = around ? await after(b, around, out.latencies.length) : [];
+  const details = measured.lines;
   console.log(
     `  ${`${accounts.length} accounts, ${clients} clients`.padEnd(26)}${fmtInt(result.rate).padStart(7)} transfers/s  p50 ${fmtMs(result.p50).padStart(7)} ms  p99 ${fmtMs(result.p99).padStart(7)} ms  (${fmtInt(ok)} x 201 in ${out.seconds.toFixed(1)} s)`,
   );
@@ -517,6 +560,91 @@ async function measureLoop(b: Bench, accounts: Customer[], clients: number, star
     for (const line of describeTimings(b.timings, out.latencies.length)) console.log(`        ${line}`);
   } else console.log(`      client mean ${fmtMs(mean(out.latencies))} ms`);
   return result;
+}
+
+/** One open loop of transfers, as the summary judges it and as its table shows it. */
+interface OpenLoopResult extends OpenFigures {
+  p50: number;
+  max: number;
+  errors: number;
+  /** Written more than LATE_MS after due, or waited for a connection. */
+  sentLate: number;
+}
+
+/**
+ * Part 1b: transfers offered open-loop over the 50-account loop's accounts, at fractions of that
+ * loop's rate (BENCH_OPEN_RATES), each after a warm-up at its rate; latency from each request's due time.
+ */
+async function openLoops(b: Bench, accounts: Customer[], closed: LoopResult, options: BenchOptions): Promise<OpenLoopResult[]> {
+  console.log(
+    `\n1b. The same transfers over the ${accounts.length} accounts, open loop: offered at fixed rates (of the closed loop's ${fmtInt(closed.rate)}/s), each on an idle keep-alive connection (a new one when none is idle, up to ${fmtInt(options.maxConnections)}); latency from the time each request was due; ${options.openSeconds} s per rate after a warm-up at it`,
+  );
+  const results: OpenLoopResult[] = [];
+  for (const rate of options.openRates)
+    results.push(await openLoop(b, accounts, offeredOf(rate, closed.rate), 'fraction' in rate ? rate.fraction : undefined, options));
+  printTable(
+    ['offered/s', 'achieved/s', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'sent late', 'node us/transfer', 'postgres us/transfer'],
+    [
+      ['closed loop', fmtInt(closed.rate), fmtMs(closed.p50), fmtMs(closed.p99), '-', '-', '-', fmtInt(closed.cpu.nodeUs), fmtInt(closed.cpu.postgresUs)],
+      ...results.map((r) => [
+        `${fmtInt(r.offered)}${r.fraction === undefined ? '' : ` (${(r.fraction * 100).toFixed(0)}%)`}`,
+        fmtInt(r.achieved),
+        fmtMs(r.p50),
+        fmtMs(r.p99),
+        fmtMs(r.max),
+        fmtInt(r.errors),
+        fmtInt(r.sentLate),
+        fmtInt(r.cpu.nodeUs),
+        fmtInt(r.cpu.postgresUs),
+      ]),
+    ],
+  );
+  console.log(
+    `  (node: this process, the server and its load client's worker thread; "sent late": written more than ${LATE_MS} ms after due, or waiting for a connection)`,
+  );
+  return results;
+}
+
+async function openLoop(b: Bench, accounts: Customer[], offered: number, fraction: number | undefined, options: BenchOptions): Promise<OpenLoopResult> {
+  let around: Around | undefined;
+  const out = await profiled(`postgres-open-${accounts.length}-accounts-${Math.round(offered)}-per-s`, (started) =>
+    b.client.run<Outcome & OpenStats>(
+      {
+        type: 'open',
+        accounts: accounts.map((c): ClientAccount => ({ accountId: c.accountId, token: c.token })),
+        rate: offered,
+        maxConnections: options.maxConnections,
+        lateMs: LATE_MS,
+        warmUpSeconds: Math.min(b.warmUpSeconds, Math.max(1, options.openSeconds * 0.2)),
+        seconds: options.openSeconds,
+      },
+      async () => {
+        around = await before(b);
+        await started();
+      },
+    ),
+  );
+  if (!around) throw new Error('the load client finished without a warm-up');
+  const { lines, cpu } = await after(b, around, out.latencies.length);
+  const sorted = sortedOf(out.latencies);
+  const ok = out.statuses['201'] ?? 0;
+  const lags = sortedOf(out.lags);
+  console.log(
+    `  offered ${fmtInt(offered)}/s: ${fmtInt(ok / out.seconds)}/s served, p99 ${fmtMs(percentile(sorted, 0.99))} ms (${fmtInt(out.latencies.length)} requests in ${out.seconds.toFixed(1)} s)`,
+  );
+  const client = `client: written p99 ${fmtMs(percentile(lags, 0.99))} ms after due; ${fmtInt(out.late)} later than ${LATE_MS} ms, ${fmtInt(out.waited)} waited for a connection; ${fmtInt(out.connections)} connections (${fmtInt(out.opened)} opened while measuring)`;
+  for (const line of [...describeStatuses(out.statuses, out.samples), client, ...lines]) console.log(`      ${line}`);
+  return {
+    offered,
+    fraction,
+    achieved: ok / out.seconds,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? Number.NaN,
+    errors: out.latencies.length - ok,
+    sentLate: out.late + out.waited,
+    cpu,
+  };
 }
 
 /**
@@ -736,7 +864,7 @@ async function history(b: Bench, senders: Customer[], historyEvents: number, sam
     for (const [s, n] of Object.entries(o.statuses)) statuses[s] = (statuses[s] ?? 0) + n;
     for (const [s, list] of Object.entries(o.samples)) samplesByStatus[s] = [...(samplesByStatus[s] ?? []), ...list];
   }
-  const details = around ? await after(b, around, samples * 2) : [];
+  const details = around ? (await after(b, around, samples * 2)).lines : [];
   for (const line of [...describeStatuses(statuses, samplesByStatus), ...details]) console.log(`      ${line}`);
   if (TIMINGS) {
     console.log('      server, mean per call and calls per request:');
@@ -749,7 +877,7 @@ async function history(b: Bench, senders: Customer[], historyEvents: number, sam
 
 const EMBEDDED_TARGET = { ratio: 0.3, p50Ms: 50 };
 
-function printSummary(loops: LoopResult[], hist: HistoryResult | undefined, embedded: LoopResult[]): void {
+function printSummary(loops: LoopResult[], open: OpenLoopResult[], hist: HistoryResult | undefined, embedded: LoopResult[]): void {
   console.log('\nAll closed-loop measurements');
   printTable(
     ['accounts', 'clients', 'transfers', 'transfers/s', 'p50 ms', 'p99 ms', 'non-201'],
@@ -814,6 +942,8 @@ function printSummary(loops: LoopResult[], hist: HistoryResult | undefined, embe
       ],
     );
   }
+  const at50 = loopOf(50);
+  if (at50) for (const row of openTargetRows('transfers, 50 accounts', at50, open)) rows.push([...row, '-']);
   printTable(['figure', 'measured', 'target', 'met', 'x of target'], rows);
 }
 
@@ -829,6 +959,10 @@ interface BenchOptions {
   embeddedClients: number;
   /** BENCH_CATCHUP=1: the projections' catch-up part (see catchUp). */
   catchUp: boolean;
+  /** Part 1b's offered rates (BENCH_OPEN_RATES; none skips it), seconds per rate, most connections. */
+  openRates: OpenRate[];
+  openSeconds: number;
+  maxConnections: number;
 }
 
 function benchOptions(): BenchOptions {
@@ -841,6 +975,9 @@ function benchOptions(): BenchOptions {
     samples: envNumber('BENCH_SAMPLES', 500, { integer: true }),
     embeddedClients: envNumber('BENCH_EMBEDDED_CLIENTS', 32, { integer: true, zero: true }),
     catchUp: process.env.BENCH_CATCHUP === '1',
+    openRates: openRates(process.env.BENCH_OPEN_RATES, [0.25, 0.5, 0.9]),
+    openSeconds: envNumber('BENCH_OPEN_SECONDS', envNumber('BENCH_SECONDS', 10)),
+    maxConnections: envNumber('BENCH_OPEN_CONNECTIONS', 1_024, { integer: true }),
   };
 }
 
@@ -924,7 +1061,12 @@ async function printHeader(b: Bench, options: BenchOptions, load0: number[]): Pr
 }
 
 /** Parts 1 and 2 on the throwaway cluster; each loop at `alsoAt` clients too (unless run already), for part 3 to compare with. */
-async function postgresParts(config: Config, options: BenchOptions, alsoAt: number, load0: number[]): Promise<{ loops: LoopResult[]; hist?: HistoryResult }> {
+async function postgresParts(
+  config: Config,
+  options: BenchOptions,
+  alsoAt: number,
+  load0: number[],
+): Promise<{ loops: LoopResult[]; open: OpenLoopResult[]; hist?: HistoryResult }> {
   let b: Bench | undefined;
   try {
     const opened = await openBench(config, options, options.clients, (bench) => printHeader(bench, options, load0));
@@ -945,9 +1087,11 @@ async function postgresParts(config: Config, options: BenchOptions, alsoAt: numb
       console.log(`  for part 3 to compare with: the ${n}-account loop at ${alsoAt} clients`);
       loops.push(await closedLoop(b, funded.slice(0, n), alsoAt));
     }
+    const at50 = loops.find((r) => r.accounts === 50 && r.clients === options.clients);
+    const open = at50 && options.openRates.length > 0 ? await openLoops(b, funded.slice(0, 50), at50, options) : [];
     if (options.catchUp) await catchUp(b, funded.slice(0, 50));
     const hist = options.historyEvents > 0 ? await history(b, funded, options.historyEvents, options.samples) : undefined;
-    return { loops, hist };
+    return { loops, open, hist };
   } finally {
     await closeBench(b);
   }
@@ -1015,11 +1159,11 @@ export async function runLedgerBench(): Promise<void> {
   try {
     const config = benchConfig(dataDir, await cluster.freshDatabase());
     // BENCH_POSTGRES=0: the embedded part alone (to compare two builds of it, run back to back).
-    const { loops, hist }: { loops: LoopResult[]; hist?: HistoryResult } =
-      process.env.BENCH_POSTGRES === '0' ? { loops: [] } : await postgresParts(config, options, options.embeddedClients, load0);
+    const { loops, open, hist }: { loops: LoopResult[]; open: OpenLoopResult[]; hist?: HistoryResult } =
+      process.env.BENCH_POSTGRES === '0' ? { loops: [], open: [] } : await postgresParts(config, options, options.embeddedClients, load0);
     stopCluster();
     const embedded = options.embeddedClients > 0 ? await embeddedPart(options, loops) : [];
-    printSummary(loops, hist, embedded);
+    printSummary(loops, open, hist, embedded);
     const load1 = loadavg();
     console.log(`\nload average at the end ${load1.map((x) => x.toFixed(2)).join(' ')} (${availableParallelism()} CPUs)`);
   } finally {

@@ -218,30 +218,40 @@ export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
   return { at: performance.now(), nodeMs: (user + system) / 1_000, postgresMs, machineBusyMs: ticksToMs(busy), stealMs: ticksToMs(jiffies[7] ?? 0), threads };
 }
 
+/** CPU per operation between two snapshots, in microseconds: this process (server and load client), its main thread, and postgres (NaN when not local). */
+export function cpuPerOp(before: CpuSnapshot, after: CpuSnapshot, ops: number): { nodeUs: number; mainUs: number; postgresUs: number } {
+  let pg = 0;
+  for (const [pid, ms] of after.postgresMs) pg += ms - (before.postgresMs.get(pid) ?? 0);
+  let main = 0;
+  for (const [tid, t] of after.threads) if (t.name === 'main') main += t.cpuMs - (before.threads.get(tid)?.cpuMs ?? 0);
+  const per = (ms: number) => (ms * 1_000) / Math.max(1, ops);
+  return { nodeUs: per(after.nodeMs - before.nodeMs), mainUs: per(main), postgresUs: after.postgresMs.size > 0 ? per(pg) : Number.NaN };
+}
+
 /**
  * e.g. "CPU/op: node 120 us, postgres 340 us; 2 CPUs 97% busy (other processes 12%)". Postgres time
  * is summed per process still alive at the end (a pooled connection closed meanwhile loses its share).
  */
 export function describeCpu(before: CpuSnapshot, after: CpuSnapshot, ops: number): string {
+  const perOp = cpuPerOp(before, after, ops);
   const node = after.nodeMs - before.nodeMs;
-  let pg = 0;
-  for (const [pid, ms] of after.postgresMs) pg += ms - (before.postgresMs.get(pid) ?? 0);
+  const pg = after.postgresMs.size > 0 ? (perOp.postgresUs * Math.max(1, ops)) / 1_000 : 0;
   const capacity = (after.at - before.at) * availableParallelism();
   const busy = after.machineBusyMs - before.machineBusyMs;
   const others = Math.max(0, busy - node - pg);
-  const perOp = (ms: number) => `${fmtInt((ms * 1_000) / Math.max(1, ops))} us`;
-  const postgres = after.postgresMs.size > 0 ? `, postgres ${perOp(pg)}` : ' (postgres not local)';
+  const us = (ms: number) => `${fmtInt((ms * 1_000) / Math.max(1, ops))} us`;
+  const postgres = after.postgresMs.size > 0 ? `, postgres ${fmtInt(perOp.postgresUs)} us` : ' (postgres not local)';
   const pct = (ms: number) => `${((100 * ms) / capacity).toFixed(0)}%`;
   const byName = new Map<string, number>();
   for (const [tid, t] of after.threads) byName.set(t.name, (byName.get(t.name) ?? 0) + t.cpuMs - (before.threads.get(tid)?.cpuMs ?? 0));
   const threads = [...byName]
     .filter(([, ms]) => ms * 1_000 >= ops)
     .sort((a, b) => b[1] - a[1])
-    .map(([name, ms]) => `${name} ${perOp(ms)}`)
+    .map(([name, ms]) => `${name} ${us(ms)}`)
     .join(', ');
   const steal = after.stealMs - before.stealMs;
   const stolen = steal > 0 ? `, ${pct(steal)} stolen by the hypervisor` : '';
-  return `CPU/op: node ${perOp(node)}${threads ? ` (${threads})` : ''}${postgres}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(Math.max(0, others - steal))}${stolen})`;
+  return `CPU/op: node ${fmtInt(perOp.nodeUs)} us${threads ? ` (${threads})` : ''}${postgres}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(Math.max(0, others - steal))}${stolen})`;
 }
 
 /** Latency of an 8 kB write + fdatasync in the temp dir (where the throwaway cluster lives): the floor of a durable commit. */

@@ -1,0 +1,153 @@
+import { fmtInt, fmtMs } from './support';
+
+/**
+ * The open loop of the load generators (the ledger's and the cards'): requests offered at fixed
+ * times whatever the answers, as users' actions arrive, each timed from when it was due. A closed
+ * loop's latency is bound to its callers over its rate (Little's law) and it never offers more than
+ * it is served; the open loop shows what a request waits at a given arrival rate, and a request the
+ * client could not send on time counts its wait (coordinated omission avoided).
+ */
+
+/**
+ * Plain JavaScript for the load client's worker thread (it needs `Connection` and `performance`
+ * from the source that includes it). Request k is due at start + k / rate; it is written on an idle
+ * keep-alive connection (a new one when none is idle, up to maxConnections, else it queues for the
+ * next free one), by `send(k, connection)`, a promise of the answer; `done(k, ms, answer)` records
+ * it, `ms` from its due time. `done` null: a warm-up, nothing recorded.
+ */
+export const OPEN_LOOP_SOURCE = `
+function openLoop(idle, msg, seconds, send, done) {
+  const { rate, maxConnections } = msg;
+  const interval = 1000 / rate;
+  const total = Math.max(1, Math.round(seconds * rate));
+  const start = performance.now();
+  const stats = { lags: [], late: 0, waited: 0, connections: idle.length, opened: 0, last: start };
+  const queue = [];
+  let sent = 0;
+  let finished = 0;
+  let open = idle.length;
+  return new Promise((resolve) => {
+    const fire = (k, due, connection) => {
+      const lag = performance.now() - due;
+      if (done) {
+        stats.lags.push(lag);
+        if (lag > msg.lateMs) stats.late++;
+      }
+      send(k, connection).then((answer) => {
+        const now = performance.now();
+        if (done) done(k, now - due, answer);
+        stats.last = now;
+        const next = queue.shift();
+        if (next) fire(next[0], next[1], connection);
+        else idle.push(connection);
+        if (++finished === total) resolve({ seconds: (stats.last - start) / 1000, ...stats, connections: open });
+      });
+    };
+    const tick = () => {
+      const now = performance.now();
+      while (sent < total && start + sent * interval <= now) {
+        const k = sent++;
+        const due = start + k * interval;
+        let connection = idle.pop();
+        if (!connection && open < maxConnections) {
+          connection = new Connection();
+          open++;
+          stats.opened++;
+        }
+        if (connection) fire(k, due, connection);
+        else {
+          if (done) stats.waited++;
+          queue.push([k, due]);
+        }
+      }
+      if (sent < total) setTimeout(tick, Math.max(0, start + sent * interval - performance.now()));
+    };
+    tick();
+  });
+}
+`;
+
+/** What the client's open loop reports beside its outcomes. */
+export interface OpenStats {
+  /** From the first request's due time to the last response. */
+  seconds: number;
+  /** Per request: how long after its due time it was written. */
+  lags: number[];
+  /** Requests written more than `lateMs` after their due time. */
+  late: number;
+  /** Requests that waited for a connection (every one busy and maxConnections open). */
+  waited: number;
+  /** Connections open at the end, and those opened during the measured part. */
+  connections: number;
+  opened: number;
+}
+
+/** Requests written later than this after their due time count as not sent on time (timers fire on whole milliseconds). */
+export const LATE_MS = 2;
+
+/** An open loop's offered rate: requests/s in total, or a fraction of the closed loop's rate. */
+export type OpenRate = { perSecond: number } | { fraction: number };
+
+/** BENCH_OPEN_RATES: comma-separated, `25%` a fraction of the closed loop's requests/s, `600` requests/s; empty or 0 skips the open loops. */
+export function openRates(raw: string | undefined, fallback: number[]): OpenRate[] {
+  if (raw === undefined) return fallback.map((fraction) => ({ fraction }));
+  if (raw.trim() === '' || raw.trim() === '0') return [];
+  return raw.split(',').map((part) => {
+    const text = part.trim();
+    const value = Number(text.replace(/%$/, '').replace(/_/g, ''));
+    if (!Number.isFinite(value) || value <= 0) throw new Error(`BENCH_OPEN_RATES: ${JSON.stringify(text)} is not a positive rate (e.g. 25% or 600)`);
+    return text.endsWith('%') ? { fraction: value / 100 } : { perSecond: value };
+  });
+}
+
+export const offeredOf = (rate: OpenRate, closedRate: number): number => ('perSecond' in rate ? rate.perSecond : rate.fraction * closedRate);
+
+/** CPU per request in microseconds: this process (server and load client) and postgres. */
+export interface CpuPerRequest {
+  nodeUs: number;
+  postgresUs: number;
+}
+
+/** One open loop as the targets judge it: offered and achieved rate, the p99 of the request the targets name, CPU per request. */
+export interface OpenFigures {
+  offered: number;
+  fraction?: number;
+  achieved: number;
+  p99: number;
+  cpu: CpuPerRequest;
+}
+
+/**
+ * The targets of open-loop capacity (every bench with an open loop prints them): at 90% of the closed
+ * loop's rate, served at the offered rate (within 2%) with p99 under 50 ms; at 25%, CPU per request
+ * at most 1.3x the closed loop's, for this process and for postgres each. Rows of [figure, measured,
+ * target, met]; a rate not run has no row.
+ */
+export function openTargetRows(what: string, closed: { cpu: CpuPerRequest }, open: OpenFigures[]): string[][] {
+  const rows: string[][] = [];
+  const at = (fraction: number) => open.find((o) => o.fraction !== undefined && Math.abs(o.fraction - fraction) < 1e-9);
+  const high = at(0.9);
+  if (high) {
+    const served = high.achieved / high.offered;
+    rows.push(
+      [`${what}: served / offered, open loop at 90%`, `${(100 * served).toFixed(1)}%`, '>= 98%', served >= 0.98 ? 'yes' : 'NO'],
+      [`${what}: p99, open loop at 90%`, `${fmtMs(high.p99)} ms`, '< 50 ms', high.p99 < 50 ? 'yes' : 'NO'],
+    );
+  }
+  const low = at(0.25);
+  if (low) {
+    for (const [name, key] of [
+      ['node', 'nodeUs'],
+      ['postgres', 'postgresUs'],
+    ] as const) {
+      const ratio = low.cpu[key] / closed.cpu[key];
+      rows.push([
+        `${what}: ${name} CPU per request at 25% / closed loop`,
+        `${fmtInt(low.cpu[key])} / ${fmtInt(closed.cpu[key])} us = ${ratio.toFixed(2)}x`,
+        '<= 1.3x',
+        ratio <= 1.3 ? 'yes' : 'NO',
+      ]);
+    }
+  }
+  return rows;
+}
