@@ -15,9 +15,9 @@ import { uuidV5, uuidV7 } from '../../platform/ids';
 import { type TransactionState, transactionDecider, transactionStream } from '../../domain/ledger';
 import { type CardHolder, CardQueries, type CardTransactionView, cardTransactionView } from '../../projections/cards';
 import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
-import { type CommandContext, load } from '../../platform/commands/commands';
+import { type CommandContext, settledFact } from '../../platform/commands/commands';
 import type { LedgerService } from '../ledger';
-import { inTurnOfDebitedAccount, readAccount } from '../ledger';
+import { readAccount, runSettlement } from '../ledger';
 import { writeScope } from '../../platform/consumers/read-your-writes';
 import { OverloadedError } from '../../eventstore/port';
 import type { CommandHandler } from '../../platform/commands/command-handler';
@@ -109,10 +109,8 @@ export class CardSpending {
    * The card as issued. Which partner's card it is and which account it spends from never change
    * once issued, so a cached state tells them; only a card not known issued is read again.
    */
-  private async issuedCard(cardId: string): Promise<CardState['card']> {
-    const options = { cache: this.deps.stateCache };
-    const cached = await load(this.deps.store, cardStream(cardId), cardDecider, { ...options, trustCache: true });
-    return cached.state.card ?? (await load(this.deps.store, cardStream(cardId), cardDecider, options)).state.card;
+  private issuedCard(cardId: string): Promise<CardState['card']> {
+    return settledFact(this.deps.store, this.deps.stateCache, cardStream(cardId), cardDecider, (state) => state.card);
   }
 
   /** Authorizations on one account, decided in order on its state and its cards' and appended together. */
@@ -156,31 +154,29 @@ export class CardSpending {
     action: 'clear' | 'reverse',
     decide: (card: CardState, account: AccountState, txn: TransactionState, request: SettlementRequest) => SettlementDecided,
   ): Promise<CardTransactionView> {
-    const done = await inTurnOfDebitedAccount(this.deps.commands, this.deps.store, transactionId, () =>
-      this.deps.commands.run(ctx, async (reads) => {
-        const stream = transactionStream(transactionId);
-        const txn = await reads.stream(stream, transactionDecider, { cached: false });
-        const created = txn.state.created;
-        if (created?.kind !== 'CARD' || created.partnerId !== partnerId) return this.notSettleable(partnerId, transactionId, action);
-        const cardId = String(created.details.cardId);
-        const card = await reads.stream(cardStream(cardId), cardDecider);
-        // Not among the card's spends: a difference's ledger transaction, or a spend settled long ago the card no longer keeps.
-        if (!card.state.spends[transactionId]) return this.notSettleable(partnerId, transactionId, action);
-        const accountId = requireCard(card.state).accountId;
-        const account = await readAccount(reads, accountId);
-        // The difference's ledger transaction is named after the card transaction: a decision made again names the same one.
-        const difference = { uuid: uuidV5(`card-difference:${transactionId}`), id: await this.ledger.ids.next() };
-        const decided = decide(card.state, account.state, txn.state, { transactionId, at: this.clock(), difference });
-        const appends: Append[] = [
-          { stream: cardStream(cardId), events: decided.card, expected: at(card), cached: cardDecider },
-          { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
-          { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
-          { stream, events: decided.transaction, expected: at(txn) },
-          { stream: transactionStream(difference.uuid), events: decided.difference, expected: 'no_stream' },
-        ];
-        return { appends, result: undefined };
-      }),
-    );
+    const done = await runSettlement(this.deps.commands, this.deps.store, transactionId, ctx, async (reads) => {
+      const stream = transactionStream(transactionId);
+      const txn = await reads.stream(stream, transactionDecider, { cached: false });
+      const created = txn.state.created;
+      if (created?.kind !== 'CARD' || created.partnerId !== partnerId) return this.notSettleable(partnerId, transactionId, action);
+      const cardId = String(created.details.cardId);
+      const card = await reads.stream(cardStream(cardId), cardDecider);
+      // Not among the card's spends: a difference's ledger transaction, or a spend settled long ago the card no longer keeps.
+      if (!card.state.spends[transactionId]) return this.notSettleable(partnerId, transactionId, action);
+      const accountId = requireCard(card.state).accountId;
+      const account = await readAccount(reads, accountId);
+      // The difference's ledger transaction is named after the card transaction: a decision made again names the same one.
+      const difference = { uuid: uuidV5(`card-difference:${transactionId}`), id: await this.ledger.ids.next() };
+      const decided = decide(card.state, account.state, txn.state, { transactionId, at: this.clock(), difference });
+      const appends: Append[] = [
+        { stream: cardStream(cardId), events: decided.card, expected: at(card), cached: cardDecider },
+        { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
+        { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
+        { stream, events: decided.transaction, expected: at(txn) },
+        { stream: transactionStream(difference.uuid), events: decided.difference, expected: 'no_stream' },
+      ];
+      return { appends, result: undefined };
+    });
     this.noteWrites(partnerId, done.position);
     // A sandbox operation, not a hot path: it answers from the read model, waited for.
     await this.deps.readYourWrites(done.position, ['cards']);

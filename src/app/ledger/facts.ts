@@ -3,20 +3,21 @@ import {
   accountCreditStream,
   accountDecider,
   accountStream,
+  type Limits,
+  limitsAt,
   userAccountDecider,
   userAccountStream,
   withCredits,
 } from '../../domain/ledger/account';
 import { kycDecider, kycStream } from '../../domain/identity';
-import { type Limits, limitsAt } from '../../domain/ledger/account';
 import { money } from '../../domain/ledger/money';
 import { type TransactionCreatedData, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import type { EventStore } from '../../eventstore/port';
 import type { Sql } from '../../eventstore/sql';
-import type { CommandHandler, Reads } from '../../platform/commands/command-handler';
-import { type Loaded, load, type StateCache } from '../../platform/commands/commands';
+import type { CommandHandler, Decision, Done, Reads } from '../../platform/commands/command-handler';
+import { type CommandContext, type Loaded, load, settledFact, type StateCache } from '../../platform/commands/commands';
 import type { TransactionView } from '../../projections/ledger';
 import { LEDGER_REFUSALS } from '../../domain/ledger/refusals';
 
@@ -32,16 +33,11 @@ export async function limitsOf(reads: Reads, userId: string, at: string, approve
   return limitsAt(kyc.state, at, approved);
 }
 
-/**
- * The user's account (reserved at the first login), from the write side. A state trusted from the
- * cache may predate the reservation, so "none" is only said after a read of the stream.
- */
+/** The user's account (reserved at the first login, never changed), from the write side. */
 export async function accountOfUser(store: EventStore, cache: StateCache, userId: string): Promise<number> {
-  for (const trustCache of [true, false]) {
-    const { state } = await load(store, userAccountStream(userId), userAccountDecider, { cache, trustCache });
-    if (state.accountId !== null) return state.accountId;
-  }
-  throw LEDGER_REFUSALS.accountNotFound();
+  const accountId = await settledFact(store, cache, userAccountStream(userId), userAccountDecider, (state) => state.accountId);
+  if (accountId === null) throw LEDGER_REFUSALS.accountNotFound();
+  return accountId;
 }
 
 /** How a transaction is shown, from the event that created it (a write's answer needs no read model). */
@@ -57,14 +53,22 @@ export const viewOf = (created: TransactionCreatedData): TransactionView => ({
 });
 
 /**
- * Runs `work` in the turn of the account a ledger transaction debits (read first: it never changes),
- * so that settling the transaction takes turns with the transfers, holds and authorizations on that
- * account (CommandHandler.inLane) instead of refusing their appends, and being refused by them, on a
- * busy account. An unknown transaction runs at once: its decision says it is unknown.
+ * A command that settles a ledger transaction (clears, reverses, completes or fails it), run in the
+ * turn of the account the transaction debits (read first: it never changes), so that settling takes
+ * turns with the transfers, holds and authorizations on that account (CommandHandler.inLane) instead
+ * of refusing their appends, and being refused by them, on a busy account. An unknown transaction
+ * runs at once: its decision says it is unknown.
  */
-export async function inTurnOfDebitedAccount<T>(commands: CommandHandler, store: EventStore, transactionId: string, work: () => Promise<T>): Promise<T> {
+export async function runSettlement<Result>(
+  commands: CommandHandler,
+  store: EventStore,
+  transactionId: string,
+  ctx: CommandContext,
+  decide: (reads: Reads) => Promise<Decision<Result>>,
+): Promise<Done<Result>> {
   const { state } = await load(store, transactionStream(transactionId), transactionDecider);
   const accountId = state.created?.debitAccountId;
+  const work = () => commands.run(ctx, decide);
   return accountId === undefined || accountId === null ? work() : commands.inLane(accountStream(accountId), work);
 }
 

@@ -14,9 +14,9 @@ import {
 } from '../../domain/ledger/payout';
 import { type TransactionState, type TransactionStatus, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { type AcceptedPayout, PayoutRefused, type PayoutRequest as ProviderPayout, type PayoutWebhookEvent } from '../../providers/ledger/payouts/port';
-import { type Append, at, type Batches, type Decision, type Reads } from '../../platform/commands/command-handler';
+import { type Append, at, type Batches, type Decision, type Done, type Reads } from '../../platform/commands/command-handler';
 import { type CommandContext, load } from '../../platform/commands/commands';
-import { accountOfUser, inTurnOfDebitedAccount, limitsOf, type TransactionIds, readAccount } from './facts';
+import { accountOfUser, limitsOf, runSettlement, type TransactionIds, readAccount } from './facts';
 import { type IdempotencyKeys, madeUnderKeyElsewhere, partnerKey, requestHashOf } from './idempotency';
 import { LedgerProviderFailure } from './provider-failure';
 import type { CommandHandler } from '../../platform/commands/command-handler';
@@ -228,31 +228,29 @@ export class Payouts {
   /** FAILED, and a REVERSED credit returns the held funds, exactly once. */
   private async failPayout(uuid: string, reason: string, ctx: CommandContext, details: Record<string, string> = {}): Promise<void> {
     const reversalUuid = uuidV5(`reversal:${uuid}`);
-    const done = await this.inTurn(uuid, () =>
-      this.deps.commands.run(ctx, async (reads) => {
-        const stream = transactionStream(uuid);
-        const txn = await reads.stream(stream, transactionDecider, { cached: false });
-        const accountId = txn.state.created?.debitAccountId;
-        if (accountId === undefined || accountId === null) throw LEDGER_REFUSALS.transactionNotFound();
-        const account = await readAccount(reads, accountId);
-        const reversal = { uuid: reversalUuid, id: await this.ids.next() };
-        const decided = decidePayoutFailed(txn.state, account.state, { reason, details, at: new Date().toISOString(), reversal });
-        return {
-          appends: [
-            { stream, events: decided.transaction, expected: at(txn) },
-            { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
-            { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
-            { stream: transactionStream(reversalUuid), events: decided.reversal, expected: 'no_stream' },
-          ],
-          result: undefined,
-        };
-      }),
-    );
+    const done = await this.settlement(uuid, ctx, async (reads) => {
+      const stream = transactionStream(uuid);
+      const txn = await reads.stream(stream, transactionDecider, { cached: false });
+      const accountId = txn.state.created?.debitAccountId;
+      if (accountId === undefined || accountId === null) throw LEDGER_REFUSALS.transactionNotFound();
+      const account = await readAccount(reads, accountId);
+      const reversal = { uuid: reversalUuid, id: await this.ids.next() };
+      const decided = decidePayoutFailed(txn.state, account.state, { reason, details, at: new Date().toISOString(), reversal });
+      return {
+        appends: [
+          { stream, events: decided.transaction, expected: at(txn) },
+          { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
+          { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
+          { stream: transactionStream(reversalUuid), events: decided.reversal, expected: 'no_stream' },
+        ],
+        result: undefined,
+      };
+    });
     await this.deps.readYourWrites(done.position, ['ledger']);
   }
 
-  private inTurn<T>(uuid: string, work: () => Promise<T>): Promise<T> {
-    return inTurnOfDebitedAccount(this.deps.commands, this.deps.store, uuid, work);
+  private settlement<Result>(uuid: string, ctx: CommandContext, decide: (reads: Reads) => Promise<Decision<Result>>): Promise<Done<Result>> {
+    return runSettlement(this.deps.commands, this.deps.store, uuid, ctx, decide);
   }
 
   async applyPayoutWebhook(providerName: string, event: PayoutWebhookEvent): Promise<void> {
@@ -261,23 +259,21 @@ export class Payouts {
       metadata: { actor: { kind: 'provider', id: providerName }, correlationId: event.eventId },
     };
     if (event.outcome === 'failed') return this.failPayout(event.transactionId, event.reason ?? 'payout_failed', ctx, { providerEventId: event.eventId });
-    const done = await this.inTurn(event.transactionId, () =>
-      this.deps.commands.run(ctx, async (reads) => {
-        const stream = transactionStream(event.transactionId);
-        const txn = await reads.stream(stream, transactionDecider, { cached: false });
-        const accountId = txn.state.created?.debitAccountId;
-        if (accountId === undefined || accountId === null) throw LEDGER_REFUSALS.transactionNotFound();
-        const account = await readAccount(reads, accountId);
-        const decided = decidePayoutSettled(txn.state, account.state, { eventId: event.eventId, at: event.occurredAt });
-        return {
-          appends: [
-            { stream, events: decided.transaction, expected: at(txn) },
-            { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
-          ],
-          result: undefined,
-        };
-      }),
-    );
+    const done = await this.settlement(event.transactionId, ctx, async (reads) => {
+      const stream = transactionStream(event.transactionId);
+      const txn = await reads.stream(stream, transactionDecider, { cached: false });
+      const accountId = txn.state.created?.debitAccountId;
+      if (accountId === undefined || accountId === null) throw LEDGER_REFUSALS.transactionNotFound();
+      const account = await readAccount(reads, accountId);
+      const decided = decidePayoutSettled(txn.state, account.state, { eventId: event.eventId, at: event.occurredAt });
+      return {
+        appends: [
+          { stream, events: decided.transaction, expected: at(txn) },
+          { stream: accountStream(accountId), events: decided.debit, expected: at(account), cached: accountDecider },
+        ],
+        result: undefined,
+      };
+    });
     await this.deps.readYourWrites(done.position, ['ledger']);
   }
 }

@@ -110,6 +110,25 @@ export class StateCache {
   }
 }
 
+/**
+ * A fact of a stream that never changes once set (which account a user holds, which account a card
+ * spends from): from the cached state when it already knows it, else from the stream read again (a
+ * cached state may predate the fact; it cannot contradict it). Null while the stream does not know it.
+ */
+export async function settledFact<State, Event extends DomainEvent, Fact>(
+  store: EventStore,
+  cache: StateCache,
+  stream: string,
+  decider: Pick<Decider<State, unknown, Event>, 'initialState' | 'evolve' | 'snapshot'>,
+  fact: (state: State) => Fact | null | undefined,
+): Promise<Fact | null> {
+  for (const trustCache of [true, false]) {
+    const known = fact((await load(store, stream, decider, { cache, trustCache })).state);
+    if (known !== null && known !== undefined) return known;
+  }
+  return null;
+}
+
 export async function load<State, Event extends DomainEvent>(
   store: EventStore,
   stream: string,
