@@ -16,4 +16,6 @@ export const AUDIT_REFUSALS = {
   tokenInvalid: refusal('auditor_token_invalid', 'unauthenticated', 'Invalid or expired token'),
   /** Past its `expiresAt`: the holder needs a new token from the operator. */
   tokenExpired: refusal('auditor_token_expired', 'unauthenticated', 'Invalid or expired token'),
+  /** A stream with no event at all (at an instant before its first event, a stream that exists is shown empty). */
+  streamNotFound: refusal('stream_not_found', 'not_found', 'Stream not found'),
 };
