@@ -12,6 +12,7 @@ export const SAMPLE = {
   userId: 'b3e1c9a2-5d4f-4c1e-9a7b-2f6d8e0c1a34',
   payeeUserId: '0c8f3a52-9e61-4b7d-8d2a-51f0e6c7b9d3',
   partnerId: 'a5f0d2c4-7b13-4e8a-9c61-3d2b1f0e9a87',
+  auditorId: '6d1e8f2a-3b4c-4d5e-8f60-718293a4b5c6',
   email: 'ada@example.com',
   accountId: 1002,
   payeeAccountId: 1003,
@@ -347,6 +348,20 @@ export interface OperationExamples {
   /** Names in components.schemas for the operation's own (unnamed) request and response shapes. */
   names?: { request?: string; response?: string };
 }
+
+/** An event as auditors read it (GET /audit/v1/streams/{stream}, GET /audit/v1/events). */
+const AUDIT_EVENT = {
+  stream: `account-${SAMPLE.accountId}`,
+  revision: 0,
+  position: '0000000000000018233',
+  id: SAMPLE.eventId,
+  type: 'AccountOpened',
+  data: { accountId: SAMPLE.accountId, userId: SAMPLE.userId, partnerId: SAMPLE.partnerId, asset: 'USDC', type: 'LIABILITY', at: SAMPLE.at },
+  metadata: { correlationId: SAMPLE.requestId, causationId: SAMPLE.requestId, actor: { kind: 'user', id: SAMPLE.userId } },
+  recordedAt: SAMPLE.at,
+  hash: '3b7e1f0a9c2d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7',
+  previousHash: '0'.repeat(64),
+};
 
 /** A notification as the sandbox inbox receives it. */
 const INBOX_NOTIFICATION = {
@@ -721,6 +736,53 @@ export const OPERATIONS: Record<string, OperationExamples> = {
     request: { reason: 'Review closed' },
 
     names: { request: 'UserActionRequest' },
+  },
+  'POST /admin/v1/auditors': {
+    request: { name: 'Ledger & Co. auditors', expiresAt: '2026-12-31T00:00:00Z' },
+    response: {
+      success: true,
+      data: {
+        id: SAMPLE.auditorId,
+        name: 'Ledger & Co. auditors',
+        token: `ta_${SAMPLE.auditorId.replaceAll('-', '')}_${'5f'.repeat(32)}`,
+        expiresAt: '2026-12-31T00:00:00.000Z',
+      },
+    },
+    errors: { 400: ['expiresAt must be an ISO 8601 date', 'name must be a non-empty string of at most 200 characters'] },
+    names: { request: 'AuditorRequest' },
+  },
+  'DELETE /admin/v1/auditors/{id}': { parameters: { id: SAMPLE.auditorId } },
+  'GET /audit/v1/streams/{stream}': {
+    parameters: { stream: `account-${SAMPLE.accountId}`, at: SAMPLE.later },
+    response: {
+      success: true,
+      data: {
+        stream: `account-${SAMPLE.accountId}`,
+        at: SAMPLE.later,
+        events: [AUDIT_EVENT],
+        aggregate: 'account',
+        state: { opened: true, accountId: SAMPLE.accountId, userId: SAMPLE.userId, partnerId: SAMPLE.partnerId, creditsPosted: '0', debitsPosted: '0' },
+      },
+    },
+  },
+  'GET /audit/v1/events': {
+    parameters: { from: '2026-03-01', to: '2026-03-02' },
+    response: `${JSON.stringify(AUDIT_EVENT)}\n`,
+  },
+  'GET /audit/v1/accounts/{accountId}/balance': {
+    parameters: { at: SAMPLE.later },
+    response: {
+      success: true,
+      data: {
+        accountId: SAMPLE.accountId,
+        asset: 'USDC',
+        credits: '100.00000000',
+        debits: '10.50000000',
+        balance: '89.50000000',
+        at: SAMPLE.later,
+        position: '0000000000000018233',
+      },
+    },
   },
   'POST /admin/v1/projections/{name}/rebuild': {
     response: { success: true, data: { name: 'ledger', events: 18233, position: '18233' } },

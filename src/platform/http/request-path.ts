@@ -12,6 +12,7 @@ import { COMPRESS_FROM_BYTES, compressFor } from './compress';
 import { toErrorReply } from './error-reply';
 import { HttpError, MESSAGES, PLATFORM_CODES as C } from './errors';
 import type { HttpMetrics } from './metrics';
+import { looksLikeAuditorToken } from './auditor-token';
 import { carriesOperatorToken } from './operator-token';
 import { RateLimiter } from './ratelimit';
 import type { Credential, HttpRequest, Reply, RequestContext, RouteSpec } from './route';
@@ -24,6 +25,9 @@ const BEARER = /^Bearer\s+(\S+)$/i;
 
 /** Why a bearer token was refused (the 401's code; a missing token is `token_missing`). */
 export type BearerRefusal = 'token_expired' | 'token_invalid';
+
+/** Why an auditor token was refused (the 401's code; a missing token is `auditor_token_missing`). */
+export type AuditorRefusal = 'auditor_token_expired' | 'auditor_token_invalid';
 
 /** What a request carries between its steps, in express's res.locals. */
 interface RequestLocals {
@@ -51,6 +55,11 @@ export interface RequestPorts {
   authenticatePartner(apiKey: string, apiSecret: string): Promise<string | null>;
   /** The user and partner a bearer token names, or why it names no one. */
   authenticateBearer(token: string): Promise<{ userId: string; partnerId: string } | BearerRefusal>;
+  /**
+   * The auditor an auditor token names, its use of `route` (a path template) recorded in the log
+   * first; or why it names no one (nothing recorded).
+   */
+  authenticateAuditor(token: string, route: string, requestId: string): Promise<{ auditorId: string } | AuditorRefusal>;
   readAfterWrites(scope: string, names: string[]): Promise<void>;
   outage: { unavailable(error: unknown): void };
 }
@@ -63,6 +72,7 @@ class Context implements RequestContext {
   headers: Record<string, string | undefined> = {};
   partnerId = '';
   userId = '';
+  auditorId = '';
 
   constructor(
     readonly services: unknown,
@@ -157,7 +167,9 @@ export class RequestPath {
       const reads = spec.readsAfterWrites;
       if (reads !== undefined)
         for (const model of typeof reads === 'string' ? [reads] : reads) await this.ports.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
-      send(res, locals.requestId, await spec.handler(ctx));
+      const reply = await spec.handler(ctx);
+      if (reply.stream) await stream(res, locals.requestId, reply, reply.stream);
+      else send(res, locals.requestId, reply);
     } catch (error) {
       this.fail(error, res, locals);
     }
@@ -213,12 +225,20 @@ export class RequestPath {
       }
       case 'bearer': {
         const token = BEARER.exec(header(req, 'authorization') ?? '')?.[1];
-        const claims = token ? await this.ports.authenticateBearer(token) : C.tokenMissing;
+        // An auditor token opens auditor routes only: refused here without asking the service.
+        const claims = !token ? C.tokenMissing : looksLikeAuditorToken(token) ? C.tokenInvalid : await this.ports.authenticateBearer(token);
         if (typeof claims === 'string') throw bearerRefused(spec, claims);
         const wait = this.userLimiter.take(claims.userId);
         if (wait > 0) throw tooManyRequests(wait);
         ctx.userId = claims.userId;
         ctx.partnerId = claims.partnerId;
+        return ctx;
+      }
+      case 'auditor': {
+        const token = BEARER.exec(header(req, 'authorization') ?? '')?.[1];
+        const auditor = token ? await this.ports.authenticateAuditor(token, spec.path, requestId) : C.auditorTokenMissing;
+        if (typeof auditor === 'string') throw auditorRefused(auditor);
+        ctx.auditorId = auditor.auditorId;
         return ctx;
       }
       default:
@@ -251,6 +271,12 @@ function tooManyRequests(retryAfterSeconds: number): HttpError {
 function bearerRefused(spec: RouteSpec, why: BearerRefusal | typeof C.tokenMissing): HttpError {
   const challenge = why === C.tokenMissing ? 'Bearer' : 'Bearer error="invalid_token"';
   return new HttpError(401, spec.bearerError ?? MESSAGES.invalidToken, { code: why }, { 'WWW-Authenticate': challenge });
+}
+
+/** An auditor route's 401: the interface's one message, told apart by its code, with the challenge of RFC 6750. */
+function auditorRefused(why: AuditorRefusal | typeof C.auditorTokenMissing): HttpError {
+  const challenge = why === C.auditorTokenMissing ? 'Bearer' : 'Bearer error="invalid_token"';
+  return new HttpError(401, MESSAGES.invalidToken, { code: why }, { 'WWW-Authenticate': challenge });
 }
 
 /** No route for the method and path: 405 with `Allow` where the path is served under other methods, else 404. */
@@ -298,6 +324,30 @@ function send(res: ServerResponse, requestId: string, reply: Reply): void {
   if (reply.contentType) answer(res, requestId, reply.status, reply.headers, reply.contentType, reply.body as string);
   // No ETag, no freshness check: answers are computed fresh.
   else answer(res, requestId, reply.status, reply.headers, JSON_CONTENT_TYPE, reply.body === undefined ? undefined : JSON.stringify(reply.body));
+}
+
+/**
+ * A streamed answer (Reply.stream): the headers of every answer (answer), no length, then each chunk
+ * as the client takes it. Leaving the loop early (the client gone) closes the iterable.
+ */
+async function stream(res: ServerResponse, requestId: string, reply: Reply, chunks: AsyncIterable<string>): Promise<void> {
+  const headers = ['X-Request-Id', requestId, 'X-Content-Type-Options', 'nosniff', 'Cache-Control', 'no-store'];
+  for (const name in reply.headers ?? {}) headers.push(name, (reply.headers as Record<string, string>)[name] as string);
+  headers.push('Content-Type', reply.contentType ?? JSON_CONTENT_TYPE);
+  res.writeHead(reply.status, headers);
+  let closed = false;
+  const gone = new Promise<void>((resolve) =>
+    res.once('close', () => {
+      closed = true;
+      resolve();
+    }),
+  );
+  for await (const chunk of chunks) {
+    if (closed || res.destroyed) break;
+    if (!res.write(chunk)) await Promise.race([new Promise((resolve) => res.once('drain', resolve)), gone]);
+    if (closed || res.destroyed) break;
+  }
+  if (!closed && !res.destroyed) res.end();
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Refusal } from '../refusals';
 /** `jsonText`: the text a JSON body was parsed from (its byte order mark dropped). */
 export type HttpRequest = IncomingMessage & { rawBody?: Buffer; jsonText?: string };
 
-export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed';
+export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed' | 'auditor';
 
 /**
  * The read models some writes do not wait for (a transfer answers from its own events): each notes
@@ -24,6 +24,13 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Send `body` as this content type instead of JSON (HTML pages). */
   contentType?: string;
+  /**
+   * A body of any size, written as it comes (with `contentType`, instead of `body`): each chunk is
+   * written when the client has taken the one before (backpressure), and the iterable is closed
+   * (its `finally` runs) as soon as the client goes away. An error after the first chunk cuts the
+   * connection: the status is already sent.
+   */
+  stream?: AsyncIterable<string>;
 }
 
 export interface RequestContext<Body = unknown, Query = unknown, Params = unknown, Services = unknown> {
@@ -39,6 +46,8 @@ export interface RequestContext<Body = unknown, Query = unknown, Params = unknow
   partnerId: string;
   /** Set on bearer routes. */
   userId: string;
+  /** Set on auditor routes (the request's use of the route is in the log before its handler runs). */
+  auditorId: string;
   /** The client's address as TRUST_PROXY lets us know it (platform/http/client-ip.ts): an IP address, or `unknown`. */
   clientIp: string;
   req: HttpRequest;
