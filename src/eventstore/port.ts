@@ -12,7 +12,7 @@ export type JsonObject = { [key: string]: Json };
 
 export type ExpectedRevision = bigint | number | 'no_stream' | 'stream_exists' | 'any';
 
-export type ActorKind = 'partner' | 'user' | 'operator' | 'provider' | 'system';
+export type ActorKind = 'partner' | 'user' | 'operator' | 'provider' | 'auditor' | 'system';
 
 export interface EventMetadata {
   correlationId?: string;

@@ -193,7 +193,7 @@ describe('auditor reads (/audit/v1)', function () {
     for (const e of uses) {
       expect(e.data.auditorId).to.equal(auditorId);
       expect(Math.abs(Date.parse(e.data.at as string) - Date.parse(e.recordedAt))).to.be.lessThan(5_000);
-      expect(e.metadata.auditorId).to.equal(auditorId);
+      expect(e.metadata.actor).to.deep.equal({ kind: 'auditor', id: auditorId });
     }
   });
 

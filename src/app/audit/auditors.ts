@@ -58,7 +58,7 @@ export class AuditorService {
     const auditorId = auditorIdOf(token);
     if (!auditorId) return 'auditor_token_invalid';
     const stream = auditorStream(auditorId);
-    const ctx: CommandContext = { commandId: uuidV7(), unkeyed: true, metadata: { correlationId: requestId, auditorId } };
+    const ctx: CommandContext = { commandId: uuidV7(), unkeyed: true, metadata: { correlationId: requestId, actor: { kind: 'auditor', id: auditorId } } };
     const command: AuditorCommand = { type: 'RecordUse', tokenHash: tokenHash(token), route, now: new Date() };
     try {
       await this.deps.commands.inLane(stream, () => this.deps.commands.decide(ctx, stream, auditorDecider, command));
