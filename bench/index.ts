@@ -1,3 +1,4 @@
+import { runAuditExportBench } from './audit-export';
 import { runCardsBench } from './cards';
 import { runCompareBench } from './compare';
 import { runLedgerBench } from './ledger';
@@ -30,6 +31,11 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
       "sandbox card authorizations/s and transfers/s through HTTP in one closed loop (64 callers, half each, over 50 cards and their accounts) on a durable PostgreSQL, with the ratio and the authorizations p50/p99; then the same mix offered at fixed rates (open loops), with the latencies from each request's due time",
     run: runCardsBench,
   },
+  'audit-export': {
+    description:
+      "an auditor's GET /audit/v1/events over a whole log of BENCH_EXPORT_EVENTS events (default 1,000,000) on a durable PostgreSQL, streamed as NDJSON: events/s, MB/s, CPU per event and the process's memory while it streams",
+    run: runAuditExportBench,
+  },
 };
 
 function usage(): string {
@@ -44,7 +50,8 @@ function usage(): string {
     '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
     '  webhooks: BENCH_CLIENTS (default 32), BENCH_WEBHOOK_PARTNERS (default 4), BENCH_WEBHOOK_ACCOUNTS (per partner, default 10)',
     '  compare: BENCH_COMPARE_WITH (required: the other checkout, with node_modules), BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS (default 64), BENCH_SLICE_SECONDS (default 4), BENCH_ROUNDS (default 6)',
-    '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_OPEN_RATES (default 25%,50%,75% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE',
+    '  audit-export: BENCH_EXPORT_EVENTS (default 1000000)',
+    '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_OPEN_RATES (default 25%,50%,75%,90% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE',
   ].join('\n');
 }
 

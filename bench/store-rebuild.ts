@@ -44,7 +44,7 @@ SELECT 'user-' || md5('user-' || i)::uuid,
  * revisions, ids and data; placeholder hashes, which a rebuild does not check): one UserRegistered
  * per user, then one UserStatusChanged for the first `events - users` users.
  */
-async function loadUserEvents(sql: PgSql, events: number): Promise<{ users: number }> {
+export async function loadUserEvents(sql: PgSql, events: number): Promise<{ users: number }> {
   const users = Math.ceil(events / 2);
   const changes = events - users;
   await inChunks(1, users, (from, to) => sql.query(REGISTERED, [from, to]).then(() => {}));

@@ -43,6 +43,8 @@ export interface RecordedEvent<Type extends string = string, Data extends JsonOb
   recordedAt: string;
   /** sha256 hex of (previous event's hash of the stream + this event's content digest). */
   hash: string;
+  /** The hash of the event before it in its stream ('' at revision 0): only when read with `withPreviousHash`, from an adapter that gives it. */
+  previousHash?: string;
 }
 
 export interface AppendResult {
@@ -83,6 +85,11 @@ export interface ReadAllOptions {
    * saves the store sending and the caller parsing them. An adapter may ignore it.
    */
   projectionOnly?: boolean;
+  /**
+   * Each event with `previousHash`, the link of its hash chain (an auditor's export shows it). An
+   * adapter may ignore it: the caller then finds the previous hash itself.
+   */
+  withPreviousHash?: boolean;
 }
 
 export interface Subscription {

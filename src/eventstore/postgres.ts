@@ -38,12 +38,16 @@ interface EventRow {
   /** Milliseconds since the epoch (truncated, as the ISO form shows them). */
   recorded_ms: string;
   hash?: string;
+  /** With `withPreviousHash`: null at revision 0 (and for a revision whose predecessor is gone). */
+  previous_hash?: string | null;
 }
 
 // Positions and instants are formatted here rather than in SQL: cheaper for the server on long reads.
 const BASE_COLUMNS = `transaction_id::text AS xid, global_position::text AS gp, stream_id, stream_revision::text, event_id::text, type, data,
   floor(extract(epoch FROM recorded_at) * 1000)::int8::text AS recorded_ms`;
 const EVENT_COLUMNS = `${BASE_COLUMNS}, metadata, hash`;
+/** The hash of the event before, by the (stream, revision) index: one lookup per event, inside the read. */
+const PREVIOUS_HASH = `(SELECT p.hash FROM es_events p WHERE p.stream_id = es_events.stream_id AND p.stream_revision = es_events.stream_revision - 1) AS previous_hash`;
 
 /** Only rows of transactions older than every running one: see postgres-schema.ts. */
 const VISIBLE = 'transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
@@ -76,6 +80,7 @@ function toRecorded(rows: EventRow[]): RecordedEvent[] {
       metadata: row.metadata ?? {},
       recordedAt: at,
       hash: row.hash ?? '',
+      ...(row.previous_hash === undefined ? {} : { previousHash: row.previous_hash ?? '' }),
     };
   });
 }
@@ -549,9 +554,10 @@ export class PostgresEventStore implements EventStore {
       conditions.push(`type = ANY($${params.length}::text[])`);
     }
     params.push(Math.min(options.maxCount ?? MAX_READ_BATCH, MAX_READ_BATCH * 10));
+    const columns = options.projectionOnly ? BASE_COLUMNS : options.withPreviousHash ? `${EVENT_COLUMNS}, ${PREVIOUS_HASH}` : EVENT_COLUMNS;
     const rows = await this.guard(() =>
       this.sql.query<EventRow>(
-        `SELECT ${options.projectionOnly ? BASE_COLUMNS : EVENT_COLUMNS} FROM es_events WHERE ${conditions.join(' AND ')} ORDER BY transaction_id, global_position LIMIT $${params.length}`,
+        `SELECT ${columns} FROM es_events WHERE ${conditions.join(' AND ')} ORDER BY transaction_id, global_position LIMIT $${params.length}`,
         params,
       ),
     );

@@ -20,6 +20,8 @@ export interface ConformanceTarget {
    * Absent where the adapter cannot interleave transactions (PGlite runs one at a time).
    */
   openTransactionAppend?(store: EventStore, stream: string, event: NewEvent): Promise<{ commit(): Promise<void> }>;
+  /** The adapter gives `previousHash` on a readAll with `withPreviousHash` (an adapter may leave it to the caller). */
+  givesPreviousHash?: boolean;
 }
 
 const ev = (type = 'Something', data: Record<string, string | number> = {}): NewEvent => ({
@@ -377,6 +379,25 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
         const limited = await store.readAll({ filter: { streamPrefixes: [`${category}-`] }, maxCount: 1 });
         expect(limited).to.have.length(1);
         expect(comparePositions(await store.headPosition(), all[2]?.position ?? '')).to.be.at.least(0);
+      });
+
+      it('gives each event the hash of the one before it in its stream when asked (withPreviousHash), or leaves it out', async () => {
+        const category = `prev${randomUUID().slice(0, 8)}`;
+        const a = uniqueStream(category);
+        const b = uniqueStream(category);
+        await store.append(a, [ev('X'), ev('Y')], 'no_stream');
+        await store.append(b, [ev('Z')], 'no_stream');
+        await store.append(a, [ev('W')], 1);
+        const all = await store.readAll({ filter: { streamPrefixes: [`${category}-`] }, withPreviousHash: true });
+        const before = new Map<string, string>();
+        for (const e of all) {
+          if (target.givesPreviousHash) expect(e.previousHash, `${e.stream}@${e.revision}`).to.equal(before.get(e.stream) ?? '');
+          else if (e.previousHash !== undefined) expect(e.previousHash).to.equal(before.get(e.stream) ?? '');
+          before.set(e.stream, e.hash);
+        }
+        expect(all.map((e) => e.type)).to.deep.equal(['X', 'Y', 'Z', 'W']);
+        const plain = await store.readAll({ filter: { streamPrefixes: [`${category}-`] } });
+        expect(plain.every((e) => e.previousHash === undefined)).to.equal(true);
       });
 
       it('catches a subscription up, then delivers new events live', async () => {

@@ -28,6 +28,7 @@ async function storeOwning(sql: Sql): Promise<PostgresEventStore> {
 }
 
 eventStoreConformance('postgres server', {
+  givesPreviousHash: true,
   open: async () => storeOwning(await serverSql()),
   async openTransactionAppend(store, stream, event) {
     const sql = (store as PostgresEventStore).sql as PgSql;
@@ -63,6 +64,7 @@ eventStoreConformance('postgres server', {
 // A log created by the schema before this one: data and metadata jsonb, the key on global_position
 // alone and the pair indexed apart. The schema run over it keeps all that, and everything still holds.
 eventStoreConformance('postgres server, a log created before (jsonb columns, key on global_position)', {
+  givesPreviousHash: true,
   async open() {
     const sql = await serverSql();
     const earlier: Array<[string | RegExp, string]> = [
@@ -87,6 +89,7 @@ eventStoreConformance('postgres server, a log created before (jsonb columns, key
 });
 
 eventStoreConformance('pglite (embedded)', {
+  givesPreviousHash: true,
   open: async () => storeOwning(await PgliteSql.open()),
 });
 

@@ -49,11 +49,11 @@ export function chained(events: RecordedEvent[]): AuditEvent[] {
   });
 }
 
-/** The whole log (or what follows `fromPosition`), page by page, in global order. */
-export async function* logPages(store: EventStore, fromPosition?: string, signal?: AbortSignal): AsyncGenerator<RecordedEvent[]> {
+/** The whole log (or what follows `fromPosition`), page by page, in global order; `withPreviousHash` as the store's readAll takes it. */
+export async function* logPages(store: EventStore, fromPosition?: string, signal?: AbortSignal, withPreviousHash = false): AsyncGenerator<RecordedEvent[]> {
   let position = fromPosition || undefined;
   while (!signal?.aborted) {
-    const page = await store.readAll({ fromPosition: position, maxCount: LOG_PAGE_SIZE });
+    const page = await store.readAll({ fromPosition: position, maxCount: LOG_PAGE_SIZE, withPreviousHash });
     if (page.length === 0) return;
     yield page;
     position = page[page.length - 1]?.position;
@@ -69,7 +69,7 @@ export async function* logPages(store: EventStore, fromPosition?: string, signal
  */
 export async function* eventsRecordedBetween(store: EventStore, fromMs: number, toMs: number, signal?: AbortSignal): AsyncGenerator<AuditEvent[]> {
   const heads = new Map<string, { revision: number; hash: string }>();
-  for await (const page of logPages(store, undefined, signal)) {
+  for await (const page of logPages(store, undefined, signal, true)) {
     const out: AuditEvent[] = [];
     for (const e of page) {
       const t = Date.parse(e.recordedAt);
@@ -84,6 +84,7 @@ export async function* eventsRecordedBetween(store: EventStore, fromMs: number, 
 
 async function previousHash(store: EventStore, heads: Map<string, { revision: number; hash: string }>, e: RecordedEvent): Promise<string> {
   if (e.revision === 0) return GENESIS_HASH;
+  if (e.previousHash) return e.previousHash;
   const head = heads.get(e.stream);
   if (head && head.revision === e.revision - 1) return head.hash;
   const [before] = await store.readStream(e.stream, { fromRevision: e.revision - 1, toRevision: e.revision - 1, maxCount: 1 });
