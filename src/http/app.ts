@@ -12,7 +12,7 @@ import { auditorRoutes, auditReadRoutes } from './audit';
 import { cardOperationRoutes, cardsRoutes, cardTransactionRoutes, sandboxCardTransactionRoutes } from './cards';
 import { operationsRoutes } from './operations';
 import { exchangeRoutes, ledgerRoutes, sandboxLedgerRoutes } from './ledger';
-import { kycRoutes, loginRoutes, partnerUserRoutes, profileRoutes, sandboxIdentityRoutes } from './identity';
+import { kycRoutes, loginRoutes, partnerUserRoutes, privacyRoutes, profileRoutes, sandboxIdentityRoutes } from './identity';
 import { notificationWebhooks, partnerWebhookRoutes } from './notifications';
 import { webhookRoutes } from './provider-callbacks';
 import type { AppServices } from './services';
@@ -21,6 +21,7 @@ import type { AppServices } from './services';
 export function allRoutes(): RouteSpec[] {
   return [
     ...partnerUserRoutes,
+    ...privacyRoutes,
     ...loginRoutes,
     ...profileRoutes,
     ...kycRoutes,

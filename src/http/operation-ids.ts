@@ -8,6 +8,7 @@ export const OPERATION_NAMES: Record<string, readonly [id: string, title: string
   'POST /api/v1/partner/users': ['createUser', 'Register a user'],
   'GET /api/v1/partner/users': ['listUsers', 'List users'],
   'GET /api/v1/partner/users/{userId}': ['getUser', 'Get a user'],
+  'GET /api/v1/partner/users/{userId}/export': ['exportUser', 'Export a user’s data'],
   'POST /api/v1/partner/auth/send': ['sendLoginCode', 'Send a login code'],
   'POST /api/v1/partner/auth/verify': ['verifyLoginCode', 'Log in with a code'],
   'POST /api/v1/partner/auth/refresh': ['refreshToken', 'Refresh the access token'],

@@ -375,6 +375,10 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     check(await http.post(`/admin/v1/cards/${card.body.data.id}/cancel`).set(admin).send());
     check(await http.post(`/admin/v1/cards/${card.body.data.id}/cancel`).set(admin).send());
 
+    // The user's data export, once the user has a profile, KYC, money moved and a card.
+    check(await http.get(`/api/v1/partner/users/${userId}/export`).set(p));
+    check(await http.get(`/api/v1/partner/users/${randomUUID()}/export`).set(p));
+
     // Operator projections and user actions.
     const projections = check(await http.get('/admin/v1/projections').set(admin));
     check(await http.post(`/admin/v1/projections/${projections.body.data[0].name}/rebuild`).set(admin).send());

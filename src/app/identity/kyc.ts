@@ -184,6 +184,14 @@ export class KycService {
     return this.deps.kycQueries.latest(userId);
   }
 
+  /** The latest verification's identity document as GET kyc/document shows it (every field null until the provider reports it); null before any verification. */
+  async documentView(userId: string) {
+    const latest = await this.latest(userId);
+    if (!latest) return null;
+    const empty = { issuingCountry: null, type: null, issuedDate: null, idNumber: null, expiryDate: null, imageFront: null, imageBack: null };
+    return { inquiryId: latest.inquiry_id, kycStatus: latest.status, document: { ...empty, ...(latest.document ?? {}) } };
+  }
+
   /** The status view of section 2.3. */
   async statusView(userId: string, userStatus: string) {
     const latest = await this.latest(userId);

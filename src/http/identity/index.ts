@@ -2,5 +2,6 @@
 export { kycRoutes, StatusView } from './kyc';
 export { loginRoutes } from './login';
 export { partnerUserRoutes } from './partner-users';
+export { privacyRoutes } from './privacy';
 export { profileRoutes } from './profile';
 export { sandboxIdentityRoutes } from './sandbox';

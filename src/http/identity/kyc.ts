@@ -107,7 +107,7 @@ export const StatusView = Type.Object(
   { $id: 'KycStatus' },
 );
 
-const KycDocument = Type.Object(
+export const KycDocument = Type.Object(
   {
     inquiryId: Type.String({ description: 'The identity provider’s id of the latest verification’s inquiry' }),
     kycStatus: Type.String({ description: `The latest verification’s KYC status (${KYC_STATUS_LIST})` }),
@@ -136,7 +136,7 @@ const KycDocument = Type.Object(
   { $id: 'KycDocument' },
 );
 
-const KycHistoryItem = Type.Object(
+export const KycHistoryItem = Type.Object(
   {
     id: Type.String({ description: 'The verification’s id (a UUID, made by the service)' }),
     status: StringEnum(KYC_HISTORY_STATUSES, {
@@ -179,13 +179,9 @@ const documentRoute = (path: string) =>
     responses: { 200: { description: 'Document', schema: Success(KycDocument) } },
     refuses: [R.kycNotFound],
     async handler({ services, userId }) {
-      const latest = await services.kyc.latest(userId);
-      if (!latest) throw R.kycNotFound(userId);
-      const empty = { issuingCountry: null, type: null, issuedDate: null, idNumber: null, expiryDate: null, imageFront: null, imageBack: null };
-      return {
-        status: 200,
-        body: { success: true, data: { inquiryId: latest.inquiry_id, kycStatus: latest.status, document: { ...empty, ...(latest.document ?? {}) } } },
-      };
+      const document = await services.kyc.documentView(userId);
+      if (!document) throw R.kycNotFound(userId);
+      return { status: 200, body: { success: true, data: document } };
     },
   });
 

@@ -94,7 +94,7 @@ const ProfileBody = Type.Object(optionalFields);
 const PartnerProfileBody = Type.Object({ userId: UserIdToWrite, ...optionalFields });
 const UserIdQuery = Type.Object({ userId: UserIdToRead });
 /** The stored profile: every field as the string it was stored as (countries upper-cased, decimals canonical). */
-const ProfileView = Type.Object(
+export const ProfileView = Type.Object(
   {
     userId: Type.String({ description: 'The id of the user whose profile this is (a UUID)' }),
     createdAt: Type.String({ description: 'When the profile was created (ISO 8601, UTC)' }),

@@ -1,4 +1,15 @@
 /** The ledger over HTTP: accounts, deposits, transfers, payouts, transactions, exchange, and the sandbox's ledger routes. */
 export { exchangeRoutes } from './exchange';
-export { AmountField, asNumber, IdempotencyHeader, idempotencyKeyOf, ledgerRoutes, REPLAYED, requireAmount, Transaction } from './routes';
+export {
+  Account,
+  AmountField,
+  asNumber,
+  IdempotencyHeader,
+  idempotencyKeyOf,
+  ledgerRoutes,
+  REPLAYED,
+  requireAmount,
+  Transaction,
+  TransactionListItem,
+} from './routes';
 export { SandboxReasonBody, sandboxLedgerRoutes } from './sandbox';

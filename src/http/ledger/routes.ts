@@ -61,7 +61,7 @@ export const asNumber = (decimal: string): number => Number(decimal);
 const AccountId = (name: string, options: Record<string, string> = {}) =>
   Type.Integer({ minimum: 1, maximum: MAX_ID, 'x-error': `${name} must be an account id (a positive integer)`, ...options });
 
-const Account = Type.Object(
+export const Account = Type.Object(
   {
     id: Type.Integer({ description: 'The account number: what `toAccountId`, `fromAccountId` and `accountId` take' }),
     asset: Type.String({ description: 'The account’s asset: `USDC`, the asset of every account' }),
@@ -109,7 +109,7 @@ export const Transaction = Type.Object(
   { $id: 'Transaction' },
 );
 /** In lists: without `updated`. */
-const TransactionListItem = Type.Omit(Transaction, ['updated'], { $id: 'TransactionListItem' });
+export const TransactionListItem = Type.Omit(Transaction, ['updated'], { $id: 'TransactionListItem' });
 
 const BalanceQuery = Type.Object({
   ...PageQuery,
