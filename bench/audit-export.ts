@@ -19,7 +19,9 @@ import { cpuSnapshot, describeCpu, envNumber, fmtInt, localPostmaster } from './
  * (default 1,000,000: the store bench's synthetic users, half registered, half with a status change,
  * written straight into the event table). Measures, prints, asserts nothing: events/s and MB/s read
  * by the client, and the process's memory (server and client in one process) sampled while it streams.
- * The projections and reactors are stopped first, so the export has the server to itself.
+ * The projections and reactors are stopped first, so the export has the server to itself. With
+ * NODE_OPTIONS=--expose-gc it also prints the heap after a full collection once a second: what the
+ * export keeps alive, apart from garbage not yet collected.
  */
 export async function runAuditExportBench(): Promise<void> {
   const events = envNumber('BENCH_EXPORT_EVENTS', 1_000_000, { integer: true });
@@ -45,7 +47,7 @@ export async function runAuditExportBench(): Promise<void> {
       .send({ name: 'Bench auditor', expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
     if (made.status !== 201) throw new Error(`auditor not made: ${made.status} ${JSON.stringify(made.body)}`);
     const postmaster = await localPostmaster(tally.sql);
-    global.gc?.();
+    (globalThis as { gc?: () => void }).gc?.();
     const base = process.memoryUsage();
     const cpu0 = cpuSnapshot(postmaster);
     const start = performance.now();
@@ -59,6 +61,12 @@ export async function runAuditExportBench(): Promise<void> {
     console.log(
       `      memory while streaming (server and client, one process; sampled every 100 ms): RSS ${mb(base.rss)} before, peak ${mb(streamed.peakRss)}; heap used ${mb(base.heapUsed)} before, peak ${mb(streamed.peakHeap)}`,
     );
+    const live = streamed.liveHeaps;
+    if (live.length > 0)
+      console.log(
+        `      heap after a full collection, once a second while streaming: ${live.map(mb).join(', ')} (first ${mb(live[0] ?? 0)}, last ${mb(live[live.length - 1] ?? 0)}, largest ${mb(Math.max(...live))})`,
+      );
+    else console.log('      (run with NODE_OPTIONS=--expose-gc for the heap after a full collection while streaming: what the export keeps alive)');
   } finally {
     await running.close().catch(() => {});
     process.off('exit', stop);
@@ -67,10 +75,17 @@ export async function runAuditExportBench(): Promise<void> {
 }
 
 /** Reads the NDJSON answer to its end, counting lines and bytes, sampling the process's memory. */
-function streamAll(url: string, token: string): Promise<{ lines: number; bytes: number; peakRss: number; peakHeap: number }> {
+function streamAll(url: string, token: string): Promise<{ lines: number; bytes: number; peakRss: number; peakHeap: number; liveHeaps: number[] }> {
   return new Promise((resolve, reject) => {
-    const out = { lines: 0, bytes: 0, peakRss: 0, peakHeap: 0 };
+    const out = { lines: 0, bytes: 0, peakRss: 0, peakHeap: 0, liveHeaps: [] as number[] };
+    let samples = 0;
     const sample = () => {
+      // With --expose-gc, every 10th sample is taken after a full collection: what the export keeps alive.
+      const gc = (globalThis as { gc?: () => void }).gc;
+      if (gc && ++samples % 10 === 0) {
+        gc();
+        out.liveHeaps.push(process.memoryUsage().heapUsed);
+      }
       const m = process.memoryUsage();
       out.peakRss = Math.max(out.peakRss, m.rss);
       out.peakHeap = Math.max(out.peakHeap, m.heapUsed);
