@@ -14,6 +14,7 @@ import { PostgresEventStore } from '../eventstore/postgres';
 import { Notifications } from '../app/notifications';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from '../platform/keys';
+import { AuditorService } from '../app/audit';
 import { CardsService } from '../app/cards';
 import { CommandHandler } from '../platform/commands/command-handler';
 import { StateCache } from '../platform/commands/commands';
@@ -55,6 +56,8 @@ export class Tally {
   readonly identityReads: IdentityQueries;
   /** Partner webhooks: endpoints, the outbox fed by the log, delivery. */
   readonly notifications: Notifications;
+  /** Auditor tokens and the record of their use (no read model: each use is decided on the auditor's stream). */
+  readonly auditors: AuditorService;
   /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
   readonly outage: Outage;
   /** Folded aggregate states: loads read what follows them; a command's first attempt trusts them (see Reads). */
@@ -123,6 +126,7 @@ export class Tally {
       log,
       engine.nodeId,
     );
+    this.auditors = new AuditorService({ commands });
     this.reactors = new Reactors(store, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
   }
 

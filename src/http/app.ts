@@ -8,6 +8,7 @@ import { RequestPath, type RequestPorts } from '../platform/http/request-path';
 import { bindRoutes, type RouteSpec } from '../platform/http/route';
 import { RouteTable } from '../platform/http/route-table';
 import { adminRoutes } from './admin';
+import { auditorRoutes } from './audit';
 import { cardOperationRoutes, cardsRoutes, cardTransactionRoutes, sandboxCardTransactionRoutes } from './cards';
 import { operationsRoutes } from './operations';
 import { exchangeRoutes, ledgerRoutes, sandboxLedgerRoutes } from './ledger';
@@ -34,6 +35,7 @@ export function allRoutes(): RouteSpec[] {
     ...webhookRoutes,
     ...partnerWebhookRoutes,
     ...adminRoutes,
+    ...auditorRoutes,
     ...operationsRoutes,
   ];
 }
@@ -66,13 +68,14 @@ export function createApp(services: AppServices): express.Express {
 
 /** What the request path asks of the service: credentials, limits, read-your-writes, outages. */
 function requestPorts(services: AppServices): RequestPorts {
-  const { config, partners, login, reads, outage } = services;
+  const { config, partners, login, reads, outage, auditors } = services;
   return {
     log: services.log,
     rateLimit: config.rateLimit,
     adminToken: config.adminToken,
     authenticatePartner: (apiKey, apiSecret) => partners.authenticate(apiKey, apiSecret),
     authenticateBearer: (token) => login.authenticateBearer(token),
+    authenticateAuditor: (token, route, requestId) => auditors.authenticate(token, route, requestId),
     readAfterWrites: (scope, names) => reads.readAfterWrites(scope, names),
     outage,
   };

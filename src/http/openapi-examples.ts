@@ -12,6 +12,7 @@ export const SAMPLE = {
   userId: 'b3e1c9a2-5d4f-4c1e-9a7b-2f6d8e0c1a34',
   payeeUserId: '0c8f3a52-9e61-4b7d-8d2a-51f0e6c7b9d3',
   partnerId: 'a5f0d2c4-7b13-4e8a-9c61-3d2b1f0e9a87',
+  auditorId: '6d1e8f2a-3b4c-4d5e-8f60-718293a4b5c6',
   email: 'ada@example.com',
   accountId: 1002,
   payeeAccountId: 1003,
@@ -722,6 +723,21 @@ export const OPERATIONS: Record<string, OperationExamples> = {
 
     names: { request: 'UserActionRequest' },
   },
+  'POST /admin/v1/auditors': {
+    request: { name: 'Ledger & Co. auditors', expiresAt: '2026-12-31T00:00:00Z' },
+    response: {
+      success: true,
+      data: {
+        id: SAMPLE.auditorId,
+        name: 'Ledger & Co. auditors',
+        token: `ta_${SAMPLE.auditorId.replaceAll('-', '')}_${'5f'.repeat(32)}`,
+        expiresAt: '2026-12-31T00:00:00.000Z',
+      },
+    },
+    errors: { 400: ['expiresAt must be an ISO 8601 date', 'name must be a non-empty string of at most 200 characters'] },
+    names: { request: 'AuditorRequest' },
+  },
+  'DELETE /admin/v1/auditors/{id}': { parameters: { id: SAMPLE.auditorId } },
   'POST /admin/v1/projections/{name}/rebuild': {
     response: { success: true, data: { name: 'ledger', events: 18233, position: '18233' } },
     errors: { 404: [['Projection not found', 'projection_not_found']] },

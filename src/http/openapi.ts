@@ -7,6 +7,7 @@ import { OPERATIONS, type OperationExamples, PARAMETER_EXAMPLES, PLACEHOLDERS, S
 import type { RouteSpec } from '../platform/http/route';
 import { OPERATION_NAMES } from './operation-ids';
 import { ErrorBody } from './schemas';
+import { AUDIT_REFUSALS } from '../domain/audit';
 
 const SECURITY: Record<string, Array<Record<string, string[]>>> = {
   partner: [{ partnerKey: [], partnerSecret: [] }],
@@ -218,6 +219,11 @@ function commonErrorsOf(r: RouteSpec, status: number): Documented[] {
       }
       if (r.auth === 'partner') return [one(MESSAGES.invalidPartner, C.invalidPartner)];
       if (r.auth === 'admin') return [one('Invalid admin token', C.invalidAdminToken)];
+      if (r.auth === 'auditor')
+        return [
+          one(MESSAGES.invalidToken, C.auditorTokenMissing),
+          ...[AUDIT_REFUSALS.tokenInvalid, AUDIT_REFUSALS.tokenExpired].map((t) => one(t.template, t.code)),
+        ];
       return r.auth === 'signed' ? [one('Invalid webhook signature', 'invalid_webhook_signature')] : [];
     case 404:
       return switchable(r) ? [one(MESSAGES.notFound, C.notFound)] : [];

@@ -93,6 +93,8 @@ export const OPERATION_NAMES: Record<string, readonly [id: string, title: string
   'POST /admin/v1/users/{userId}/reinstate': ['adminReinstateUser', 'Reinstate a user'],
   'POST /admin/v1/cards/{cardId}/cancel': ['adminCancelCard', 'Cancel a card'],
   'GET /admin/v1/projections': ['adminListProjections', 'List projections'],
+  'POST /admin/v1/auditors': ['adminCreateAuditor', 'Create an auditor token'],
+  'DELETE /admin/v1/auditors/{id}': ['adminRevokeAuditor', 'Revoke an auditor token'],
   'POST /admin/v1/projections/{name}/rebuild': ['adminRebuildProjection', 'Rebuild a projection'],
   'GET /healthz': ['getHealth', 'Liveness'],
   'GET /readyz': ['getReadiness', 'Readiness'],

@@ -7,6 +7,7 @@ import type { Projections } from '../platform/consumers/projections';
 import type { Outage } from '../platform/outage';
 import { HttpError, MESSAGES, PLATFORM_CODES } from '../platform/http/errors';
 import type { BuiltProviders } from '../providers';
+import type { AuditorService } from '../app/audit';
 import type { CardsService } from '../app/cards';
 import type { KycService, LoginService, PartnerService, ProfileService, UserService } from '../app/identity';
 import type { LedgerService } from '../app/ledger';
@@ -39,6 +40,8 @@ export interface AppServices {
   ledger: LedgerService;
   cards: CardsService;
   notifications: Notifications;
+  /** Auditor tokens and the record of their use. */
+  auditors: AuditorService;
   reads: { readAfterWrites(scope: string, names: string[]): Promise<void> };
 }
 

@@ -23,7 +23,7 @@ export const layout: Layout = {
     { name: 'http', rank: 4, paths: ['src/http/**'], capabilities: true },
     { name: 'composition', rank: 5, paths: ['src/main.ts', 'src/server.ts', 'src/compose/**', 'src/cli/**'], importsAnything: true },
   ],
-  capabilities: ['identity', 'ledger', 'cards', 'notifications'],
+  capabilities: ['identity', 'ledger', 'cards', 'notifications', 'audit'],
   /** Rule `long-function`: a function, method or arrow spanning more lines than this. */
   maxFunctionLines: 70,
   /** Rule `domain-error`: DomainError is thrown by the domain only. */

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { AUDIT_REFUSALS } from '../../src/domain/audit';
 import { CARD_REFUSALS } from '../../src/domain/cards';
 import { IDENTITY_REFUSALS } from '../../src/domain/identity';
 import { LEDGER_REFUSALS } from '../../src/domain/ledger';
@@ -10,7 +11,9 @@ import { PLATFORM_CODES } from '../../src/platform/http/errors';
 const root = join(__dirname, '..', '..');
 const filesUnder = (dir: string) =>
   (readdirSync(join(root, dir), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => join(root, dir, f));
-const catalogued = [IDENTITY_REFUSALS, LEDGER_REFUSALS, CARD_REFUSALS, NOTIFICATION_REFUSALS].flatMap((c) => Object.values(c).map((r) => r.code));
+const catalogued = [IDENTITY_REFUSALS, LEDGER_REFUSALS, CARD_REFUSALS, NOTIFICATION_REFUSALS, AUDIT_REFUSALS].flatMap((c) =>
+  Object.values(c).map((r) => r.code),
+);
 
 /** Codes the source names outside the catalogues: `{ code: '...' }` given to an HTTP answer. */
 function codesNamedInSource(): string[] {
@@ -25,7 +28,7 @@ describe('Error codes: each one documented in docs/errors.md and asserted by a t
   it('are snake_case, and a catalogue names each code for one status only', () => {
     for (const code of every) expect(code).to.match(/^[a-z][a-z0-9_]*$/);
     const statusOf = new Map<string, string>();
-    for (const r of [IDENTITY_REFUSALS, LEDGER_REFUSALS, CARD_REFUSALS, NOTIFICATION_REFUSALS].flatMap((c) => Object.values(c))) {
+    for (const r of [IDENTITY_REFUSALS, LEDGER_REFUSALS, CARD_REFUSALS, NOTIFICATION_REFUSALS, AUDIT_REFUSALS].flatMap((c) => Object.values(c))) {
       const kind = statusOf.get(r.code);
       expect(kind ?? r.kind, `${r.code} has one kind`).to.equal(r.kind);
       statusOf.set(r.code, r.kind);

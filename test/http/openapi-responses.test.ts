@@ -379,6 +379,13 @@ describe('OpenAPI: real answers match their documented response schemas', functi
     const projections = check(await http.get('/admin/v1/projections').set(admin));
     check(await http.post(`/admin/v1/projections/${projections.body.data[0].name}/rebuild`).set(admin).send());
     check(await http.post('/admin/v1/projections/nope/rebuild').set(admin).send());
+    const auditor = check(
+      await http
+        .post('/admin/v1/auditors')
+        .set(admin)
+        .send({ name: 'Docs auditors', expiresAt: new Date(Date.now() + 86_400_000).toISOString() }),
+    );
+    check(await http.delete(`/admin/v1/auditors/${auditor.body.data.id}`).set(admin));
     check(await http.post(`/admin/v1/users/${payee.id}/suspend`).set(admin).send({ reason: 'review' }));
     check(await http.post(`/admin/v1/users/${payee.id}/reinstate`).set(admin).send({}));
     check(await http.post(`/admin/v1/users/${payee.id}/reinstate`).set(admin).send({}));

@@ -74,6 +74,7 @@ export const PLATFORM_CODES = {
   tokenMissing: 'token_missing',
   tokenInvalid: 'token_invalid',
   tokenExpired: 'token_expired',
+  auditorTokenMissing: 'auditor_token_missing',
   rateLimited: 'rate_limited',
   concurrentUpdate: 'concurrent_update',
   providerError: 'provider_error',

@@ -12,6 +12,7 @@ import { COMPRESS_FROM_BYTES, compressFor } from './compress';
 import { toErrorReply } from './error-reply';
 import { HttpError, MESSAGES, PLATFORM_CODES as C } from './errors';
 import type { HttpMetrics } from './metrics';
+import { looksLikeAuditorToken } from './auditor-token';
 import { carriesOperatorToken } from './operator-token';
 import { RateLimiter } from './ratelimit';
 import type { Credential, HttpRequest, Reply, RequestContext, RouteSpec } from './route';
@@ -24,6 +25,9 @@ const BEARER = /^Bearer\s+(\S+)$/i;
 
 /** Why a bearer token was refused (the 401's code; a missing token is `token_missing`). */
 export type BearerRefusal = 'token_expired' | 'token_invalid';
+
+/** Why an auditor token was refused (the 401's code; a missing token is `auditor_token_missing`). */
+export type AuditorRefusal = 'auditor_token_expired' | 'auditor_token_invalid';
 
 /** What a request carries between its steps, in express's res.locals. */
 interface RequestLocals {
@@ -51,6 +55,11 @@ export interface RequestPorts {
   authenticatePartner(apiKey: string, apiSecret: string): Promise<string | null>;
   /** The user and partner a bearer token names, or why it names no one. */
   authenticateBearer(token: string): Promise<{ userId: string; partnerId: string } | BearerRefusal>;
+  /**
+   * The auditor an auditor token names, its use of `route` (a path template) recorded in the log
+   * first; or why it names no one (nothing recorded).
+   */
+  authenticateAuditor(token: string, route: string, requestId: string): Promise<{ auditorId: string } | AuditorRefusal>;
   readAfterWrites(scope: string, names: string[]): Promise<void>;
   outage: { unavailable(error: unknown): void };
 }
@@ -63,6 +72,7 @@ class Context implements RequestContext {
   headers: Record<string, string | undefined> = {};
   partnerId = '';
   userId = '';
+  auditorId = '';
 
   constructor(
     readonly services: unknown,
@@ -213,12 +223,20 @@ export class RequestPath {
       }
       case 'bearer': {
         const token = BEARER.exec(header(req, 'authorization') ?? '')?.[1];
-        const claims = token ? await this.ports.authenticateBearer(token) : C.tokenMissing;
+        // An auditor token opens auditor routes only: refused here without asking the service.
+        const claims = !token ? C.tokenMissing : looksLikeAuditorToken(token) ? C.tokenInvalid : await this.ports.authenticateBearer(token);
         if (typeof claims === 'string') throw bearerRefused(spec, claims);
         const wait = this.userLimiter.take(claims.userId);
         if (wait > 0) throw tooManyRequests(wait);
         ctx.userId = claims.userId;
         ctx.partnerId = claims.partnerId;
+        return ctx;
+      }
+      case 'auditor': {
+        const token = BEARER.exec(header(req, 'authorization') ?? '')?.[1];
+        const auditor = token ? await this.ports.authenticateAuditor(token, spec.path, requestId) : C.auditorTokenMissing;
+        if (typeof auditor === 'string') throw auditorRefused(auditor);
+        ctx.auditorId = auditor.auditorId;
         return ctx;
       }
       default:
@@ -251,6 +269,12 @@ function tooManyRequests(retryAfterSeconds: number): HttpError {
 function bearerRefused(spec: RouteSpec, why: BearerRefusal | typeof C.tokenMissing): HttpError {
   const challenge = why === C.tokenMissing ? 'Bearer' : 'Bearer error="invalid_token"';
   return new HttpError(401, spec.bearerError ?? MESSAGES.invalidToken, { code: why }, { 'WWW-Authenticate': challenge });
+}
+
+/** An auditor route's 401: the interface's one message, told apart by its code, with the challenge of RFC 6750. */
+function auditorRefused(why: AuditorRefusal | typeof C.auditorTokenMissing): HttpError {
+  const challenge = why === C.auditorTokenMissing ? 'Bearer' : 'Bearer error="invalid_token"';
+  return new HttpError(401, MESSAGES.invalidToken, { code: why }, { 'WWW-Authenticate': challenge });
 }
 
 /** No route for the method and path: 405 with `Allow` where the path is served under other methods, else 404. */

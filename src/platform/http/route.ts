@@ -7,7 +7,7 @@ import type { Refusal } from '../refusals';
 /** `jsonText`: the text a JSON body was parsed from (its byte order mark dropped). */
 export type HttpRequest = IncomingMessage & { rawBody?: Buffer; jsonText?: string };
 
-export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed';
+export type Credential = 'partner' | 'bearer' | 'public' | 'admin' | 'signed' | 'auditor';
 
 /**
  * The read models some writes do not wait for (a transfer answers from its own events): each notes
@@ -39,6 +39,8 @@ export interface RequestContext<Body = unknown, Query = unknown, Params = unknow
   partnerId: string;
   /** Set on bearer routes. */
   userId: string;
+  /** Set on auditor routes (the request's use of the route is in the log before its handler runs). */
+  auditorId: string;
   /** The client's address as TRUST_PROXY lets us know it (platform/http/client-ip.ts): an IP address, or `unknown`. */
   clientIp: string;
   req: HttpRequest;

@@ -1,0 +1,2 @@
+/** Audit's use cases: auditor tokens and their record of use. */
+export { type AuditorRefusal, AuditorService, type AuditorServiceDeps, type CreatedAuditor } from './auditors';

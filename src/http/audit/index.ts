@@ -1,0 +1,2 @@
+/** The audit routes: auditor tokens (operator) and the auditors' read-only API. */
+export { auditorRoutes } from './auditors';
