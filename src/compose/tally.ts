@@ -14,7 +14,7 @@ import { PostgresEventStore } from '../eventstore/postgres';
 import { Notifications } from '../app/notifications';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from '../platform/keys';
-import { AuditorService } from '../app/audit';
+import { AuditorService, CheckpointService } from '../app/audit';
 import { CardsService } from '../app/cards';
 import { CommandHandler } from '../platform/commands/command-handler';
 import { StateCache } from '../platform/commands/commands';
@@ -58,6 +58,8 @@ export class Tally {
   readonly notifications: Notifications;
   /** Auditor tokens and the record of their use (no read model: each use is decided on the auditor's stream). */
   readonly auditors: AuditorService;
+  /** Signed checkpoints: the checkpointer (every minute the log grew), their reads and proofs, the public keys. */
+  readonly checkpoints: CheckpointService;
   /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
   readonly outage: Outage;
   /** Folded aggregate states: loads read what follows them; a command's first attempt trusts them (see Reads). */
@@ -127,6 +129,7 @@ export class Tally {
       engine.nodeId,
     );
     this.auditors = new AuditorService({ commands });
+    this.checkpoints = new CheckpointService({ store, keys: keys.audit, log: log.child({ component: 'checkpoints' }) });
     this.reactors = new Reactors(store, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
   }
 
@@ -142,6 +145,7 @@ export class Tally {
       this.engine.start();
       this.reactors.start();
       this.notifications.start();
+      this.checkpoints.start();
       const every = this.config.payoutResubmitSeconds;
       if (every > 0) {
         this.sweeper = setInterval(() => {
@@ -157,6 +161,7 @@ export class Tally {
     this.outage.close();
     await this.reactors.stop();
     await this.notifications.stop();
+    await this.checkpoints.stop();
     await this.engine.stop();
     await this.store.close();
     await this.sql.close();

@@ -8,7 +8,7 @@ import { RequestPath, type RequestPorts } from '../platform/http/request-path';
 import { bindRoutes, type RouteSpec } from '../platform/http/route';
 import { RouteTable } from '../platform/http/route-table';
 import { adminRoutes } from './admin';
-import { auditorRoutes } from './audit';
+import { auditorRoutes, checkpointRoutes } from './audit';
 import { cardOperationRoutes, cardsRoutes, cardTransactionRoutes, sandboxCardTransactionRoutes } from './cards';
 import { operationsRoutes } from './operations';
 import { exchangeRoutes, ledgerRoutes, sandboxLedgerRoutes } from './ledger';
@@ -36,6 +36,7 @@ export function allRoutes(): RouteSpec[] {
     ...partnerWebhookRoutes,
     ...adminRoutes,
     ...auditorRoutes,
+    ...checkpointRoutes,
     ...operationsRoutes,
   ];
 }

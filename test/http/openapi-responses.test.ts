@@ -385,6 +385,18 @@ describe('OpenAPI: real answers match their documented response schemas', functi
         .set(admin)
         .send({ name: 'Docs auditors', expiresAt: new Date(Date.now() + 86_400_000).toISOString() }),
     );
+    const auditorToken = { Authorization: `Bearer ${auditor.body.data.token}` };
+    const checkpoint = check(await http.post('/admin/v1/checkpoints').set(admin));
+    check(await http.get('/audit/v1/keys'));
+    check(await http.get('/audit/v1/checkpoints?limit=1').set(auditorToken));
+    check(await http.get(`/audit/v1/checkpoints/${checkpoint.body.data.id}`).set(auditorToken));
+    check(
+      await http
+        .get(`/audit/v1/checkpoints/${checkpoint.body.data.id}/proof`)
+        .query({ stream: `user-${payee.id}` })
+        .set(auditorToken),
+    );
+    check(await http.get(`/audit/v1/checkpoints/${checkpoint.body.data.id}/proof`).query({ stream: 'user-none' }).set(auditorToken));
     check(await http.delete(`/admin/v1/auditors/${auditor.body.data.id}`).set(admin));
     check(await http.post(`/admin/v1/users/${payee.id}/suspend`).set(admin).send({ reason: 'review' }));
     check(await http.post(`/admin/v1/users/${payee.id}/reinstate`).set(admin).send({}));
