@@ -1,4 +1,5 @@
 import { runCardsBench } from './cards';
+import { runCheckpointsBench } from './checkpoints';
 import { runCompareBench } from './compare';
 import { runLedgerBench } from './ledger';
 import { runStoreBench } from './store';
@@ -30,6 +31,11 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
       "sandbox card authorizations/s and transfers/s through HTTP in one closed loop (64 callers, half each, over 50 cards and their accounts) on a durable PostgreSQL, with the ratio and the authorizations p50/p99; then the same mix offered at fixed rates (open loops), with the latencies from each request's due time",
     run: runCardsBench,
   },
+  checkpoints: {
+    description:
+      "an audit checkpoint's tree with 1,000,000 streams (synthetic heads fed to the tree, no store): the first root, then 1,000 heads moved, 1,000 new streams, one new stream, a proof and the signature; time and memory",
+    run: runCheckpointsBench,
+  },
 };
 
 function usage(): string {
@@ -44,6 +50,7 @@ function usage(): string {
     '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
     '  webhooks: BENCH_CLIENTS (default 32), BENCH_WEBHOOK_PARTNERS (default 4), BENCH_WEBHOOK_ACCOUNTS (per partner, default 10)',
     '  compare: BENCH_COMPARE_WITH (required: the other checkout, with node_modules), BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS (default 64), BENCH_SLICE_SECONDS (default 4), BENCH_ROUNDS (default 6)',
+    '  checkpoints: BENCH_CHECKPOINT_STREAMS (default 1000000), BENCH_CHECKPOINT_CHANGED (default 1000)',
     '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_OPEN_RATES (default 25%,50%,75% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE',
   ].join('\n');
 }

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { jcs } from '../../src/platform/audit/canonical-json';
 import { HeadsTree, type Head, leafInput } from '../../src/platform/audit/heads-tree';
 import { inclusionPath, leafHash, merkleRoot, nodeHash, sha256, verifyInclusion } from '../../src/platform/audit/merkle';
-import { compareUtf8 } from '../../src/platform/audit/order';
+import { compareUtf8, sortUtf8 } from '../../src/platform/audit/order';
 
 const leaves = (n: number) => Array.from({ length: n }, (_, i) => leafHash(`leaf ${i}`));
 
@@ -64,10 +64,12 @@ describe('audit: RFC 8785 canonical JSON', () => {
 describe('audit: the incremental heads tree', () => {
   it('orders streams by UTF-8 bytes, not UTF-16 units', () => {
     expect(['b', '\uffff', '😀', 'a'].sort(compareUtf8)).to.deep.equal(['a', 'b', '\uffff', '😀']);
+    expect(sortUtf8(['b', '\uffff', '😀', 'a'])).to.deep.equal(['a', 'b', '\uffff', '😀']);
+    expect(sortUtf8(['b', 'c', 'a'])).to.deep.equal(['a', 'b', 'c']);
     expect(Buffer.compare(Buffer.from('\uffff'), Buffer.from('😀'))).to.equal(-1);
   });
 
-  it('has the from-scratch root and proofs over random sequences of updates and inserts', () => {
+  it('has the from-scratch root and proofs over random sequences of updates and inserts, settled in slices or at once', async () => {
     let seed = 42;
     const random = (n: number) => {
       seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
@@ -79,11 +81,12 @@ describe('audit: the incremental heads tree', () => {
       for (let step = 0; step < 40; step++) {
         const changes = 1 + random(12);
         for (let c = 0; c < changes; c++) {
-          const stream = `s-${random(3 + step * 3)}${random(2) ? 'é' : ''}`;
+          const stream = `s-${random(3 + step * 3)}${['', 'é', '😀', '\uffff'][random(4)]}`;
           const head = { stream, revision: (heads.get(stream)?.revision ?? -1) + 1, hash: `${random(1_000_000)}`.padStart(64, '0') };
           heads.set(stream, head);
           tree.set(head);
         }
+        if (step % 2 === 0) await tree.settle();
         const sorted = [...heads.values()].sort((a, b) => compareUtf8(a.stream, b.stream));
         const all = sorted.map((h) => leafHash(leafInput(h)));
         const root = merkleRoot(all);
@@ -95,6 +98,28 @@ describe('audit: the incremental heads tree', () => {
         expect(verifyInclusion(leafHash(leafInput(probe)), proof?.index ?? -1, sorted.length, proof?.path ?? [], root)).to.equal(true);
       }
     }
+  });
+
+  it('settles a large change in slices, letting the event loop run, and refuses use meanwhile', async () => {
+    const tree = new HeadsTree();
+    const heads: Head[] = [];
+    const add = (stream: string) => {
+      const head = { stream, revision: 0, hash: `${stream.length}`.padStart(64, '7') };
+      heads.push(head);
+      tree.set(head);
+    };
+    for (let i = 0; i < 20_000; i++) add(`s-${String(i).padStart(6, '0')}`);
+    let turns = 0;
+    const ticking = setInterval(() => turns++, 0);
+    const settled = tree.settle();
+    expect(() => tree.rootHex()).to.throw(/settles/);
+    await settled;
+    add('a-first');
+    await tree.settle();
+    clearInterval(ticking);
+    expect(turns).to.be.greaterThan(0);
+    const sorted = heads.sort((a, b) => compareUtf8(a.stream, b.stream));
+    expect(tree.rootHex()).to.equal(merkleRoot(sorted.map((h) => leafHash(leafInput(h)))).toString('hex'));
   });
 
   it('answers no proof for a stream it has no head of', () => {

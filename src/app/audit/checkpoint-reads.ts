@@ -1,7 +1,7 @@
 import { AUDIT_REFUSALS as R } from '../../domain/audit';
 import { NOTIFICATION_REFUSALS } from '../../domain/notifications';
 import { type Checkpoint, type CheckpointProof, CHECKPOINT_SIGNED, CHECKPOINT_STREAM, foldCheckpointStream } from '../../platform/audit/checkpoint';
-import { HeadsTree } from '../../platform/audit/heads-tree';
+import { type Head, HeadsTree } from '../../platform/audit/heads-tree';
 import type { EventStore } from '../../eventstore/port';
 
 /** The cursor is the revision of the last checkpoint of a page in its stream, opaque to auditors. */
@@ -56,21 +56,23 @@ export class CheckpointReads {
 
   private async treeOf(id: string): Promise<{ checkpoint: Checkpoint; tree: HeadsTree }> {
     const events = await this.store.readStream(CHECKPOINT_STREAM);
-    let found: { checkpoint: Checkpoint; tree: HeadsTree } | undefined;
+    let found: { checkpoint: Checkpoint; heads: Map<string, Head> } | undefined;
     foldCheckpointStream(events, (checkpoint, heads) => {
       if (checkpoint.id !== id) return true;
-      if (this.lastTree?.id === id) found = { checkpoint, tree: this.lastTree.tree };
-      else {
-        const tree = new HeadsTree();
-        for (const head of heads.values()) tree.set(head);
-        found = { checkpoint, tree };
-      }
+      found = { checkpoint, heads };
       return false;
     });
     if (!found) throw R.checkpointNotFound();
+    const { checkpoint, heads } = found;
+    let tree = this.lastTree?.id === id ? this.lastTree.tree : undefined;
+    if (!tree) {
+      tree = new HeadsTree();
+      for (const head of heads.values()) tree.set(head);
+      await tree.settle();
+    }
     // Heads altered in the database after signing would prove nothing: the signed root decides.
-    if (found.tree.rootHex() !== found.checkpoint.root) throw new Error(`audit checkpoint ${id}: the recorded heads do not give its signed root`);
-    this.lastTree = { id, tree: found.tree };
-    return found;
+    if (tree.rootHex() !== checkpoint.root) throw new Error(`audit checkpoint ${id}: the recorded heads do not give its signed root`);
+    this.lastTree = { id, tree };
+    return { checkpoint, tree };
   }
 }

@@ -100,6 +100,7 @@ export class Checkpointer {
     if (!force && this.lastGrowth <= this.lastSigned) return null;
     const key = this.deps.keys[this.deps.keys.length - 1];
     if (!key) throw new Error('audit checkpoint: no signing key');
+    await this.tree.settle();
     const checkpoint = signCheckpoint(
       { id: uuidV7(), position: this.position, streams: this.tree.size, root: this.tree.rootHex(), createdAt: new Date().toISOString(), kid: key.kid },
       key,
@@ -167,6 +168,7 @@ export class Checkpointer {
     if (!last) return;
     const tree = new HeadsTree();
     for (const head of last.heads.values()) tree.set(head);
+    await tree.settle();
     if (tree.rootHex() !== last.checkpoint.root) {
       this.deps.log.error({ checkpoint: last.checkpoint.id }, 'audit checkpoint heads do not give its signed root: the tree is read from the whole log');
       return;

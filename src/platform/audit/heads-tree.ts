@@ -1,6 +1,6 @@
 import { jcs } from './canonical-json';
-import { leafHash, nodeHash, sha256, splitPoint } from './merkle';
-import { compareUtf8 } from './order';
+import { leafHashInto, nodeHash, nodeHashInto, sha256, splitPoint } from './merkle';
+import { compareUtf8, sortUtf8 } from './order';
 
 /** A stream's head: its last event's revision and chain hash. */
 export interface Head {
@@ -13,6 +13,10 @@ export interface Head {
 export const leafInput = (head: Head): string => jcs({ stream: head.stream, revision: head.revision, hash: head.hash });
 
 const HASH_BYTES = 32;
+/** Hashes between two pauses of settle(): about 10 ms. */
+const SLICE = 4_096;
+/** Names copied between two pauses when new streams are merged in. */
+const COPY_SLICE = 65_536;
 
 /**
  * The RFC 6962 tree over every stream's head, sorted by stream name (UTF-8 byte order), kept up to
@@ -33,6 +37,7 @@ export class HeadsTree {
   private levels: Buffer[] = [Buffer.alloc(0)];
   private readonly added = new Set<string>();
   private readonly moved = new Set<string>();
+  private settling = false;
 
   /** Streams in the tree, the pending new ones counted. */
   get size(): number {
@@ -44,6 +49,7 @@ export class HeadsTree {
   }
 
   set(head: Head): void {
+    this.notSettling();
     const known = this.heads.has(head.stream);
     this.heads.set(head.stream, { stream: head.stream, revision: head.revision, hash: head.hash });
     if (!known) this.added.add(head.stream);
@@ -118,68 +124,115 @@ export class HeadsTree {
     return -1;
   }
 
+  /**
+   * Does the pending work in slices of about SLICE hashes, letting the event loop run between them:
+   * a new stream near the start of a million re-hashes about a million subtrees (seconds), which
+   * must not hold up the requests meanwhile. A root or proof after it finds nothing left to do.
+   */
+  async settle(): Promise<void> {
+    this.settling = true;
+    try {
+      for (const _ of this.work()) await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      this.settling = false;
+    }
+  }
+
   private commit(): void {
-    if (this.added.size > 0) this.insertAdded();
-    if (this.moved.size > 0) this.rehashMoved();
+    this.notSettling();
+    for (const _ of this.work());
+  }
+
+  /** The pending work is half done while settle() pauses: nothing may read or change the tree then (its caller's turn holds it). */
+  private notSettling(): void {
+    if (this.settling) throw new Error('HeadsTree used while it settles');
+  }
+
+  /** The pending work, pausing (yielding) after every slice. */
+  private *work(): Generator<void> {
+    if (this.added.size > 0) yield* this.insertAdded();
+    if (this.moved.size > 0) yield* this.rehashMoved();
   }
 
   /**
    * Merges the new streams into the sorted names; leaves after the first new one move, the subtrees
-   * over them are recomputed. Moved heads are left to rehashMoved, at their new index.
+   * over them are recomputed. Moved heads are left to rehashMoved, at their new index. The old names
+   * and leaf hashes between two new streams are copied as one run.
    */
-  private insertAdded(): void {
-    const fresh = [...this.added].sort(compareUtf8);
+  private *insertAdded(): Generator<void> {
+    const fresh = sortUtf8([...this.added]);
+    this.added.clear();
     const old = this.names;
     const oldLeaves = this.levels[0] as Buffer;
-    const n = old.length + fresh.length;
-    const names = new Array<string>(n);
-    const leaves = Buffer.allocUnsafe(n * HASH_BYTES);
-    let i = 0;
-    let j = 0;
+    const leaves = Buffer.allocUnsafe((old.length + fresh.length) * HASH_BYTES);
+    const names = new Array<string>(old.length + fresh.length);
+    let from = 0;
+    let at = 0;
     let first = -1;
-    for (let at = 0; at < n; at++) {
-      const takeFresh = j < fresh.length && (i >= old.length || compareUtf8(fresh[j] as string, old[i] as string) < 0);
-      const name = (takeFresh ? fresh[j++] : old[i++]) as string;
+    for (const name of fresh) {
+      const to = this.insertionPoint(name, from);
+      oldLeaves.copy(leaves, at * HASH_BYTES, from * HASH_BYTES, to * HASH_BYTES);
+      for (let i = from; i < to; i++) {
+        names[at++] = old[i] as string;
+        if (i % COPY_SLICE === 0) yield;
+      }
+      if (first < 0) first = at;
       names[at] = name;
-      if (takeFresh) {
-        if (first < 0) first = at;
-        leafHash(leafInput(this.heads.get(name) as Head)).copy(leaves, at * HASH_BYTES);
-      } else oldLeaves.copy(leaves, at * HASH_BYTES, (i - 1) * HASH_BYTES, i * HASH_BYTES);
+      leafHashInto(leafInput(this.heads.get(name) as Head), leaves, at * HASH_BYTES);
+      at++;
+      from = to;
+    }
+    oldLeaves.copy(leaves, at * HASH_BYTES, from * HASH_BYTES, old.length * HASH_BYTES);
+    for (let i = from; i < old.length; i++) {
+      names[at++] = old[i] as string;
+      if (i % COPY_SLICE === 0) yield;
     }
     this.names = names;
-    this.added.clear();
-    this.rebuildLevels(leaves, first);
+    yield* this.rebuildLevels(leaves, first);
+  }
+
+  /** Where `stream` (not among the names) goes, searching from `from`. */
+  private insertionPoint(stream: string, from: number): number {
+    let lo = from;
+    let hi = this.names.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareUtf8(this.names[mid] as string, stream) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   /** levels[0] is `leaves`; every perfect subtree that covers leaf `from` or any after it is recomputed. */
-  private rebuildLevels(leaves: Buffer, from: number): void {
+  private *rebuildLevels(leaves: Buffer, from: number): Generator<void> {
     const n = leaves.length / HASH_BYTES;
     const levels: Buffer[] = [leaves];
     for (let l = 1; 2 ** l <= n; l++) {
       const count = Math.floor(n / 2 ** l);
       const below = levels[l - 1] as Buffer;
       const level = Buffer.allocUnsafe(count * HASH_BYTES);
-      const keep = Math.min(count, Math.floor(from / 2 ** l), this.levels[l] ? (this.levels[l] as Buffer).length / HASH_BYTES : 0);
-      (this.levels[l] as Buffer | undefined)?.copy(level, 0, 0, keep * HASH_BYTES);
+      const previous = this.levels[l];
+      const keep = Math.min(count, Math.floor(from / 2 ** l), previous ? previous.length / HASH_BYTES : 0);
+      previous?.copy(level, 0, 0, keep * HASH_BYTES);
       for (let j = keep; j < count; j++) {
-        nodeHash(below.subarray(2 * j * HASH_BYTES, (2 * j + 1) * HASH_BYTES), below.subarray((2 * j + 1) * HASH_BYTES, (2 * j + 2) * HASH_BYTES)).copy(
-          level,
-          j * HASH_BYTES,
-        );
+        nodeHashInto(below, 2 * j * HASH_BYTES, (2 * j + 1) * HASH_BYTES, level, j * HASH_BYTES);
+        if ((j - keep) % SLICE === SLICE - 1) yield;
       }
       levels.push(level);
     }
+    // Set at the end only: a root or proof between slices commits the rest first, never reads half a level.
     this.levels = levels;
   }
 
   /** Moved heads: each leaf re-hashed, then each level's touched parents, once each. */
-  private rehashMoved(): void {
+  private *rehashMoved(): Generator<void> {
     let touched = new Set<number>();
     const leaves = this.levels[0] as Buffer;
     for (const name of this.moved) {
       const index = this.indexOf(name);
-      leafHash(leafInput(this.heads.get(name) as Head)).copy(leaves, index * HASH_BYTES);
+      leafHashInto(leafInput(this.heads.get(name) as Head), leaves, index * HASH_BYTES);
       touched.add(index);
+      if (touched.size % SLICE === 0) yield;
     }
     this.moved.clear();
     for (let l = 1; l < this.levels.length; l++) {
@@ -190,11 +243,9 @@ export class HeadsTree {
       for (const index of touched) {
         const j = Math.floor(index / 2);
         if (j >= count) continue;
-        nodeHash(below.subarray(2 * j * HASH_BYTES, (2 * j + 1) * HASH_BYTES), below.subarray((2 * j + 1) * HASH_BYTES, (2 * j + 2) * HASH_BYTES)).copy(
-          level,
-          j * HASH_BYTES,
-        );
+        nodeHashInto(below, 2 * j * HASH_BYTES, (2 * j + 1) * HASH_BYTES, level, j * HASH_BYTES);
         parents.add(j);
+        if (parents.size % SLICE === 0) yield;
       }
       touched = parents;
     }

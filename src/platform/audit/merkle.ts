@@ -6,25 +6,41 @@ import * as crypto from 'node:crypto';
  * keeps (heads-tree.ts) must agree with these; tests hold it to that.
  */
 
-/** One-shot SHA-256 (Node >= 20.12), a Buffer out: no Hash object per node. */
-const oneShot = (crypto as unknown as { hash?: (algorithm: string, data: Buffer, encoding: 'buffer') => Buffer }).hash;
-export const sha256 = (data: Buffer): Buffer => (oneShot ? oneShot('sha256', data, 'buffer') : crypto.createHash('sha256').update(data).digest());
+/**
+ * One-shot SHA-256 (Node >= 20.12): no Hash object per call. Its digest comes out as a latin1
+ * string (32 characters, one per byte), which is about three times faster than asking for a Buffer,
+ * and is written into the tree's buffers as it is.
+ */
+const oneShot = (crypto as unknown as { hash?: (algorithm: string, data: Buffer | string, encoding: 'latin1') => string }).hash;
+const digest = (data: Buffer | string): string => (oneShot ? oneShot('sha256', data, 'latin1') : crypto.createHash('sha256').update(data).digest('binary'));
 
-/** SHA-256(0x00 || input). */
-export function leafHash(input: string | Buffer): Buffer {
-  const bytes = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
-  return sha256(Buffer.concat([LEAF_PREFIX, bytes]));
+export const sha256 = (data: Buffer): Buffer => Buffer.from(digest(data), 'latin1');
+
+/** SHA-256(0x00 || input), the input's text as UTF-8. */
+export function leafHash(input: string): Buffer {
+  return Buffer.from(digest(`\u0000${input}`), 'latin1');
 }
 
-const LEAF_PREFIX = Buffer.from([0]);
+/** leafHash written at `offset` of `target`. */
+export function leafHashInto(input: string, target: Buffer, offset: number): void {
+  target.write(digest(`\u0000${input}`), offset, 32, 'latin1');
+}
+
 const scratch = Buffer.alloc(65);
+scratch[0] = 1;
 
 /** SHA-256(0x01 || left || right). */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
-  scratch[0] = 1;
   scratch.set(left, 1);
   scratch.set(right, 33);
-  return sha256(scratch);
+  return Buffer.from(digest(scratch), 'latin1');
+}
+
+/** nodeHash of the 32 bytes at `left` and at `right` of `source`, written at `offset` of `target`. */
+export function nodeHashInto(source: Buffer, left: number, right: number, target: Buffer, offset: number): void {
+  source.copy(scratch, 1, left, left + 32);
+  source.copy(scratch, 33, right, right + 32);
+  target.write(digest(scratch), offset, 32, 'latin1');
 }
 
 /** The largest power of two smaller than n (n > 1): where RFC 6962 splits a tree of n leaves. */
