@@ -7,8 +7,8 @@ import { canonicalJson, verifyChain } from '../eventstore/hash';
 import type { Json, JsonObject } from '../eventstore/port';
 import { cardHoldsCheck } from './audit-cards';
 import { ledgerCheck } from './audit-ledger';
-import { foldEvents } from './deciders';
-import { logPages } from './events';
+import { foldEvents } from '../app/audit';
+import { logPages } from '../app/audit';
 import { SnapshotStore } from '../platform/commands/snapshots';
 
 /** One difference an audit check found. */

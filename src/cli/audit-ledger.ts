@@ -4,7 +4,7 @@ import { fixed, money, ZERO } from '../domain/ledger/money';
 import type { TransactionEvent, TransactionKind, TransactionStatus } from '../domain/ledger/transaction';
 import type { Tally } from '../compose/tally';
 import type { AuditCheck, AuditFinding } from './audit-types';
-import { logPages } from './events';
+import { logPages } from '../app/audit';
 
 interface TxnFacts {
   kind: TransactionKind;

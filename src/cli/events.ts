@@ -1,22 +1,9 @@
 import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import type { Config } from '../config';
-import type { EventStore, RecordedEvent } from '../eventstore/port';
+import type { RecordedEvent } from '../eventstore/port';
+import { eventsRecordedBetween, folderFor, logPages } from '../app/audit';
 import { parseInstant } from './args';
 import { CliError, type CliIo, withTally } from './context';
-import { folderFor } from './deciders';
-
-const PAGE_SIZE = 1_000;
-
-/** The whole log (or what follows `fromPosition`), page by page, in global order. */
-export async function* logPages(store: EventStore, fromPosition?: string, signal?: AbortSignal): AsyncGenerator<RecordedEvent[]> {
-  let position = fromPosition || undefined;
-  while (!signal?.aborted) {
-    const page = await store.readAll({ fromPosition: position, maxCount: PAGE_SIZE });
-    if (page.length === 0) return;
-    yield page;
-    position = page[page.length - 1]?.position;
-  }
-}
 
 export interface StreamAtInstant {
   stream: string;
@@ -93,8 +80,8 @@ function aborted(signal: AbortSignal | undefined): Promise<void> {
 
 /**
  * `tally events export --from <iso> --to <iso> [--out file]`: NDJSON of the events recorded in
- * [from, to) (half-open, so consecutive windows never repeat an event). Record times are not in
- * position order across concurrent writers, so the whole log is scanned rather than cut off early.
+ * [from, to) (half-open, so consecutive windows never repeat an event), each line as GET
+ * /audit/v1/events writes it (an AuditEvent: the event and its previous hash), so one verifier reads either.
  */
 export async function exportEvents(config: Config, options: { from: string; to: string; out?: string }, io: CliIo): Promise<number> {
   const from = parseInstant(options.from, '--from').getTime();
@@ -104,13 +91,9 @@ export async function exportEvents(config: Config, options: { from: string; to: 
   let exported = 0;
   try {
     await withTally(config, io, async (tally) => {
-      for await (const page of logPages(tally.store, undefined, io.signal)) {
-        const inWindow = page.filter((e) => {
-          const t = Date.parse(e.recordedAt);
-          return t >= from && t < to;
-        });
-        sink.write(inWindow.map((e) => JSON.stringify(e)));
-        exported += inWindow.length;
+      for await (const page of eventsRecordedBetween(tally.store, from, to, io.signal)) {
+        sink.write(page.map((e) => JSON.stringify(e)));
+        exported += page.length;
       }
     });
     if (io.signal?.aborted) throw new CliError('Export interrupted');

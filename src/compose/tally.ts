@@ -14,7 +14,7 @@ import { PostgresEventStore } from '../eventstore/postgres';
 import { Notifications } from '../app/notifications';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from '../platform/keys';
-import { AuditorService, CheckpointService } from '../app/audit';
+import { AuditorService, AuditReads, CheckpointService } from '../app/audit';
 import { CardsService } from '../app/cards';
 import { CommandHandler } from '../platform/commands/command-handler';
 import { StateCache } from '../platform/commands/commands';
@@ -60,6 +60,8 @@ export class Tally {
   readonly auditors: AuditorService;
   /** Signed checkpoints: the checkpointer (every minute the log grew), their reads and proofs, the public keys. */
   readonly checkpoints: CheckpointService;
+  /** What auditors read of the log, from the log alone. */
+  readonly auditReads: AuditReads;
   /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
   readonly outage: Outage;
   /** Folded aggregate states: loads read what follows them; a command's first attempt trusts them (see Reads). */
@@ -130,6 +132,7 @@ export class Tally {
     );
     this.auditors = new AuditorService({ commands });
     this.checkpoints = new CheckpointService({ store, keys: keys.audit, log: log.child({ component: 'checkpoints' }) });
+    this.auditReads = new AuditReads({ store });
     this.reactors = new Reactors(store, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
   }
 

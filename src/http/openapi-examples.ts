@@ -349,6 +349,20 @@ export interface OperationExamples {
   names?: { request?: string; response?: string };
 }
 
+/** An event as auditors read it (GET /audit/v1/streams/{stream}, GET /audit/v1/events). */
+const AUDIT_EVENT = {
+  stream: `account-${SAMPLE.accountId}`,
+  revision: 0,
+  position: '0000000000000018233',
+  id: SAMPLE.eventId,
+  type: 'AccountOpened',
+  data: { accountId: SAMPLE.accountId, userId: SAMPLE.userId, partnerId: SAMPLE.partnerId, asset: 'USDC', type: 'LIABILITY', at: SAMPLE.at },
+  metadata: { correlationId: SAMPLE.requestId, causationId: SAMPLE.requestId, actor: { kind: 'user', id: SAMPLE.userId } },
+  recordedAt: SAMPLE.at,
+  hash: '3b7e1f0a9c2d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7',
+  previousHash: '0'.repeat(64),
+};
+
 /** A notification as the sandbox inbox receives it. */
 const INBOX_NOTIFICATION = {
   id: SAMPLE.deliveryId,
@@ -779,6 +793,38 @@ export const OPERATIONS: Record<string, OperationExamples> = {
         ['Checkpoint not found', 'checkpoint_not_found'],
         ['Stream not in checkpoint', 'stream_not_in_checkpoint'],
       ],
+    },
+  },
+  'GET /audit/v1/streams/{stream}': {
+    parameters: { stream: `account-${SAMPLE.accountId}`, at: SAMPLE.later },
+    response: {
+      success: true,
+      data: {
+        stream: `account-${SAMPLE.accountId}`,
+        at: SAMPLE.later,
+        events: [AUDIT_EVENT],
+        aggregate: 'account',
+        state: { opened: true, accountId: SAMPLE.accountId, userId: SAMPLE.userId, partnerId: SAMPLE.partnerId, creditsPosted: '0', debitsPosted: '0' },
+      },
+    },
+  },
+  'GET /audit/v1/events': {
+    parameters: { from: '2026-03-01', to: '2026-03-02' },
+    response: `${JSON.stringify(AUDIT_EVENT)}\n`,
+  },
+  'GET /audit/v1/accounts/{accountId}/balance': {
+    parameters: { at: SAMPLE.later },
+    response: {
+      success: true,
+      data: {
+        accountId: SAMPLE.accountId,
+        asset: 'USDC',
+        credits: '100.00000000',
+        debits: '10.50000000',
+        balance: '89.50000000',
+        at: SAMPLE.later,
+        position: '0000000000000018233',
+      },
     },
   },
   'POST /admin/v1/projections/{name}/rebuild': {

@@ -14,6 +14,7 @@ const SECURITY: Record<string, Array<Record<string, string[]>>> = {
   bearer: [{ userToken: [] }],
   admin: [{ adminToken: [] }],
   signed: [{ providerSignature: [] }],
+  auditor: [{ auditorToken: [] }],
   public: [],
 };
 
@@ -72,6 +73,11 @@ const TAGS: Array<{ name: string; description: string }> = [
     description: 'The operator API (`Authorization: Bearer <ADMIN_TOKEN>`): partners and keys, user actions, projections. Off while ADMIN_TOKEN is unset.',
   },
   { name: 'Operations', description: 'Health, readiness, metrics and this reference.' },
+  {
+    name: 'Audit',
+    description:
+      'The auditors’ read-only API (`Authorization: Bearer <auditor token>` from POST /admin/v1/auditors): streams and balances as of an instant, and the log as NDJSON, read from the log itself. Every use is recorded in the log.',
+  },
 ];
 
 /** Strips TypeBox's symbol keys and our `x-*` validation keys stay (they are valid OpenAPI extensions). */
@@ -337,6 +343,12 @@ const SECURITY_SCHEMES = {
       'The user’s access token from POST /api/v1/partner/auth/verify or /refresh (15 minutes), for everything after login: accounts, transactions, payouts, cards. It stops working at once when the user leaves `active`.',
   },
   adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ADMIN_TOKEN); the operator API is off while it is unset.' },
+  auditorToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      'An auditor token (`ta_...`) from POST /admin/v1/auditors, for the read-only /audit/v1 routes only, until it expires or is revoked. Every use is recorded in the log.',
+  },
   providerSignature: {
     type: 'apiKey',
     in: 'header',
@@ -376,6 +388,7 @@ const TAG_GROUPS = [
   { name: 'Partner API', tags: ['Users', 'Login', 'Profile', 'KYC', 'Accounts', 'Transactions', 'Exchange', 'Cards', 'Webhooks'] },
   { name: 'Testing and integration', tags: ['Sandbox', 'Provider callbacks'] },
   { name: 'Operating Tally', tags: ['Operator', 'Operations'] },
+  { name: 'Auditing', tags: ['Audit'] },
 ];
 
 /** Every answer of the route: its declared statuses, those of its kind, and those its examples name, each with its examples. */

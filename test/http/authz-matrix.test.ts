@@ -42,6 +42,10 @@ import { asText, jsonText, percentEncode, type Schema, valid } from '../support/
  *   signature, and the other credentials instead of a signature: 401 and nothing changes.
  * - public: no credential is needed; each credential must change nothing (same status as without),
  *   except a public route that declares a 401 (`/metrics`, behind the operator token when it is set).
+ * - auditor (the read-only /audit/v1 routes): none, a partner key, a bearer token, the operator token,
+ *   an expired and a revoked auditor token: 401 `Invalid or expired token`, and no use recorded.
+ * - the auditor column: a live auditor token opens no route of any other credential type (partner,
+ *   bearer, admin, signed: 401 as each answers a wrong credential; public: as without it).
  */
 
 const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
@@ -62,7 +66,10 @@ type Case =
   | 'forged-key'
   | 'garbage-signature'
   | 'wrong-secret'
-  | 'stale-signature';
+  | 'stale-signature'
+  | 'auditor-token'
+  | 'expired-auditor'
+  | 'revoked-auditor';
 
 interface Cell {
   route: string;
@@ -89,7 +96,7 @@ const namesResource = (route: RouteSpec) => fieldNames(route).some((n) => RESOUR
 function casesOf(route: RouteSpec): Case[] {
   switch (route.auth) {
     case 'partner':
-      return ['none', 'bearer-token', 'operator-token', 'expired-token', ...(namesResource(route) ? (['other-partner'] as Case[]) : [])];
+      return ['none', 'bearer-token', 'operator-token', 'expired-token', 'auditor-token', ...(namesResource(route) ? (['other-partner'] as Case[]) : [])];
     case 'bearer':
       return [
         'none',
@@ -101,14 +108,17 @@ function casesOf(route: RouteSpec): Case[] {
         'tampered-signature',
         'alg-none',
         'forged-key',
+        'auditor-token',
         ...(namesResource(route) ? (['other-user', 'other-partner-user'] as Case[]) : []),
       ];
     case 'admin':
-      return ['none', 'partner-key', 'bearer-token', 'expired-token', 'tampered-signature'];
+      return ['none', 'partner-key', 'bearer-token', 'expired-token', 'tampered-signature', 'auditor-token'];
     case 'signed':
-      return ['none', 'garbage-signature', 'wrong-secret', 'stale-signature', 'partner-key', 'bearer-token', 'operator-token'];
+      return ['none', 'garbage-signature', 'wrong-secret', 'stale-signature', 'partner-key', 'bearer-token', 'operator-token', 'auditor-token'];
     case 'public':
-      return ['none', 'partner-key', 'bearer-token', 'operator-token'];
+      return ['none', 'partner-key', 'bearer-token', 'operator-token', 'auditor-token'];
+    case 'auditor':
+      return ['none', 'partner-key', 'bearer-token', 'operator-token', 'expired-auditor', 'revoked-auditor'];
     default:
       return [];
   }
@@ -150,6 +160,17 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
       algNone: `${b64({ alg: 'none', typ: 'JWT', kid: claims.header.kid })}.${p}.`,
       forged: sign(now + 600, 'not-the-service-key-not-the-service-key'),
     };
+    const auditorToken = async (expiresAt: string) => {
+      const res = await app.http.post('/admin/v1/auditors').set(bearer(ADMIN_TOKEN)).send({ name: 'Matrix auditors', expiresAt });
+      if (res.status !== 201) throw new Error(`auditor creation failed: ${res.status} ${res.text}`);
+      return res.body.data as { id: string; token: string };
+    };
+    const live = await auditorToken(new Date(Date.now() + 86_400_000).toISOString());
+    const expiring = await auditorToken(new Date(Date.now() + 1_000).toISOString());
+    const revoked = await auditorToken(new Date(Date.now() + 86_400_000).toISOString());
+    await app.http.delete(`/admin/v1/auditors/${revoked.id}`).set(bearer(ADMIN_TOKEN));
+    Object.assign(tokens, { auditor: live.token, expiredAuditor: expiring.token, revokedAuditor: revoked.token });
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
   });
   after(() => app?.close());
 
@@ -299,6 +320,12 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
         return { [webhookHeader(route.path)]: `t=${Math.floor(Date.now() / 1000)},v1=${'ab'.repeat(32)}` };
       case 'wrong-secret':
         return { [webhookHeader(route.path)]: signPayload('not-the-provider-secret', body) };
+      case 'auditor-token':
+        return bearer(tokens.auditor as string);
+      case 'expired-auditor':
+        return bearer(tokens.expiredAuditor as string);
+      case 'revoked-auditor':
+        return bearer(tokens.revokedAuditor as string);
       case 'stale-signature': {
         const secret = app.tally.keys.webhooks[route.path.replace('/webhooks/', '')] ?? 'unknown-provider';
         return { [webhookHeader(route.path)]: signPayload(secret, body, Math.floor(Date.now() / 1000) - 3_600) };
@@ -310,6 +337,7 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
     partner: 'Invalid partner credentials',
     admin: 'Invalid admin token',
     signed: 'Invalid webhook signature',
+    auditor: 'Invalid or expired token',
   };
 
   /** The decided answer of a case on a route: statuses, and the exact message when decided. */

@@ -104,7 +104,18 @@ const DECIDED_WRITES: Array<{ route: string; status: number; events: RegExp; why
     events: /^txn-[0-9a-f-]{36}:TransactionRejected$/,
     why: 'a payout the ledger refuses (limits, balance) keeps that first answer under its transactionId',
   },
+  ...['GET /audit/v1/streams/{stream}', 'GET /audit/v1/events', 'GET /audit/v1/accounts/{accountId}/balance'].flatMap((route) =>
+    [400, 404].map((status) => ({
+      route,
+      status,
+      events: /^auditor-[0-9a-f-]{36}:AuditorUsed$/,
+      why: 'every request an auditor token is accepted for is recorded before the route answers, refused ones included',
+    })),
+  ),
 ];
+
+/** An auditor token of the fuzz's app (made in its before hook), for the /audit/v1 routes. */
+let auditorToken = '';
 
 const schemaOf = (s: unknown) => s as Schema | undefined;
 
@@ -565,6 +576,8 @@ function credentialsFor(route: RouteSpec, w: World): Record<string, string> {
       return w.ada.bearer;
     case 'admin':
       return { Authorization: `Bearer ${ADMIN_TOKEN}` };
+    case 'auditor':
+      return { Authorization: `Bearer ${auditorToken}` };
     default:
       // /metrics is public but behind the operator token when one is set.
       return route.responses[401] ? { Authorization: `Bearer ${ADMIN_TOKEN}` } : {};
@@ -593,6 +606,12 @@ describe(`fuzz: every route from its own schemas (FUZZ_SEED=${SEED} FUZZ_RUNS=${
     app = await startLoggedApp({ trustProxy: 'loopback' });
     w = await buildWorld(app);
     inboxDeliveryId = await deliveryToInbox(app, w);
+    const auditor = await app.http
+      .post('/admin/v1/auditors')
+      .set({ Authorization: `Bearer ${ADMIN_TOKEN}` })
+      .send({ name: 'Fuzz auditors', expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
+    expect(auditor.status, auditor.text).to.equal(201);
+    auditorToken = auditor.body.data.token;
   });
   after(() => app?.close());
 

@@ -397,7 +397,13 @@ describe('OpenAPI: real answers match their documented response schemas', functi
         .set(auditorToken),
     );
     check(await http.get(`/audit/v1/checkpoints/${checkpoint.body.data.id}/proof`).query({ stream: 'user-none' }).set(auditorToken));
+    check(await http.get(`/audit/v1/streams/account-${accountId}?at=${new Date().toISOString()}`).set(auditorToken));
+    check(await http.get('/audit/v1/streams/nope').set(auditorToken));
+    check(await http.get(`/audit/v1/accounts/${accountId}/balance`).set(auditorToken));
+    check(await http.get('/audit/v1/accounts/999999/balance').set(auditorToken));
+    check(await http.get(`/audit/v1/events?from=${new Date(Date.now() - 60_000).toISOString()}`).set(auditorToken));
     check(await http.delete(`/admin/v1/auditors/${auditor.body.data.id}`).set(admin));
+    check(await http.get(`/audit/v1/accounts/${accountId}/balance`).set(auditorToken));
     check(await http.post(`/admin/v1/users/${payee.id}/suspend`).set(admin).send({ reason: 'review' }));
     check(await http.post(`/admin/v1/users/${payee.id}/reinstate`).set(admin).send({}));
     check(await http.post(`/admin/v1/users/${payee.id}/reinstate`).set(admin).send({}));

@@ -20,4 +20,6 @@ export const AUDIT_REFUSALS = {
   checkpointNotFound: refusal('checkpoint_not_found', 'not_found', 'Checkpoint not found'),
   /** A proof asked for a stream that had no event at the checkpoint's position: it is no leaf of that tree. */
   streamNotInCheckpoint: refusal('stream_not_in_checkpoint', 'not_found', 'Stream not in checkpoint', { param: 'stream' }),
+  /** A stream with no event at all (at an instant before its first event, a stream that exists is shown empty). */
+  streamNotFound: refusal('stream_not_found', 'not_found', 'Stream not found'),
 };

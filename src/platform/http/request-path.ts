@@ -167,7 +167,9 @@ export class RequestPath {
       const reads = spec.readsAfterWrites;
       if (reads !== undefined)
         for (const model of typeof reads === 'string' ? [reads] : reads) await this.ports.readAfterWrites(writeScope(model, ctx.partnerId), [model]);
-      send(res, locals.requestId, await spec.handler(ctx));
+      const reply = await spec.handler(ctx);
+      if (reply.stream) await stream(res, locals.requestId, reply, reply.stream);
+      else send(res, locals.requestId, reply);
     } catch (error) {
       this.fail(error, res, locals);
     }
@@ -322,6 +324,30 @@ function send(res: ServerResponse, requestId: string, reply: Reply): void {
   if (reply.contentType) answer(res, requestId, reply.status, reply.headers, reply.contentType, reply.body as string);
   // No ETag, no freshness check: answers are computed fresh.
   else answer(res, requestId, reply.status, reply.headers, JSON_CONTENT_TYPE, reply.body === undefined ? undefined : JSON.stringify(reply.body));
+}
+
+/**
+ * A streamed answer (Reply.stream): the headers of every answer (answer), no length, then each chunk
+ * as the client takes it. Leaving the loop early (the client gone) closes the iterable.
+ */
+async function stream(res: ServerResponse, requestId: string, reply: Reply, chunks: AsyncIterable<string>): Promise<void> {
+  const headers = ['X-Request-Id', requestId, 'X-Content-Type-Options', 'nosniff', 'Cache-Control', 'no-store'];
+  for (const name in reply.headers ?? {}) headers.push(name, (reply.headers as Record<string, string>)[name] as string);
+  headers.push('Content-Type', reply.contentType ?? JSON_CONTENT_TYPE);
+  res.writeHead(reply.status, headers);
+  let closed = false;
+  const gone = new Promise<void>((resolve) =>
+    res.once('close', () => {
+      closed = true;
+      resolve();
+    }),
+  );
+  for await (const chunk of chunks) {
+    if (closed || res.destroyed) break;
+    if (!res.write(chunk)) await Promise.race([new Promise((resolve) => res.once('drain', resolve)), gone]);
+    if (closed || res.destroyed) break;
+  }
+  if (!closed && !res.destroyed) res.end();
 }
 
 /**

@@ -24,6 +24,13 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Send `body` as this content type instead of JSON (HTML pages). */
   contentType?: string;
+  /**
+   * A body of any size, written as it comes (with `contentType`, instead of `body`): each chunk is
+   * written when the client has taken the one before (backpressure), and the iterable is closed
+   * (its `finally` runs) as soon as the client goes away. An error after the first chunk cuts the
+   * connection: the status is already sent.
+   */
+  stream?: AsyncIterable<string>;
 }
 
 export interface RequestContext<Body = unknown, Query = unknown, Params = unknown, Services = unknown> {

@@ -1,9 +1,13 @@
-import { cardDecider } from '../domain/cards/card';
-import type { Decider, DomainEvent } from '../platform/decider';
-import { partnerDecider } from '../domain/identity/partner';
-import { userDecider } from '../domain/identity/user';
+import { auditorDecider } from '../../domain/audit';
+import { cardDecider } from '../../domain/cards';
+import { partnerDecider, userDecider } from '../../domain/identity';
+import { accountDecider } from '../../domain/ledger';
+import type { Decider, DomainEvent } from '../../platform/decider';
 
-/** How `events read` turns a stream's events into its aggregate state. */
+/**
+ * How a stream's events are shown with its aggregate's state, as of an instant: by auditors
+ * (GET /audit/v1/streams/{stream}) and by `tally events read`, from the same folds.
+ */
 export interface StreamFolder {
   /** Streams whose name starts with this belong to the aggregate. */
   prefix: string;
@@ -34,12 +38,16 @@ function folder<State, Event extends DomainEvent>(
   };
 }
 
-/** Add an aggregate here to have `events read` show its state. */
+/** Add an aggregate here to have its streams shown with their state. */
 export const streamFolders: StreamFolder[] = [
   folder('partner-', 'partner', partnerDecider),
   folder('user-', 'user', userDecider),
   // A card's history: issuing, moves, limit and PIN changes (never the PIN), and its spends.
   folder('card-', 'card', cardDecider),
+  // An account's money out and holds; its money in is the stream accountin-<id>, folded by the same decider.
+  folder('account-', 'account', accountDecider),
+  folder('accountin-', 'account credits', accountDecider),
+  folder('auditor-', 'auditor', auditorDecider),
 ];
 
 /** The folder of the longest matching prefix (so `user-` never shadows a later, longer one). */
