@@ -81,6 +81,19 @@ describe('audit checkpoints: offline verification of a tampered log', () => {
     expect(result.lines.at(-1)).to.equal('Verified: the export reproduces every stream head the checkpoint signed.');
   });
 
+  it('verifies the export an auditor streams from GET /audit/v1/events', async () => {
+    const made = await app.http
+      .post('/admin/v1/auditors')
+      .set(admin)
+      .send({ name: 'Ledger & Co.', expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
+    const res = await fetch(`${app.url}/audit/v1/events?from=2000-01-01`, { headers: { Authorization: `Bearer ${made.body.data.token}` } });
+    expect(res.status).to.equal(200);
+    const events = join(dir, 'audit-events.ndjson');
+    writeFileSync(events, await res.text());
+    const result = await verify(events);
+    expect(result.code, result.lines.join('\n')).to.equal(0);
+  });
+
   it('fails, naming the stream, when an event was rewritten and every later hash recomputed', async () => {
     const stream = `partner-${partnerId}`;
     await rawSql(
