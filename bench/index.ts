@@ -1,5 +1,6 @@
 import { runAuditExportBench } from './audit-export';
 import { runCardsBench } from './cards';
+import { runCheckpointsBench } from './checkpoints';
 import { runCompareBench } from './compare';
 import { runLedgerBench } from './ledger';
 import { runStoreBench } from './store';
@@ -36,6 +37,11 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
       "an auditor's GET /audit/v1/events over a whole log of BENCH_EXPORT_EVENTS events (default 1,000,000) on a durable PostgreSQL, streamed as NDJSON: events/s, MB/s, CPU per event and the process's memory while it streams",
     run: runAuditExportBench,
   },
+  checkpoints: {
+    description:
+      "an audit checkpoint's tree with 1,000,000 streams (synthetic heads fed to the tree, no store): the first root, then 1,000 heads moved, 1,000 new streams, one new stream, a proof and the signature; time and memory",
+    run: runCheckpointsBench,
+  },
 };
 
 function usage(): string {
@@ -47,11 +53,12 @@ function usage(): string {
     ...lines,
     '',
     'Environment: BENCH_SECONDS (per measurement, default 5; ledger 10), BENCH_REBUILD_EVENTS (store, default 1000000), DATABASE_URL',
-    '  ledger: BENCH_CLIENTS (default 32), BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
+    '  ledger: BENCH_CLIENTS (default 64), BENCH_OPEN_RATES (part 1b, default 25%,50%,90% of the 50-account closed loop; 0 skips), BENCH_OPEN_SECONDS, BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
     '  webhooks: BENCH_CLIENTS (default 32), BENCH_WEBHOOK_PARTNERS (default 4), BENCH_WEBHOOK_ACCOUNTS (per partner, default 10)',
     '  compare: BENCH_COMPARE_WITH (required: the other checkout, with node_modules), BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS (default 64), BENCH_SLICE_SECONDS (default 4), BENCH_ROUNDS (default 6)',
     '  audit-export: BENCH_EXPORT_EVENTS (default 1000000)',
     '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_OPEN_RATES (default 25%,50%,75%,90% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE',
+    '  checkpoints: BENCH_CHECKPOINT_STREAMS (default 1000000), BENCH_CHECKPOINT_CHANGED (default 1000)',
   ].join('\n');
 }
 

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { type Config, loadConfig } from '../config';
 import { auditVerify } from './audit';
+import { type OfflineOptions, verifyOffline } from './audit-offline';
 import { CliError, type CliIo, EXIT } from './context';
 import { exportEvents, readEvents, tailEvents } from './events';
 import { createPartner, createPartnerKey, listPartners, revokePartnerKey } from './partners';
@@ -100,8 +101,18 @@ function addAuditCommands(program: Command, config: () => Config, io: CliIo): vo
     .command('audit')
     .description('verify the log and the read models')
     .command('verify')
-    .description("check every stream's hash chain and that every read model equals the fold of the log")
-    .action(async () => {
+    .description(
+      "check every stream's hash chain and that every read model equals the fold of the log; with --checkpoint and --events, offline and without a database, that an export extends a signed checkpoint",
+    )
+    .option('--checkpoint <file>', 'a checkpoint as GET /audit/v1/checkpoints/{id} answered it (offline verification)')
+    .option('--events <ndjson>', 'an export of the log from its start, as tally events export or GET /audit/v1/events write it')
+    .option('--key <jwk file>', 'the public key (a JWK, or GET /audit/v1/keys saved); default: keys.json beside the checkpoint')
+    .action(async (opts: Partial<OfflineOptions>) => {
+      if (opts.checkpoint || opts.events || opts.key) {
+        if (!opts.checkpoint || !opts.events) throw new CliError('Offline verification needs both --checkpoint and --events');
+        await interruptible(io, (io) => verifyOffline(opts as OfflineOptions, io));
+        return;
+      }
       const report = await auditVerify(config(), io);
       // The report is already printed: only the exit code is left to say.
       if (!report.ok) throw new CliError('', EXIT.auditFailed);

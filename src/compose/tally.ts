@@ -14,7 +14,7 @@ import { PostgresEventStore } from '../eventstore/postgres';
 import { Notifications } from '../app/notifications';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from '../platform/keys';
-import { AuditorService, AuditReads } from '../app/audit';
+import { AuditorService, AuditReads, CheckpointService } from '../app/audit';
 import { CardsService } from '../app/cards';
 import { CommandHandler } from '../platform/commands/command-handler';
 import { StateCache } from '../platform/commands/commands';
@@ -58,6 +58,8 @@ export class Tally {
   readonly notifications: Notifications;
   /** Auditor tokens and the record of their use (no read model: each use is decided on the auditor's stream). */
   readonly auditors: AuditorService;
+  /** Signed checkpoints: the checkpointer (every minute the log grew), their reads and proofs, the public keys. */
+  readonly checkpoints: CheckpointService;
   /** What auditors read of the log, from the log alone. */
   readonly auditReads: AuditReads;
   /** The store's availability, logged once per change (the HTTP layer reports 503s to it). */
@@ -129,6 +131,7 @@ export class Tally {
       engine.nodeId,
     );
     this.auditors = new AuditorService({ commands });
+    this.checkpoints = new CheckpointService({ store, keys: keys.audit, log: log.child({ component: 'checkpoints' }) });
     this.auditReads = new AuditReads({ store });
     this.reactors = new Reactors(store, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
   }
@@ -145,6 +148,7 @@ export class Tally {
       this.engine.start();
       this.reactors.start();
       this.notifications.start();
+      this.checkpoints.start();
       const every = this.config.payoutResubmitSeconds;
       if (every > 0) {
         this.sweeper = setInterval(() => {
@@ -160,6 +164,7 @@ export class Tally {
     this.outage.close();
     await this.reactors.stop();
     await this.notifications.stop();
+    await this.checkpoints.stop();
     await this.engine.stop();
     await this.store.close();
     await this.sql.close();

@@ -8,7 +8,7 @@ import { RequestPath, type RequestPorts } from '../platform/http/request-path';
 import { bindRoutes, type RouteSpec } from '../platform/http/route';
 import { RouteTable } from '../platform/http/route-table';
 import { adminRoutes } from './admin';
-import { auditorRoutes, auditReadRoutes } from './audit';
+import { auditorRoutes, auditReadRoutes, checkpointRoutes } from './audit';
 import { cardOperationRoutes, cardsRoutes, cardTransactionRoutes, sandboxCardTransactionRoutes } from './cards';
 import { operationsRoutes } from './operations';
 import { exchangeRoutes, ledgerRoutes, sandboxLedgerRoutes } from './ledger';
@@ -37,6 +37,7 @@ export function allRoutes(): RouteSpec[] {
     ...partnerWebhookRoutes,
     ...adminRoutes,
     ...auditorRoutes,
+    ...checkpointRoutes,
     ...auditReadRoutes,
     ...operationsRoutes,
   ];

@@ -375,6 +375,17 @@ const INBOX_NOTIFICATION = {
 const SANDBOX_REASON = { reason: 'closed account' };
 const QUOTE_REQUEST = { fromAsset: 'USDC', toAsset: 'COP', fromAmount: '100' };
 
+/** A signed checkpoint as the audit routes show it. */
+const CHECKPOINT_EXAMPLE = {
+  id: '0193a5c2-7e41-7b2a-9c3d-5e6f7a8b9c0d',
+  position: '00000000000000004821:00000000000000018233',
+  streams: 12,
+  root: 'd4735e3a265e16eee03f59718b9b5d03019c07d8b6c51f90da3a666eec13ab35',
+  createdAt: SAMPLE.at,
+  kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k',
+  signature: 'hr1Yy3Xhkdq8wGfqgTmYDyr4XoOtzXp0hVH7Hd_rsgt4xqT5J2Gkq1E2lPP-0Yf5ZmBvE2o3pKcH6nPq0aL7Bw',
+};
+
 export const OPERATIONS: Record<string, OperationExamples> = {
   'POST /api/v1/partner/users': {
     request: { email: SAMPLE.email, countryCode: 'CO', phoneNumber: '+573001234567', language: 'es' },
@@ -752,6 +763,38 @@ export const OPERATIONS: Record<string, OperationExamples> = {
     names: { request: 'AuditorRequest' },
   },
   'DELETE /admin/v1/auditors/{id}': { parameters: { id: SAMPLE.auditorId } },
+  'POST /admin/v1/checkpoints': { response: { success: true, data: CHECKPOINT_EXAMPLE } },
+  'GET /audit/v1/keys': { response: { keys: [{ kid: CHECKPOINT_EXAMPLE.kid, kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] } },
+  'GET /audit/v1/checkpoints': { response: { success: true, data: { items: [CHECKPOINT_EXAMPLE], nextCursor: 'YzoxMg' } } },
+  'GET /audit/v1/checkpoints/{id}': {
+    parameters: { id: CHECKPOINT_EXAMPLE.id },
+    response: { success: true, data: CHECKPOINT_EXAMPLE },
+    errors: { 404: [['Checkpoint not found', 'checkpoint_not_found']] },
+  },
+  'GET /audit/v1/checkpoints/{id}/proof': {
+    parameters: { id: CHECKPOINT_EXAMPLE.id, stream: `user-${SAMPLE.userId}` },
+    response: {
+      success: true,
+      data: {
+        checkpointId: CHECKPOINT_EXAMPLE.id,
+        leaf: { stream: `user-${SAMPLE.userId}`, revision: 2, hash: '4b227777d4dd1fc61c6f884f48641d02b4d121d3fd328cb08b5531fcacdabf8a' },
+        index: 5,
+        treeSize: 12,
+        path: [
+          'ef2d127de37b942baad06145e54b0c619a1f22327b2ebbcfbec78f5564afe39d',
+          'e7f6c011776e8db7cd330b54174fd76f7d0216b612387a5ffcfb81e6f0919683',
+          '7902699be42c8a8e46fbbb4501726517e86b22c56a189f7625a6da49081b2451',
+          '2c624232cdd221771294dfbb310aca000a0df6ac8b66b696d90ef06fdefb64a3',
+        ],
+      },
+    },
+    errors: {
+      404: [
+        ['Checkpoint not found', 'checkpoint_not_found'],
+        ['Stream not in checkpoint', 'stream_not_in_checkpoint'],
+      ],
+    },
+  },
   'GET /audit/v1/streams/{stream}': {
     parameters: { stream: `account-${SAMPLE.accountId}`, at: SAMPLE.later },
     response: {

@@ -7,7 +7,7 @@ import type { Projections } from '../platform/consumers/projections';
 import type { Outage } from '../platform/outage';
 import { HttpError, MESSAGES, PLATFORM_CODES } from '../platform/http/errors';
 import type { BuiltProviders } from '../providers';
-import type { AuditReads, AuditorService } from '../app/audit';
+import type { AuditReads, AuditorService, CheckpointService } from '../app/audit';
 import type { CardsService } from '../app/cards';
 import type { KycService, LoginService, PartnerService, ProfileService, UserService } from '../app/identity';
 import type { LedgerService } from '../app/ledger';
@@ -42,6 +42,8 @@ export interface AppServices {
   notifications: Notifications;
   /** Auditor tokens and the record of their use. */
   auditors: AuditorService;
+  /** Signed checkpoints of the log, their proofs, and the keys that verify them. */
+  checkpoints: CheckpointService;
   /** What auditors read of the log (the /audit/v1 routes). */
   auditReads: AuditReads;
   reads: { readAfterWrites(scope: string, names: string[]): Promise<void> };

@@ -1,11 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type AuditKey, newAuditKey } from './audit/signing';
 import { openDataDir } from './data-dir';
 
 /**
  * The service's own secrets: JWT signing keys (rotating, each with a `kid`), the pepper that keys
- * login-code hashes, and the sandbox providers' webhook secrets. From `TALLY_KEYS` (JSON, production)
+ * login-code hashes, the sandbox providers' webhook secrets, and the Ed25519 keys that sign audit
+ * checkpoints (the newest signs; older ones stay published so old checkpoints still verify; they are
+ * not rotated by time: an auditor pins a key). From `TALLY_KEYS` (JSON, production)
  * or generated once into `DATA_DIR/keys.json` (mode 0600). Never printed or logged.
  */
 export interface SigningKey {
@@ -18,6 +21,7 @@ export interface ServiceKeys {
   signing: SigningKey[];
   pepper: string;
   webhooks: Record<string, string>;
+  audit: AuditKey[];
 }
 
 /** A new signing key every 30 days; the previous one keeps verifying for a day (> token lifetime). */
@@ -36,6 +40,7 @@ export function generateKeys(at = new Date()): ServiceKeys {
       'payouts/mock': randomBytes(24).toString('base64url'),
       'cards/sandbox': randomBytes(24).toString('base64url'),
     },
+    audit: [newAuditKey(at)],
   };
 }
 
@@ -56,16 +61,31 @@ function withDefaults(keys: ServiceKeys): ServiceKeys {
   return { ...keys, webhooks: { ...fresh.webhooks, ...(keys.webhooks ?? {}) } };
 }
 
+export class NoAuditKeyError extends Error {
+  constructor() {
+    super('TALLY_KEYS has no audit key: add "audit": [{"kid", "privateKey" (Ed25519 PKCS#8 DER, base64url), "createdAt"}] (see docs/audit.md)');
+    this.name = 'NoAuditKeyError';
+  }
+}
+
 export function loadKeys(options: { dataDir: string; env?: NodeJS.ProcessEnv }): ServiceKeys {
   const fromEnv = (options.env ?? process.env).TALLY_KEYS;
-  if (fromEnv) return withDefaults(JSON.parse(fromEnv) as ServiceKeys);
+  if (fromEnv) {
+    // A key made up here would sign checkpoints no auditor can pin, and differ on every node and start.
+    const keys = withDefaults(JSON.parse(fromEnv) as ServiceKeys);
+    if (!keys.audit?.length) throw new NoAuditKeyError();
+    return keys;
+  }
   openDataDir(options.dataDir);
   const file = join(options.dataDir, 'keys.json');
   let keys: ServiceKeys;
   if (existsSync(file)) keys = withDefaults(JSON.parse(readFileSync(file, 'utf8')) as ServiceKeys);
   else keys = generateKeys();
+  // A keys file from before audit checkpoints gets its first audit key, kept from then on.
+  const missingAudit = !keys.audit?.length;
+  if (missingAudit) keys = { ...keys, audit: [newAuditKey()] };
   const rotated = rotate(keys);
-  if (rotated.changed || !existsSync(file)) {
+  if (rotated.changed || missingAudit || !existsSync(file)) {
     writeFileSync(file, JSON.stringify(rotated.keys, null, 2), { mode: 0o600 });
     chmodSync(file, 0o600);
   }

@@ -390,6 +390,17 @@ describe('OpenAPI: real answers match their documented response schemas', functi
         .send({ name: 'Docs auditors', expiresAt: new Date(Date.now() + 86_400_000).toISOString() }),
     );
     const auditorToken = { Authorization: `Bearer ${auditor.body.data.token}` };
+    const checkpoint = check(await http.post('/admin/v1/checkpoints').set(admin));
+    check(await http.get('/audit/v1/keys'));
+    check(await http.get('/audit/v1/checkpoints?limit=1').set(auditorToken));
+    check(await http.get(`/audit/v1/checkpoints/${checkpoint.body.data.id}`).set(auditorToken));
+    check(
+      await http
+        .get(`/audit/v1/checkpoints/${checkpoint.body.data.id}/proof`)
+        .query({ stream: `user-${payee.id}` })
+        .set(auditorToken),
+    );
+    check(await http.get(`/audit/v1/checkpoints/${checkpoint.body.data.id}/proof`).query({ stream: 'user-none' }).set(auditorToken));
     check(await http.get(`/audit/v1/streams/account-${accountId}?at=${new Date().toISOString()}`).set(auditorToken));
     check(await http.get('/audit/v1/streams/nope').set(auditorToken));
     check(await http.get(`/audit/v1/accounts/${accountId}/balance`).set(auditorToken));

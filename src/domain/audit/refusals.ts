@@ -16,6 +16,10 @@ export const AUDIT_REFUSALS = {
   tokenInvalid: refusal('auditor_token_invalid', 'unauthenticated', 'Invalid or expired token'),
   /** Past its `expiresAt`: the holder needs a new token from the operator. */
   tokenExpired: refusal('auditor_token_expired', 'unauthenticated', 'Invalid or expired token'),
+  /** An id that names no signed checkpoint in the log (or is not an id at all). */
+  checkpointNotFound: refusal('checkpoint_not_found', 'not_found', 'Checkpoint not found'),
+  /** A proof asked for a stream that had no event at the checkpoint's position: it is no leaf of that tree. */
+  streamNotInCheckpoint: refusal('stream_not_in_checkpoint', 'not_found', 'Stream not in checkpoint', { param: 'stream' }),
   /** A stream with no event at all (at an instant before its first event, a stream that exists is shown empty). */
   streamNotFound: refusal('stream_not_found', 'not_found', 'Stream not found'),
 };

@@ -1,0 +1,131 @@
+import { expect } from 'chai';
+import pino from 'pino';
+import { CheckpointService } from '../../src/app/audit';
+import { type Checkpoint, type CheckpointProof, signedText } from '../../src/platform/audit/checkpoint';
+import { leafInput } from '../../src/platform/audit/heads-tree';
+import { leafHash, verifyInclusion } from '../../src/platform/audit/merkle';
+import { type PublicJwk, verifyText } from '../../src/platform/audit/signing';
+import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { registerUser } from '../cli/support';
+
+const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+
+const proves = (proof: CheckpointProof, root: string) =>
+  verifyInclusion(
+    leafHash(leafInput(proof.leaf)),
+    proof.index,
+    proof.treeSize,
+    proof.path.map((p) => Buffer.from(p, 'hex')),
+    Buffer.from(root, 'hex'),
+  );
+
+/** POST /admin/v1/checkpoints, GET /audit/v1/keys and the auditors' checkpoint reads (docs/decisions.md, "Auditors"). */
+describe('audit checkpoints over HTTP', () => {
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  let acme: PartnerCredentials;
+  let auditor: { Authorization: string };
+
+  before(async () => {
+    app = await startTestApp();
+    acme = await createPartner(app.http, 'Acme');
+    await registerUser(app.http, acme);
+    const made = await app.http
+      .post('/admin/v1/auditors')
+      .set(admin)
+      .send({ name: 'Ledger & Co.', expiresAt: new Date(Date.now() + 86_400_000).toISOString() });
+    auditor = { Authorization: `Bearer ${made.body.data.token}` };
+  });
+  after(() => app.close());
+
+  const take = async (): Promise<Checkpoint> => {
+    const res = await app.http.post('/admin/v1/checkpoints').set(admin);
+    expect(res.status, res.text).to.equal(201);
+    return res.body.data;
+  };
+
+  it('signs a checkpoint an auditor verifies with the published key, over every stream head', async () => {
+    const keys = await app.http.get('/audit/v1/keys');
+    expect(keys.status).to.equal(200);
+    const [key] = keys.body.keys as PublicJwk[];
+    expect(Object.keys(keys.body)).to.deep.equal(['keys']);
+    expect(key).to.include({ kty: 'OKP', crv: 'Ed25519' });
+    const checkpoint = await take();
+    expect(Object.keys(checkpoint).sort()).to.deep.equal(['createdAt', 'id', 'kid', 'position', 'root', 'signature', 'streams']);
+    expect(checkpoint.kid).to.equal(key?.kid);
+    expect(checkpoint.root).to.match(/^[0-9a-f]{64}$/);
+    expect(checkpoint.signature).to.match(/^[A-Za-z0-9_-]{86}$/);
+    expect(verifyText(key as PublicJwk, signedText(checkpoint), checkpoint.signature)).to.equal(true);
+    expect(verifyText(key as PublicJwk, signedText({ ...checkpoint, streams: checkpoint.streams + 1 }), checkpoint.signature)).to.equal(false);
+    const [log] = await app.tally.sql.query<{ n: string }>(
+      'SELECT count(DISTINCT stream_id)::text AS n FROM es_events WHERE (transaction_id::text, global_position) <= ($1, $2)',
+      [String(BigInt(checkpoint.position.split(':')[0] as string)), Number(checkpoint.position.split(':')[1])],
+    );
+    expect(checkpoint.streams).to.equal(Number(log?.n));
+  });
+
+  it('serves checkpoints newest first with a cursor, and one by id', async () => {
+    const first = await take();
+    await registerUser(app.http, acme);
+    const second = await take();
+    const page = await app.http.get('/audit/v1/checkpoints?limit=1').set(auditor);
+    expect(page.status, page.text).to.equal(200);
+    expect(page.body.data.items).to.deep.equal([second]);
+    const next = await app.http.get(`/audit/v1/checkpoints?limit=1&cursor=${page.body.data.nextCursor}`).set(auditor);
+    expect(next.body.data.items).to.deep.equal([first]);
+    const one = await app.http.get(`/audit/v1/checkpoints/${first.id}`).set(auditor);
+    expect(one.body).to.deep.equal({ success: true, data: first });
+    const unknown = await app.http.get('/audit/v1/checkpoints/0190a1b2-0000-7000-8000-000000000000').set(auditor);
+    expect(unknown.status).to.equal(404);
+    expect(unknown.body).to.include({ success: false, error: 'Checkpoint not found', code: 'checkpoint_not_found' });
+    const bad = await app.http.get('/audit/v1/checkpoints?cursor=nonsense').set(auditor);
+    expect(bad.status).to.equal(400);
+    expect(bad.body).to.include({ code: 'invalid_cursor', param: 'cursor' });
+    expect((await app.http.get('/audit/v1/checkpoints')).status).to.equal(401);
+  });
+
+  it('proves a stream head in an earlier checkpoint, and no head that is not in it', async () => {
+    const partnerStream = `partner-${acme.id}`;
+    const before = await take();
+    const later = await registerUser(app.http, acme);
+    await take();
+    const res = await app.http.get(`/audit/v1/checkpoints/${before.id}/proof`).query({ stream: partnerStream }).set(auditor);
+    expect(res.status, res.text).to.equal(200);
+    const proof: CheckpointProof = res.body.data;
+    expect(proof).to.include({ checkpointId: before.id, treeSize: before.streams });
+    expect(proof.leaf.stream).to.equal(partnerStream);
+    expect(proves(proof, before.root)).to.equal(true);
+    expect(proves({ ...proof, leaf: { ...proof.leaf, revision: proof.leaf.revision + 1 } }, before.root)).to.equal(false);
+    const missing = await app.http
+      .get(`/audit/v1/checkpoints/${before.id}/proof`)
+      .query({ stream: `user-${later}` })
+      .set(auditor);
+    expect(missing.status).to.equal(404);
+    expect(missing.body).to.include({ error: 'Stream not in checkpoint', code: 'stream_not_in_checkpoint' });
+  });
+
+  it('signs on its timer only when the log grew by other than checkpoints, and two nodes never fork the chain', async () => {
+    const log = pino({ level: 'silent' });
+    const node = (): CheckpointService => new CheckpointService({ store: app.tally.store, keys: app.tally.keys.audit, log });
+    const a = node();
+    const b = node();
+    await a.now();
+    expect(await a.checkpointer.checkpointIfGrown()).to.equal(null);
+    // A node started later takes the tree back from the checkpoints' recorded heads: nothing new either.
+    expect(await b.checkpointer.checkpointIfGrown()).to.equal(null);
+    await registerUser(app.http, acme);
+    const [one, two] = await Promise.all([a.now(), b.now()]);
+    expect(one.id).to.not.equal(two.id);
+    // Each node has read the other's checkpoint: the growth is signed for.
+    expect(await a.checkpointer.checkpointIfGrown()).to.equal(null);
+    expect(await b.checkpointer.checkpointIfGrown()).to.equal(null);
+    // An auditor's read is recorded in the log: growth the next round signs.
+    for (const c of [one, two]) {
+      const proof = await app.http
+        .get(`/audit/v1/checkpoints/${c.id}/proof`)
+        .query({ stream: `partner-${acme.id}` })
+        .set(auditor);
+      expect(proves(proof.body.data, c.root), c.id).to.equal(true);
+    }
+    expect(await a.checkpointer.checkpointIfGrown()).to.include({ kid: one.kid });
+  });
+});
