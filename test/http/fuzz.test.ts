@@ -104,7 +104,14 @@ const DECIDED_WRITES: Array<{ route: string; status: number; events: RegExp; why
     events: /^txn-[0-9a-f-]{36}:TransactionRejected$/,
     why: 'a payout the ledger refuses (limits, balance) keeps that first answer under its transactionId',
   },
-  ...['GET /audit/v1/streams/{stream}', 'GET /audit/v1/events', 'GET /audit/v1/accounts/{accountId}/balance'].flatMap((route) =>
+  ...[
+    'GET /audit/v1/streams/{stream}',
+    'GET /audit/v1/events',
+    'GET /audit/v1/accounts/{accountId}/balance',
+    'GET /audit/v1/checkpoints',
+    'GET /audit/v1/checkpoints/{id}',
+    'GET /audit/v1/checkpoints/{id}/proof',
+  ].flatMap((route) =>
     [400, 404].map((status) => ({
       route,
       status,
