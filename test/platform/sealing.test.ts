@@ -135,4 +135,9 @@ describe('sealing under data keys wrapped by key-encryption keys', () => {
     expect(await reader.of('personal-data').open(sealed, 'x')).to.deep.equal({ erased: false, value: 'v' });
     expect(reloads).to.equal(1);
   });
+
+  it('refuses key-encryption keys it could not name in a sealed value, and an empty set of them', () => {
+    expect(() => new Keks([{ ...first, kid: 'with.dot' }])).to.throw('key-encryption key id "with.dot"');
+    expect(() => new Keks([])).to.throw('no key-encryption key');
+  });
 });

@@ -16,6 +16,7 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** A key id must not hold the separator, nor be so long that a value is mostly its name. */
 const KEY_ID = /^[A-Za-z0-9_-]{1,64}$/;
+export const isKeyId = (id: string): boolean => KEY_ID.test(id);
 
 export interface SealedParts {
   keyId: string;
@@ -28,7 +29,7 @@ export interface SealedParts {
 export const deriveKey = (secret: string, purpose: string): Buffer => Buffer.from(hkdfSync('sha256', secret, 'tally', purpose, 32));
 
 export function sealWith(key: Buffer, keyId: string, plaintext: Buffer, boundTo: string): string {
-  if (!KEY_ID.test(keyId)) throw new Error(`not a key id: ${JSON.stringify(keyId)}`);
+  if (!isKeyId(keyId)) throw new Error(`not a key id: ${JSON.stringify(keyId)}`);
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(boundTo, 'utf8'));
@@ -40,7 +41,7 @@ export function sealWith(key: Buffer, keyId: string, plaintext: Buffer, boundTo:
 export function parseSealed(sealed: string): SealedParts | null {
   const parts = sealed.split('.');
   const [version, keyId, iv, tag, data] = parts;
-  if (parts.length !== 5 || version !== VERSION || keyId === undefined || !KEY_ID.test(keyId)) return null;
+  if (parts.length !== 5 || version !== VERSION || keyId === undefined || !isKeyId(keyId)) return null;
   return { keyId, iv: Buffer.from(iv ?? '', 'base64url'), tag: Buffer.from(tag ?? '', 'base64url'), data: Buffer.from(data ?? '', 'base64url') };
 }
 

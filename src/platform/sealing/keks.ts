@@ -1,5 +1,5 @@
 import type { KeyEncryptionKey } from '../keys';
-import { deriveKey } from './cipher';
+import { deriveKey, isKeyId } from './cipher';
 
 /** How often a miss may read the keys again (a KEK added by `tally keys rotate` to a keys.json this node did not load). */
 const RELOAD_EVERY_MS = 5_000;
@@ -47,6 +47,8 @@ export class Keks {
   private use(keks: readonly KeyEncryptionKey[]): void {
     const last = keks[keks.length - 1];
     if (!last) throw new Error('the service keys have no key-encryption key');
+    const misnamed = keks.find((k) => !isKeyId(k.kid));
+    if (misnamed) throw new Error(`key-encryption key id ${JSON.stringify(misnamed.kid)}: use letters, digits, - and _ (at most 64)`);
     this.byId = new Map(keks.map((k) => [k.kid, deriveKey(k.secret, 'key-encryption-key')]));
     this.newest = { kid: last.kid, key: this.byId.get(last.kid) as Buffer };
   }
