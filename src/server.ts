@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import { loggerOptions } from './platform/logging';
 import { openTally } from './compose/open';
 import type { Tally } from './compose/tally';
 import type { Config } from './config';
@@ -20,15 +21,9 @@ export interface RunningServer {
   close(options?: { drainMs?: number }): Promise<void>;
 }
 
-export function makeLogger(level: string): Logger {
-  return pino({
-    level,
-    // Belt and braces: these never go to logs, even if someone logs a whole request.
-    redact: {
-      paths: ['*.apiSecret', '*.secret', '*.code', '*.password', '*.accessToken', '*.refreshToken', 'req.headers.authorization', 'req.headers["x-api-secret"]'],
-      censor: '[redacted]',
-    },
-  });
+/** The service's logger: personal data and secrets never reach it (platform/logging.ts); `destination` is stdout unless given (tests). */
+export function makeLogger(level: string, destination?: DestinationStream): Logger {
+  return destination ? pino(loggerOptions(level), destination) : pino(loggerOptions(level));
 }
 
 /** The embedded store is one process's at a time: the server and the CLI check this file. */

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import pino, { type Logger } from 'pino';
 import { embeddedStoreDir } from '../platform/backend';
 import type { CommandContext } from '../platform/commands/commands';
+import { loggerOptions } from '../platform/logging';
 import { openTally } from '../compose/open';
 import type { Tally } from '../compose/tally';
 import type { Config } from '../config';
@@ -37,7 +38,7 @@ export interface CliIo {
 
 /** Warnings and errors only, on stderr, so stdout stays the command's output (NDJSON can be piped). */
 export function cliLogger(): Logger {
-  return pino({ level: 'warn' }, pino.destination({ dest: 2, sync: true }));
+  return pino(loggerOptions('warn'), pino.destination({ dest: 2, sync: true }));
 }
 
 /** Who the events of a CLI command are attributed to. */

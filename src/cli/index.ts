@@ -5,6 +5,7 @@ import { auditVerify } from './audit';
 import { type OfflineOptions, verifyOffline } from './audit-offline';
 import { CliError, type CliIo, EXIT } from './context';
 import { exportEvents, readEvents, tailEvents } from './events';
+import { addKeyCommands } from './keys';
 import { createPartner, createPartnerKey, listPartners, revokePartnerKey } from './partners';
 import { listProjections, rebuildProjection } from './projections';
 import { listDeliveries } from './webhooks';
@@ -47,7 +48,8 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
   const config = deps.config ?? (() => loadConfig());
   const io = deps.io ?? processIo();
   const program = new Command('tally').description('Tally operator CLI').showHelpAfterError().addHelpText('after', HELP_FOOTER);
-  for (const add of [addEventCommands, addProjectionCommands, addAuditCommands, addPartnerCommands, addWebhookCommands]) add(program, config, io);
+  for (const add of [addEventCommands, addProjectionCommands, addAuditCommands, addPartnerCommands, addWebhookCommands, addKeyCommands])
+    add(program, config, io);
   return program;
 }
 

@@ -15,6 +15,7 @@ import { Notifications } from '../app/notifications';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from '../platform/keys';
 import { AuditorService, AuditReads, CheckpointService } from '../app/audit';
+import type { Sealer } from '../platform/sealing/sealer';
 import { CardsService } from '../app/cards';
 import { CommandHandler } from '../platform/commands/command-handler';
 import { StateCache } from '../platform/commands/commands';
@@ -88,6 +89,8 @@ export class Tally {
     readonly providers: BuiltProviders,
     /** Mutable: the server fills in the port it got. */
     readonly urls: BaseUrls,
+    /** Seals values at rest under their owner's data key (card secrets, webhook secrets). */
+    readonly sealer: Sealer,
   ) {
     // First: anything built below that meets the store out of reach may report to it.
     this.outage = new Outage(log, async () => {
@@ -126,7 +129,7 @@ export class Tally {
       ledger: this.ledger,
     });
     this.notifications = new Notifications(
-      { ...kit, engine, config, keys, users: this.users, userQueries: identity.users, kyc: this.kyc, ledger: this.ledger, cards: this.cards },
+      { ...kit, engine, config, sealer, users: this.users, userQueries: identity.users, kyc: this.kyc, ledger: this.ledger, cards: this.cards },
       log,
       engine.nodeId,
     );
@@ -140,6 +143,7 @@ export class Tally {
   async start(options: { runProjections: boolean }): Promise<void> {
     await this.sql.exec(SERVICE_SCHEMA);
     await this.sql.exec(SNAPSHOTS_SCHEMA);
+    await this.sealer.keys.prepare();
     await this.providers.prepare();
     await this.engine.prepare();
     await this.notifications.prepare();

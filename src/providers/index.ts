@@ -1,5 +1,6 @@
 import type { Config } from '../config';
 import type { ServiceKeys } from '../platform/keys';
+import type { Sealer } from '../platform/sealing/sealer';
 import type { Sql } from '../eventstore/sql';
 import type { CardIssuer } from './cards';
 import { RainCardIssuer } from './cards';
@@ -57,8 +58,8 @@ function smtpFromUrl(url: string): SmtpEmailSender {
   });
 }
 
-/** The provider adapters the configuration asks for. */
-export function buildProviders(config: Config, sql: Sql, keys: ServiceKeys, urls: BaseUrls): BuiltProviders {
+/** The provider adapters the configuration asks for; `sealer` seals the sandbox issuer's card secrets. */
+export function buildProviders(config: Config, sql: Sql, keys: ServiceKeys, urls: BaseUrls, sealer: Sealer): BuiltProviders {
   const identity = new Map<string, IdentityProvider>();
   const payments = new Map<string, PaymentProvider>();
   const payouts = new Map<string, PayoutProvider>();
@@ -82,7 +83,7 @@ export function buildProviders(config: Config, sql: Sql, keys: ServiceKeys, urls
         sql,
         webhookSecret: secret('cards/sandbox'),
         webhookUrl: webhookUrl('cards/sandbox'),
-        vault: CardVault.fromSecret(keys.pepper),
+        vault: new CardVault(sealer),
       }),
     };
     identity.set('sandbox', sandbox.identity);

@@ -8,6 +8,7 @@ import { SANDBOX_BIN, SandboxApplicationConflictError, SandboxCardIssuer, Sandbo
 import { CardVault } from '../../src/providers/cards/vault';
 import { WebhookSignatureError } from '../../src/providers/errors';
 import { signPayload } from '../../src/providers/signature';
+import { testSealer } from '../support/sealing';
 
 const SECRET = 'wbhsec_sandbox_cards_test';
 
@@ -57,10 +58,9 @@ describe('sandbox card issuer', () => {
   let sql: PgliteSql;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let issuer: SandboxCardIssuer;
-  const vault = CardVault.fromSecret('test-pepper');
-
   before(async () => {
     sql = await PgliteSql.open();
+    const vault = new CardVault(await testSealer(sql));
     receiver = await startReceiver();
     issuer = new SandboxCardIssuer({ sql, webhookSecret: SECRET, webhookUrl: () => receiver.url, vault, retryDelayMs: 1 });
     await issuer.prepare();
@@ -127,7 +127,7 @@ describe('sandbox card issuer', () => {
     expect(secrets.cvc).to.match(/^[0-9]{3}$/);
     const [row] = await sql.query<Record<string, unknown>>(`SELECT * FROM sandbox_cards WHERE card_id = $1`, [cardId]);
     expect(JSON.stringify(row)).not.to.contain(secrets.cardNumber);
-    expect(String(row?.cvc_sealed)).to.match(/^v1\./);
+    expect(String(row?.cvc_sealed)).to.match(/^v2\./);
   });
 
   it('keeps a PIN sealed and reveals it to the card it was set on', async () => {
@@ -143,7 +143,7 @@ describe('sandbox card issuer', () => {
     await issuer.setPin(card.reference, '2580');
     expect(await issuer.revealPin(card.reference)).to.equal('2580');
     const [row] = await sql.query<{ pin_sealed: string }>(`SELECT pin_sealed FROM sandbox_cards WHERE reference = $1`, [card.reference]);
-    expect(row?.pin_sealed).to.match(/^v1\./).and.not.to.contain('2580');
+    expect(row?.pin_sealed).to.match(/^v2\./).and.not.to.contain('2580');
   });
 
   it('refuses a card on an application that is not approved, and unknown cards', async () => {

@@ -16,15 +16,13 @@ import type { CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { StateCache } from '../../platform/commands/commands';
 import type { Config } from '../../config';
-import type { ServiceKeys } from '../../platform/keys';
+import type { Sealer } from '../../platform/sealing/sealer';
 import { NOTIFICATION_REFUSALS } from '../../domain/notifications/refusals';
 
 export interface EndpointView {
   url: string;
   events: NotificationType[];
 }
-
-const boundTo = (partnerId: string, secretId: string) => `partner-webhook-secret:${partnerId}:${secretId}`;
 
 /**
  * How long delivery reuses an endpoint as it last read it: a change made through another node
@@ -37,7 +35,7 @@ export interface WebhookEndpointsDeps {
   store: EventStore;
   stateCache: StateCache;
   config: Pick<Config, 'sandbox'>;
-  keys: Pick<ServiceKeys, 'pepper'>;
+  sealer: Sealer;
 }
 
 /** A partner's notification endpoint: configured and rotated through its stream, read back from it. */
@@ -49,7 +47,7 @@ export class WebhookEndpoints {
   private readonly targets = new Map<string, { state: WebhookEndpointState; readAtMs: number; opened: Map<string, string> }>();
 
   constructor(private readonly deps: WebhookEndpointsDeps) {
-    this.box = new SecretBox(deps.keys.pepper);
+    this.box = new SecretBox(deps.sealer);
   }
 
   /** PUT partner/webhooks: the endpoint and the current secret (made on the first PUT, kept after). */
@@ -58,7 +56,7 @@ export class WebhookEndpoints {
     const url = checkEndpointUrl(input.url, sandbox);
     if (!sandbox) await checkPublicTarget(url, this.resolve);
     const events = input.events === undefined ? null : eventTypes(input.events);
-    const fresh = this.newSecret(partnerId);
+    const fresh = await this.newSecret(partnerId);
     const { result } = await this.deps.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
       type: 'Configure',
       partnerId,
@@ -71,7 +69,7 @@ export class WebhookEndpoints {
     this.targets.delete(partnerId);
     const current = result.state.secrets[result.state.secrets.length - 1];
     if (!current) throw new Error('a configured endpoint has a secret');
-    return { ...view(result.state), secret: this.box.open(current.sealed, boundTo(partnerId, current.secretId)) };
+    return { ...view(result.state), secret: await this.box.open(partnerId, current.secretId, current.sealed) };
   }
 
   async get(partnerId: string): Promise<EndpointView | null> {
@@ -81,7 +79,7 @@ export class WebhookEndpoints {
 
   /** A new secret; the one it replaces keeps signing for 24 hours. */
   async rotate(partnerId: string, ctx: CommandContext): Promise<{ secret: string; previousSecretExpiresAt: string }> {
-    const fresh = this.newSecret(partnerId);
+    const fresh = await this.newSecret(partnerId);
     const at = new Date().toISOString();
     const { result } = await this.deps.commands.decide(ctx, webhookEndpointStream(partnerId), webhookEndpointDecider, {
       type: 'RotateSecret',
@@ -104,9 +102,12 @@ export class WebhookEndpoints {
     }
     const { state, opened } = cached;
     if (!state.url) return null;
-    const secrets = signingSecrets(state, atMs)
-      .reverse()
-      .map((s) => opened.get(s.secretId) ?? opened.set(s.secretId, this.box.open(s.sealed, boundTo(partnerId, s.secretId))).get(s.secretId) ?? '');
+    const secrets: string[] = [];
+    for (const s of signingSecrets(state, atMs).reverse()) {
+      const secret = opened.get(s.secretId) ?? (await this.box.open(partnerId, s.secretId, s.sealed));
+      opened.set(s.secretId, secret);
+      secrets.push(secret);
+    }
     return { url: state.url, secrets };
   }
 
@@ -115,10 +116,10 @@ export class WebhookEndpoints {
     return loaded.state;
   }
 
-  private newSecret(partnerId: string): { secret: string; sealed: { secretId: string; sealed: string } } {
+  private async newSecret(partnerId: string): Promise<{ secret: string; sealed: { secretId: string; sealed: string } }> {
     const secret = newSigningSecret();
     const secretId = randomUUID();
-    return { secret, sealed: { secretId, sealed: this.box.seal(secret, boundTo(partnerId, secretId)) } };
+    return { secret, sealed: { secretId, sealed: await this.box.seal(partnerId, secretId, secret) } };
   }
 }
 

@@ -1,36 +1,32 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { keyOwner, type Sealer, type Sealing } from '../../platform/sealing/sealer';
 
 /**
- * Partner signing secrets at rest: the log keeps them sealed (AES-256-GCM, a fresh IV each, bound
- * to the partner and secret id as additional data), under a key derived from the service keys'
- * pepper, so a copy of the log does not let anyone forge notifications.
+ * Partner signing secrets at rest: the log keeps them sealed by the platform's sealer under the
+ * partner's data key, bound to the partner and secret id, so a copy of the log does not let anyone
+ * forge notifications. Secrets sealed before data keys (`v1`, under a key derived from the pepper)
+ * still open: the log keeps them for ever.
  */
-const VERSION = 'v1';
-const IV_BYTES = 12;
+const KIND = 'webhook-secrets';
+const boundTo = (partnerId: string, secretId: string) => `partner-webhook-secret:${partnerId}:${secretId}`;
 
 export class SecretBox {
-  private readonly key: Buffer;
+  private readonly sealing: Sealing;
 
-  constructor(serviceSecret: string) {
-    if (!serviceSecret) throw new Error('the webhook secret box needs a non-empty service secret');
-    this.key = Buffer.from(hkdfSync('sha256', serviceSecret, 'tally', `webhook-secrets/${VERSION}`, 32));
+  constructor(sealer: Sealer) {
+    this.sealing = sealer.of(KIND);
   }
 
-  seal(plaintext: string, boundTo: string): string {
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    cipher.setAAD(Buffer.from(boundTo, 'utf8'));
-    const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return [VERSION, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), data.toString('base64url')].join('.');
+  seal(partnerId: string, secretId: string, plaintext: string): Promise<string> {
+    return this.sealing.seal(keyOwner.partner(partnerId), plaintext, boundTo(partnerId, secretId));
   }
 
-  open(sealed: string, boundTo: string): string {
-    const [version, iv, tag, data] = sealed.split('.');
-    if (version !== VERSION || iv === undefined || tag === undefined || data === undefined) throw new Error('not a sealed webhook secret');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'), { authTagLength: 16 });
-    decipher.setAAD(Buffer.from(boundTo, 'utf8'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+  /** Rejects when the value was altered or is not the partner's secret of that id. */
+  async open(partnerId: string, secretId: string, sealed: string): Promise<string> {
+    const opened = await this.sealing.open(sealed, boundTo(partnerId, secretId));
+    // A partner's data key is never destroyed (erasure is of users): a destroyed one is a fault.
+    if (opened.erased) throw new Error(`the webhook secret ${secretId} of partner ${partnerId} is erased`);
+    return opened.value;
   }
 }
 

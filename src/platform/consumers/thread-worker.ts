@@ -1,5 +1,6 @@
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import pino from 'pino';
+import { loggerOptions } from '../logging';
 import type { EventStore, RecordedEvent } from '../../eventstore/port';
 import { PostgresEventStore } from '../../eventstore/postgres';
 import { PgSql } from '../../eventstore/sql';
@@ -20,7 +21,7 @@ function main(): void {
   const sql = new PgSql(options.databaseUrl, { max: options.poolSize, applicationName: 'tally-projections' });
   const store = withAppends(new PostgresEventStore(sql), new Appends(new Int32Array(options.appends)));
   const { allProjections } = require(options.projectionsModule) as { allProjections: Projection[] };
-  const engine = new ProjectionEngine(store, sql, allProjections, pino({ level: options.logLevel }), { nodeId: options.nodeId });
+  const engine = new ProjectionEngine(store, sql, allProjections, pino(loggerOptions(options.logLevel)), { nodeId: options.nodeId });
   engine.paceMs = options.paceMs;
   const send = (message: ToMain) => port.postMessage(message);
   const reporter = new Reporter(engine, options.observed, () => send({ type: 'state', state: engine.state(), observers: reporter.take(), sql: sql.counts }));

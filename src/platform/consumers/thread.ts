@@ -124,7 +124,7 @@ export class ProjectionThread implements Projections {
       for (const o of this.observers) o.onReset();
       // It ended while it should run (a fault of its own): a new one takes over from the checkpoints.
       if (this.running) {
-        this.options.log.error({ code }, 'projection thread exited: starting a new one');
+        this.options.log.error({ exitCode: code }, 'projection thread exited: starting a new one');
         setTimeout(() => this.running && !this.worker && this.run(), RESTART_MS).unref();
       }
     });

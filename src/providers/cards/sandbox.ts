@@ -71,6 +71,7 @@ interface ApplicationRow {
 
 interface CardRow {
   reference: string;
+  user_id: string;
   last4: string;
   exp_month: string;
   exp_year: string;
@@ -225,6 +226,7 @@ export class SandboxCardIssuer implements CardIssuer {
     const year = String(expiry.getUTCFullYear() % 100).padStart(2, '0');
     const cvc = String(randomInt(1000)).padStart(3, '0');
     const vault = this.options.vault;
+    const [panSealed, cvcSealed] = [await vault.seal(request.userId, pan, `${reference}:pan`), await vault.seal(request.userId, cvc, `${reference}:cvc`)];
     const rows = await this.store(async () => {
       await this.options.sql.query(
         `INSERT INTO ${CARDS} (reference, card_id, user_id, issuer_application_id, type, status, limit_amount, limit_frequency, last4, exp_month, exp_year, pan_sealed, cvc_sealed)
@@ -241,8 +243,8 @@ export class SandboxCardIssuer implements CardIssuer {
           pan.slice(-4),
           month,
           year,
-          vault.seal(pan, `${reference}:pan`),
-          vault.seal(cvc, `${reference}:cvc`),
+          panSealed,
+          cvcSealed,
         ],
       );
       return this.options.sql.query<CardRow>(`SELECT reference, last4, exp_month, exp_year FROM ${CARDS} WHERE card_id = $1`, [request.cardId]);
@@ -267,8 +269,8 @@ export class SandboxCardIssuer implements CardIssuer {
     const row = await this.card(reference);
     const vault = this.options.vault;
     return {
-      cardNumber: vault.open(row.pan_sealed, `${reference}:pan`),
-      cvc: vault.open(row.cvc_sealed, `${reference}:cvc`),
+      cardNumber: await vault.open(row.pan_sealed, `${reference}:pan`),
+      cvc: await vault.open(row.cvc_sealed, `${reference}:cvc`),
       expirationMonth: row.exp_month,
       expirationYear: row.exp_year,
     };
@@ -280,7 +282,7 @@ export class SandboxCardIssuer implements CardIssuer {
   }
 
   async setPin(reference: string, pin: string): Promise<void> {
-    const sealed = this.options.vault.seal(pin, `${reference}:pin`);
+    const sealed = await this.options.vault.seal((await this.card(reference)).user_id, pin, `${reference}:pin`);
     const rows = await this.store(() =>
       this.options.sql.query<{ reference: string }>(`UPDATE ${CARDS} SET pin_sealed = $2 WHERE reference = $1 RETURNING reference`, [reference, sealed]),
     );
@@ -312,9 +314,10 @@ export class SandboxCardIssuer implements CardIssuer {
 
   private async card(reference: string): Promise<CardRow> {
     const rows = await this.store(() =>
-      this.options.sql.query<CardRow>(`SELECT reference, last4, exp_month, exp_year, pan_sealed, cvc_sealed, pin_sealed FROM ${CARDS} WHERE reference = $1`, [
-        reference,
-      ]),
+      this.options.sql.query<CardRow>(
+        `SELECT reference, user_id::text, last4, exp_month, exp_year, pan_sealed, cvc_sealed, pin_sealed FROM ${CARDS} WHERE reference = $1`,
+        [reference],
+      ),
     );
     if (!rows[0]) throw new SandboxCardNotFoundError(`card ${reference}`);
     return rows[0];

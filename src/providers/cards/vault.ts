@@ -1,40 +1,36 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { keyOwner, type Sealer, type Sealing } from '../../platform/sealing/sealer';
 
 /**
- * Card secrets at rest: AES-256-GCM, each value sealed with a fresh 96-bit IV and bound (as
- * additional data) to what it is the secret of, so a sealed CVC cannot pass for another card's or
- * for a PIN. The key is derived (HKDF-SHA256) from the service keys, never stored beside the data.
- * Sealed form: `v1.<iv>.<tag>.<ciphertext>`, base64url; the version names the key derivation.
+ * Card secrets at rest (number, CVC, PIN): sealed by the platform's sealer under the card holder's
+ * data key, so erasing the user shreds them too, and bound to what they are the secret of
+ * (`<reference>:pan`), so a sealed CVC cannot pass for another card's or for a PIN. Secrets sealed
+ * before data keys (`v1`, under a key derived from the pepper) still open.
  */
-const VERSION = 'v1';
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
+const KIND = 'card-vault';
+
+/** The card holder's data key is destroyed: the secrets are gone with it. */
+export class CardSecretsErasedError extends Error {
+  constructor() {
+    super('the card secrets are erased');
+    this.name = 'CardSecretsErasedError';
+  }
+}
 
 export class CardVault {
-  private constructor(private readonly key: Buffer) {}
+  private readonly sealing: Sealing;
 
-  /** The vault's key from a service secret (the keys' pepper): the same secret gives the same key on every node. */
-  static fromSecret(secret: string): CardVault {
-    if (!secret) throw new Error('the card vault needs a non-empty secret');
-    const key = Buffer.from(hkdfSync('sha256', secret, 'tally', `card-vault/${VERSION}`, 32));
-    return new CardVault(key);
+  constructor(sealer: Sealer) {
+    this.sealing = sealer.of(KIND);
   }
 
-  seal(plaintext: string, boundTo: string): string {
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    cipher.setAAD(Buffer.from(boundTo, 'utf8'));
-    const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return [VERSION, iv, cipher.getAuthTag(), data].map((part) => (typeof part === 'string' ? part : part.toString('base64url'))).join('.');
+  seal(userId: string, plaintext: string, boundTo: string): Promise<string> {
+    return this.sealing.seal(keyOwner.user(userId), plaintext, boundTo);
   }
 
-  /** Throws when the value was altered, sealed under another key or bound to something else. */
-  open(sealed: string, boundTo: string): string {
-    const [version, iv, tag, data] = sealed.split('.');
-    if (version !== VERSION || iv === undefined || tag === undefined || data === undefined) throw new Error('not a sealed card secret');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'), { authTagLength: TAG_BYTES });
-    decipher.setAAD(Buffer.from(boundTo, 'utf8'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+  /** Rejects when the value was altered, sealed under another key or bound to something else; CardSecretsErasedError once erased. */
+  async open(sealed: string, boundTo: string): Promise<string> {
+    const opened = await this.sealing.open(sealed, boundTo);
+    if (opened.erased) throw new CardSecretsErasedError();
+    return opened.value;
   }
 }

@@ -1,0 +1,229 @@
+import { randomBytes } from 'node:crypto';
+import type { Sql } from '../../eventstore/sql';
+import { uuidV7 } from '../ids';
+import { openWith, parseSealed, sealWith } from './cipher';
+import type { Keks } from './keks';
+
+/**
+ * Data keys (DEKs): 32 random bytes each, one per owner (a user: their personal data and card
+ * secrets; a partner: its webhook secrets), kept here and not in the log, wrapped (sealed) under a
+ * key-encryption key whose id the row names. The table is not a read model: no rebuild drops it, and
+ * losing a row loses every value sealed under its key. Destroying a key (erasure) clears `wrapped`
+ * and `kek_id` and keeps the row, so the owner never gets a new key and its values stay unopenable.
+ */
+export const DATA_KEYS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS data_keys (
+  id           text PRIMARY KEY,
+  owner        text NOT NULL UNIQUE,
+  kek_id       text,
+  wrapped      text,
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  destroyed_at timestamptz,
+  CHECK ((destroyed_at IS NULL) = (wrapped IS NOT NULL AND kek_id IS NOT NULL))
+);
+CREATE INDEX IF NOT EXISTS data_keys_kek ON data_keys (kek_id) WHERE kek_id IS NOT NULL;`;
+
+export interface DataKey {
+  id: string;
+  key: Buffer;
+}
+
+/** Sealing for an owner whose key is destroyed: a bug of the caller (an erased user writes nothing). */
+export class ErasedKeyError extends Error {
+  constructor(owner: string) {
+    super(`the data key of ${owner} is destroyed`);
+    this.name = 'ErasedKeyError';
+  }
+}
+
+export interface DataKeysOptions {
+  /** Most keys held in memory (least recently used go first). */
+  maxEntries: number;
+  /**
+   * A key held longer is read again: the bound on how long another node may still open values
+   * of a key destroyed here (this node forgets it at once). See docs/operations.md.
+   */
+  ttlMs: number;
+}
+
+interface Row {
+  id: string;
+  owner: string;
+  kek_id: string | null;
+  wrapped: string | null;
+}
+
+/** A key in memory; `key` null: destroyed. */
+interface Entry {
+  id: string;
+  owner: string;
+  key: Buffer | null;
+  readAtMs: number;
+}
+
+const COLUMNS = 'id, owner, kek_id, wrapped';
+/** A wrapped key is bound to its row: it cannot be moved to another owner. */
+const wrapBinding = (id: string, owner: string) => `data-key:${id}:${owner}`;
+
+export class DataKeys {
+  /** Insertion order is recency: the first entry is the least recently used. */
+  private readonly entries = new Map<string, Entry>();
+  private readonly idOfOwner = new Map<string, string>();
+  /** One read (or making) per owner at a time on this node. */
+  private readonly reading = new Map<string, Promise<Entry>>();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly keks: Keks,
+    private readonly options: DataKeysOptions = { maxEntries: 10_000, ttlMs: 30_000 },
+  ) {}
+
+  /** Creates the table; idempotent, serialised so several nodes can start at once. */
+  async prepare(): Promise<void> {
+    await this.sql.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('tally.data_keys'))`);
+      for (const statement of DATA_KEYS_SCHEMA.split(';').filter((s) => s.trim())) await tx.query(statement);
+    });
+  }
+
+  /** The owner's key, made on first need (race-safe across nodes: the first insert wins, every node reads it back). */
+  async forOwner(owner: string): Promise<DataKey> {
+    const id = this.idOfOwner.get(owner);
+    const entry = (id !== undefined && this.fresh(id)) || (await this.once(owner, () => this.readOrMake(owner)));
+    if (!entry.key) throw new ErasedKeyError(owner);
+    return { id: entry.id, key: entry.key };
+  }
+
+  /** The key a sealed value names; 'erased' once destroyed. Throws for an id no row has (a value from elsewhere). */
+  async byId(id: string): Promise<DataKey | 'erased'> {
+    const entry = this.fresh(id) || (await this.once(`id:${id}`, () => this.read('id', id)));
+    if (!entry) throw new Error(`no data key ${id}`);
+    return entry.key ? { id: entry.id, key: entry.key } : 'erased';
+  }
+
+  /**
+   * Drops the owner's key from this node's memory: its next use reads the row again. Erasure calls
+   * it through destroy; another node learns of a destroyed key within `ttlMs`, or at once if told
+   * (the hook for a node-wide signal: call forget(owner) on each node, see docs/operations.md).
+   */
+  forget(owner: string): void {
+    const id = this.idOfOwner.get(owner);
+    this.idOfOwner.delete(owner);
+    if (id !== undefined) this.entries.delete(id);
+  }
+
+  /**
+   * Destroys the owner's key (crypto-shredding): every value sealed under it is unopenable from now
+   * on, and the owner never gets another. Idempotent; true when this call destroyed it.
+   */
+  async destroy(owner: string): Promise<boolean> {
+    const rows = await this.sql.query<{ id: string }>(
+      `INSERT INTO data_keys (id, owner, destroyed_at) VALUES ($1, $2, now())
+       ON CONFLICT (owner) DO UPDATE SET wrapped = NULL, kek_id = NULL, destroyed_at = now() WHERE data_keys.destroyed_at IS NULL
+       RETURNING id`,
+      [uuidV7(), owner],
+    );
+    this.forget(owner);
+    return rows.length > 0;
+  }
+
+  /**
+   * Re-wraps every key wrapped under another KEK than the current one, `batchSize` keys per
+   * transaction (rows locked, others' locked rows skipped): idempotent, and a run cut short is
+   * finished by running it again. The log is not touched: values name their data key, not a KEK.
+   */
+  async rewrap(batchSize = 500): Promise<number> {
+    const current = this.keks.current;
+    let total = 0;
+    for (;;) {
+      const count = await this.sql.transaction(async (tx) => {
+        const rows = await tx.query<Row>(`SELECT ${COLUMNS} FROM data_keys WHERE kek_id <> $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, [
+          current.kid,
+          batchSize,
+        ]);
+        if (rows.length === 0) return 0;
+        const wrapped = rows.map((row) => sealWith(current.key, current.kid, this.unwrap(row), wrapBinding(row.id, row.owner)));
+        await tx.query(`UPDATE data_keys d SET kek_id = $1, wrapped = u.wrapped FROM unnest($2::text[], $3::text[]) AS u(id, wrapped) WHERE d.id = u.id`, [
+          current.kid,
+          rows.map((r) => r.id),
+          wrapped,
+        ]);
+        return rows.length;
+      });
+      total += count;
+      if (count < batchSize) return total;
+    }
+  }
+
+  /** The ids of `kids` that some data key is still wrapped under (the others can be removed from the keys). */
+  async kekIdsNamed(kids: readonly string[]): Promise<string[]> {
+    const named: string[] = [];
+    for (const kid of kids) {
+      const rows = await this.sql.query<{ named: boolean }>('SELECT EXISTS (SELECT 1 FROM data_keys WHERE kek_id = $1) AS named', [kid]);
+      if (rows[0]?.named) named.push(kid);
+    }
+    return named;
+  }
+
+  private fresh(id: string): Entry | undefined {
+    const entry = this.entries.get(id);
+    if (!entry) return undefined;
+    this.entries.delete(id);
+    if (Date.now() - entry.readAtMs >= this.options.ttlMs) return undefined;
+    this.entries.set(id, entry);
+    return entry;
+  }
+
+  private async once<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const pending = this.reading.get(key) as Promise<T> | undefined;
+    if (pending) return pending;
+    const started = fn().finally(() => this.reading.delete(key));
+    this.reading.set(key, started as Promise<never>);
+    return started;
+  }
+
+  private async readOrMake(owner: string): Promise<Entry> {
+    const known = await this.read('owner', owner);
+    if (known) return known;
+    const id = uuidV7();
+    const kek = this.keks.current;
+    const wrapped = sealWith(kek.key, kek.kid, randomBytes(32), wrapBinding(id, owner));
+    await this.sql.query('INSERT INTO data_keys (id, owner, kek_id, wrapped) VALUES ($1, $2, $3, $4) ON CONFLICT (owner) DO NOTHING', [
+      id,
+      owner,
+      kek.kid,
+      wrapped,
+    ]);
+    const made = await this.read('owner', owner);
+    if (!made) throw new Error(`the data key of ${owner} vanished`);
+    return made;
+  }
+
+  private async read(by: 'id' | 'owner', value: string): Promise<Entry | undefined> {
+    const rows = await this.sql.query<Row>(`SELECT ${COLUMNS} FROM data_keys WHERE ${by === 'id' ? 'id' : 'owner'} = $1`, [value]);
+    const row = rows[0];
+    return row ? this.remember(row) : undefined;
+  }
+
+  private remember(row: Row): Entry {
+    const entry: Entry = { id: row.id, owner: row.owner, key: row.wrapped === null ? null : this.unwrap(row), readAtMs: Date.now() };
+    this.entries.delete(row.id);
+    this.entries.set(row.id, entry);
+    this.idOfOwner.set(row.owner, row.id);
+    while (this.entries.size > this.options.maxEntries) {
+      const [oldest] = this.entries.values();
+      if (!oldest) break;
+      this.entries.delete(oldest.id);
+      if (this.idOfOwner.get(oldest.owner) === oldest.id) this.idOfOwner.delete(oldest.owner);
+    }
+    return entry;
+  }
+
+  private unwrap(row: Row): Buffer {
+    const parts = row.wrapped === null ? null : parseSealed(row.wrapped);
+    if (!parts || parts.keyId !== row.kek_id) throw new Error(`data key ${row.id} is not wrapped as it should be`);
+    const kek = this.keks.find(parts.keyId);
+    if (!kek) throw new Error(`data key ${row.id} is wrapped under key-encryption key ${parts.keyId}, which the service keys do not have: put it back`);
+    return openWith(kek, parts, wrapBinding(row.id, row.owner));
+  }
+}
