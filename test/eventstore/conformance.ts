@@ -400,6 +400,18 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
         expect(plain.every((e) => e.previousHash === undefined)).to.equal(true);
       });
 
+      it('gives each event its stream, revision, position, type and hash on a heads-only read (data and metadata may be left out)', async () => {
+        const category = `heads${randomUUID().slice(0, 8)}`;
+        const a = uniqueStream(category);
+        await store.append(a, [ev('X', { n: 1 }), ev('Y', { n: 2 })], 'no_stream');
+        const full = await store.readAll({ filter: { streamPrefixes: [`${category}-`] } });
+        const heads = await store.readAll({ filter: { streamPrefixes: [`${category}-`] }, headsOnly: true });
+        const headOf = (e: RecordedEvent) => [e.stream, e.revision, e.position, e.type, e.hash, e.id];
+        expect(heads.map(headOf)).to.deep.equal(full.map(headOf));
+        expect(heads.every((e) => e.hash.length === 64)).to.equal(true);
+        for (const [i, e] of heads.entries()) if (Object.keys(e.data).length > 0) expect(e.data).to.deep.equal(full[i]?.data);
+      });
+
       it('catches a subscription up, then delivers new events live', async () => {
         const category = `sub${randomUUID().slice(0, 8)}`;
         const stream = uniqueStream(category);

@@ -21,7 +21,7 @@ describe('OpenAPI: operation ids an SDK generator can use', () => {
     }
   });
 
-  it('puts them in the document, and groups the partner API apart from sandbox, callbacks and operator routes', () => {
+  it('puts them in the document, and groups the partner API apart from sandbox, callbacks, operator and auditor routes', () => {
     const doc = buildOpenApi(allRoutes(), 'http://localhost:3000') as unknown as {
       paths: Record<string, Record<string, { operationId: string }>>;
       'x-tagGroups': Array<{ name: string; tags: string[] }>;
@@ -31,7 +31,7 @@ describe('OpenAPI: operation ids an SDK generator can use', () => {
     expect(doc['x-tagGroups'].flatMap((g) => g.tags).sort()).to.deep.equal(doc.tags.map((t) => t.name).sort());
     expect(doc.paths['/api/v1/transactions/transfer']?.post?.operationId).to.equal('createTransfer');
     const groups = doc['x-tagGroups'];
-    expect(groups.map((g) => g.name)).to.deep.equal(['Partner API', 'Testing and integration', 'Operating Tally']);
-    expect(groups[0]?.tags).to.not.include.members(['Sandbox', 'Operator', 'Provider callbacks', 'Operations']);
+    expect(groups.map((g) => g.name)).to.deep.equal(['Partner API', 'Testing and integration', 'Operating Tally', 'Auditing']);
+    expect(groups[0]?.tags).to.not.include.members(['Sandbox', 'Operator', 'Provider callbacks', 'Operations', 'Audit']);
   });
 });
