@@ -90,6 +90,12 @@ export interface ReadAllOptions {
    * adapter may ignore it: the caller then finds the previous hash itself.
    */
   withPreviousHash?: boolean;
+  /**
+   * Only what a stream's head is made of: the events come with their `hash` but empty `data` and
+   * `metadata` ({}), which saves sending and parsing them (the audit checkpointer follows the log so).
+   * An adapter may ignore it.
+   */
+  headsOnly?: boolean;
 }
 
 export interface Subscription {

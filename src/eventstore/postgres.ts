@@ -33,7 +33,8 @@ interface EventRow {
   stream_revision: string;
   event_id: string;
   type: string;
-  data: JsonObject;
+  /** Absent on a heads-only read. */
+  data?: JsonObject;
   metadata?: EventMetadata;
   /** Milliseconds since the epoch (truncated, as the ISO form shows them). */
   recorded_ms: string;
@@ -46,6 +47,9 @@ interface EventRow {
 const BASE_COLUMNS = `transaction_id::text AS xid, global_position::text AS gp, stream_id, stream_revision::text, event_id::text, type, data,
   floor(extract(epoch FROM recorded_at) * 1000)::int8::text AS recorded_ms`;
 const EVENT_COLUMNS = `${BASE_COLUMNS}, metadata, hash`;
+/** What a stream's head is made of (readAll's `headsOnly`): no data, no metadata. */
+const HEAD_COLUMNS = `transaction_id::text AS xid, global_position::text AS gp, stream_id, stream_revision::text, event_id::text, type,
+  floor(extract(epoch FROM recorded_at) * 1000)::int8::text AS recorded_ms, hash`;
 /** The hash of the event before, by the (stream, revision) index: one lookup per event, inside the read. */
 const PREVIOUS_HASH = `(SELECT p.hash FROM es_events p WHERE p.stream_id = es_events.stream_id AND p.stream_revision = es_events.stream_revision - 1) AS previous_hash`;
 
@@ -76,7 +80,7 @@ function toRecorded(rows: EventRow[]): RecordedEvent[] {
       revision: Number(row.stream_revision),
       position: `${xidText}:${row.gp.padStart(20, '0')}`,
       type: row.type,
-      data: row.data,
+      data: row.data ?? {},
       metadata: row.metadata ?? {},
       recordedAt: at,
       hash: row.hash ?? '',
@@ -554,7 +558,13 @@ export class PostgresEventStore implements EventStore {
       conditions.push(`type = ANY($${params.length}::text[])`);
     }
     params.push(Math.min(options.maxCount ?? MAX_READ_BATCH, MAX_READ_BATCH * 10));
-    const columns = options.projectionOnly ? BASE_COLUMNS : options.withPreviousHash ? `${EVENT_COLUMNS}, ${PREVIOUS_HASH}` : EVENT_COLUMNS;
+    const columns = options.projectionOnly
+      ? BASE_COLUMNS
+      : options.headsOnly
+        ? HEAD_COLUMNS
+        : options.withPreviousHash
+          ? `${EVENT_COLUMNS}, ${PREVIOUS_HASH}`
+          : EVENT_COLUMNS;
     const rows = await this.guard(() =>
       this.sql.query<EventRow>(
         `SELECT ${columns} FROM es_events WHERE ${conditions.join(' AND ')} ORDER BY transaction_id, global_position LIMIT $${params.length}`,

@@ -128,14 +128,26 @@ export class Checkpointer {
     }
   }
 
-  /** Reads the log after the tree's position into it. */
+  /**
+   * Reads the log after the tree's position into it: heads only (no data, no metadata), and the
+   * signed checkpoints among them whole, from their stream (a few a minute).
+   */
   private async catchUp(): Promise<void> {
     if (!this.restored) await this.restore();
     for (;;) {
-      const page = await this.deps.store.readAll({ fromPosition: this.position || undefined, maxCount: PAGE_SIZE });
-      for (const e of page) this.fold(e);
+      const page = await this.deps.store.readAll({ fromPosition: this.position || undefined, maxCount: PAGE_SIZE, headsOnly: true });
+      const signed = await this.signedCheckpointsIn(page);
+      for (const e of page) this.fold(e.stream === CHECKPOINT_STREAM ? (signed.get(e.revision) ?? e) : e);
       if (page.length < PAGE_SIZE) return;
     }
+  }
+
+  /** The page's signed checkpoints with their data, by revision of the checkpoint stream. */
+  private async signedCheckpointsIn(page: RecordedEvent[]): Promise<Map<number, RecordedEvent>> {
+    const revisions = page.filter((e) => e.stream === CHECKPOINT_STREAM && e.type === CHECKPOINT_SIGNED).map((e) => e.revision);
+    if (revisions.length === 0) return new Map();
+    const events = await this.deps.store.readStream(CHECKPOINT_STREAM, { fromRevision: Math.min(...revisions), toRevision: Math.max(...revisions) });
+    return new Map(events.filter((e) => e.type === CHECKPOINT_SIGNED).map((e) => [e.revision, e]));
   }
 
   private fold(e: RecordedEvent): void {
