@@ -48,16 +48,7 @@ const toView = (r: TxnRow, withUpdated: boolean): TransactionView => ({
  * facts: the row the ledger fold makes of it (created = updated = its instant), as toView reads it
  * back. The outbox builds a transfer's notification so, without reading the read model.
  */
-export const createdView = (d: {
-  id: number;
-  uuid: string;
-  description: string;
-  status: string;
-  amount: string;
-  debitAccountId: number | null;
-  creditAccountId: number | null;
-  at: string;
-}): TransactionView => {
+export const createdView = (d: Omit<TransactionView, 'created' | 'updated'> & { at: string }): TransactionView => {
   const at = new Date(d.at).toISOString();
   return {
     id: d.id,
