@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { makeLogger } from '../../src/server';
 import { createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { COMPLETE_PROFILE, latestCode } from '../support/identity';
+import { issuedCard } from '../support/cards';
 
 type App = Awaited<ReturnType<typeof startTestApp>>;
 
@@ -80,11 +81,8 @@ describe('logs carry no personal data or secrets', function () {
     secrets.refreshToken = verified.body.refreshToken;
     const bearer = { Authorization: `Bearer ${secrets.accessToken}` };
 
-    const applied = await http.post('/api/v1/cards/application').set(bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
-    expect(applied.status, JSON.stringify(applied.body)).to.equal(201);
-    expect((await http.post(`/sandbox/v1/cards/applications/${applied.body.data.application.id}/approve`).set(partner.headers).send({})).status).to.equal(202);
     const key = () => ({ 'x-idempotency-key': randomUUID() });
-    expect((await http.post('/api/v1/cards').set(bearer).set(key()).send({})).status).to.equal(201);
+    await issuedCard(http, partner, bearer, key());
     secrets.pin = '8642';
     expect((await http.put('/api/v1/cards/pin').set(bearer).set(key()).send({ pin: secrets.pin })).status).to.equal(200);
     const revealed = await http.get('/api/v1/cards/secrets').set(bearer);

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, registerUser } from '../support/identity';
 import { type Customer, customer, fund } from '../support/ledger';
 
@@ -23,12 +24,7 @@ describe('a user’s data export (partner API)', () => {
       .set(ada.bearer)
       .send({ fromAccountId: ada.accountId, toAccountId: bob.accountId, amount: '20.25', description: 'lunch' });
     expect(sent.status, sent.text).to.equal(201);
-    const applied = await app.http.post('/api/v1/cards/application').set(ada.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
-    expect(applied.status, applied.text).to.equal(201);
-    const approved = await app.http.post(`/sandbox/v1/cards/applications/${applied.body.data.application.id}/approve`).set(acme.headers).send({});
-    expect(approved.status, approved.text).to.equal(202);
-    const issued = await app.http.post('/api/v1/cards').set(ada.bearer).send({});
-    expect(issued.status, issued.text).to.equal(201);
+    await issuedCard(app.http, acme, ada.bearer);
   });
   after(() => app.close());
 
