@@ -4,6 +4,7 @@ import type { EventStore } from '../eventstore/port';
 import { type NoteWrite, ReadYourWrites, type WaitForReadModels } from '../platform/consumers/read-your-writes';
 import type { Sql } from '../eventstore/sql';
 import { allProjections } from '../projections';
+import { AuditQueries } from '../projections/audit';
 import { IdentityQueries } from '../projections/identity';
 import { LedgerQueries } from '../projections/ledger';
 import { ProjectionEngine, type Projections } from '../platform/consumers/projections';
@@ -134,7 +135,13 @@ export class Tally {
       engine.nodeId,
     );
     this.auditors = new AuditorService({ commands });
-    this.checkpoints = new CheckpointService({ store, keys: keys.audit, log: log.child({ component: 'checkpoints' }) });
+    this.checkpoints = new CheckpointService({
+      store,
+      keys: keys.audit,
+      log: log.child({ component: 'checkpoints' }),
+      queries: new AuditQueries(sql),
+      readYourWrites,
+    });
     this.auditReads = new AuditReads({ store });
     this.reactors = new Reactors(store, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
   }

@@ -1,5 +1,6 @@
 import type { Projection } from '../platform/consumers/projection';
 import { kycProjection, partnersProjection, profilesProjection, sessionsProjection, usersProjection } from './identity';
+import { auditProjection } from './audit';
 import { cardsProjection } from './cards';
 import { ledgerProjection } from './ledger';
 
@@ -12,4 +13,5 @@ export const allProjections: Projection[] = [
   sessionsProjection,
   ledgerProjection,
   cardsProjection,
+  auditProjection,
 ];

@@ -1,8 +1,9 @@
 import { expect } from 'chai';
 import pino from 'pino';
 import { CheckpointService } from '../../src/app/audit';
+import { AuditQueries } from '../../src/projections/audit';
 import { type Checkpoint, type CheckpointProof, signedText } from '../../src/platform/audit/checkpoint';
-import { leafInput } from '../../src/platform/audit/heads-tree';
+import { leafInput } from '../../src/platform/audit/merkle-stream';
 import { leafHash, verifyInclusion } from '../../src/platform/audit/merkle';
 import { type PublicJwk, verifyText } from '../../src/platform/audit/signing';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
@@ -105,12 +106,19 @@ describe('audit checkpoints over HTTP', () => {
 
   it('signs on its timer only when the log grew by other than checkpoints, and two nodes never fork the chain', async () => {
     const log = pino({ level: 'silent' });
-    const node = (): CheckpointService => new CheckpointService({ store: app.tally.store, keys: app.tally.keys.audit, log });
+    const node = (): CheckpointService =>
+      new CheckpointService({
+        store: app.tally.store,
+        keys: app.tally.keys.audit,
+        log,
+        queries: new AuditQueries(app.tally.sql),
+        readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
+      });
     const a = node();
     const b = node();
     await a.now();
     expect(await a.checkpointer.checkpointIfGrown()).to.equal(null);
-    // A node started later takes the tree back from the checkpoints' recorded heads: nothing new either.
+    // A node started later starts from the audit read model's heads: nothing new either.
     expect(await b.checkpointer.checkpointIfGrown()).to.equal(null);
     await registerUser(app.http, acme);
     const [one, two] = await Promise.all([a.now(), b.now()]);
@@ -127,5 +135,49 @@ describe('audit checkpoints over HTTP', () => {
       expect(proves(proof.body.data, c.root), c.id).to.equal(true);
     }
     expect(await a.checkpointer.checkpointIfGrown()).to.include({ kid: one.kid });
+  });
+
+  it("holds only the heads that moved since the read model's last checkpoint, however many streams the tree has", async () => {
+    for (let i = 0; i < 5; i++) await registerUser(app.http, acme);
+    const first = await app.tally.checkpoints.now();
+    await registerUser(app.http, acme);
+    const second = await app.tally.checkpoints.now();
+    expect(second.streams).to.be.greaterThan(first.streams);
+    expect(first.streams).to.be.greaterThan(20);
+    // The first checkpoint's heads are in the read model: this node keeps only what moved after it
+    // (the new user's streams and the checkpoint stream's own head).
+    expect(app.tally.checkpoints.checkpointer.held).to.be.lessThan(8);
+    const proof = await app.http
+      .get(`/audit/v1/checkpoints/${second.id}/proof`)
+      .query({ stream: `partner-${acme.id}` })
+      .set(auditor);
+    expect(proves(proof.body.data, second.root)).to.equal(true);
+  });
+
+  it('signs nothing over a read model whose heads do not give the signed root of its checkpoint', async () => {
+    await app.tally.checkpoints.now();
+    const [row] = await app.tally.sql.query<{ stream: string; leaf: string }>(
+      `SELECT stream, encode(leaf, 'hex') AS leaf FROM rm_audit_heads WHERE stream = $1`,
+      [`partner-${acme.id}`],
+    );
+    expect(row).to.not.equal(undefined);
+    // The leaf hashes are what a root is folded from.
+    await app.tally.sql.query(`UPDATE rm_audit_heads SET leaf = decode($2, 'hex') WHERE stream = $1`, [row?.stream, 'f'.repeat(64)]);
+    try {
+      const node = new CheckpointService({
+        store: app.tally.store,
+        keys: app.tally.keys.audit,
+        log: pino({ level: 'silent' }),
+        queries: new AuditQueries(app.tally.sql),
+        readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
+      });
+      let refused: unknown;
+      await node.now().catch((error: unknown) => {
+        refused = error;
+      });
+      expect(String(refused)).to.match(/do not give its signed root/);
+    } finally {
+      await app.tally.sql.query(`UPDATE rm_audit_heads SET leaf = decode($2, 'hex') WHERE stream = $1`, [row?.stream, row?.leaf]);
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { jcs } from '../../src/platform/audit/canonical-json';
-import { HeadsTree, type Head, leafInput } from '../../src/platform/audit/heads-tree';
+import { type Head, headLeaf, leafInput, MerkleStream, ProofStream } from '../../src/platform/audit/merkle-stream';
 import { inclusionPath, leafHash, merkleRoot, nodeHash, sha256, verifyInclusion } from '../../src/platform/audit/merkle';
 import { compareUtf8, sortUtf8 } from '../../src/platform/audit/order';
 
@@ -61,7 +61,7 @@ describe('audit: RFC 8785 canonical JSON', () => {
   });
 });
 
-describe('audit: the incremental heads tree', () => {
+describe('audit: the tree from leaves streamed in order', () => {
   it('orders streams by UTF-8 bytes, not UTF-16 units', () => {
     expect(['b', '\uffff', '😀', 'a'].sort(compareUtf8)).to.deep.equal(['a', 'b', '\uffff', '😀']);
     expect(sortUtf8(['b', '\uffff', '😀', 'a'])).to.deep.equal(['a', 'b', '\uffff', '😀']);
@@ -69,62 +69,43 @@ describe('audit: the incremental heads tree', () => {
     expect(Buffer.compare(Buffer.from('\uffff'), Buffer.from('😀'))).to.equal(-1);
   });
 
-  it('has the from-scratch root and proofs over random sequences of updates and inserts, settled in slices or at once', async () => {
-    let seed = 42;
-    const random = (n: number) => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-      return seed % n;
-    };
-    for (let round = 0; round < 6; round++) {
-      const tree = new HeadsTree();
-      const heads = new Map<string, Head>();
-      for (let step = 0; step < 40; step++) {
-        const changes = 1 + random(12);
-        for (let c = 0; c < changes; c++) {
-          const stream = `s-${random(3 + step * 3)}${['', 'é', '😀', '\uffff'][random(4)]}`;
-          const head = { stream, revision: (heads.get(stream)?.revision ?? -1) + 1, hash: `${random(1_000_000)}`.padStart(64, '0') };
-          heads.set(stream, head);
-          tree.set(head);
-        }
-        if (step % 2 === 0) await tree.settle();
-        const sorted = [...heads.values()].sort((a, b) => compareUtf8(a.stream, b.stream));
-        const all = sorted.map((h) => leafHash(leafInput(h)));
-        const root = merkleRoot(all);
-        expect(tree.rootHex(), `round ${round} step ${step}`).to.equal(root.toString('hex'));
-        expect(tree.size).to.equal(sorted.length);
-        const probe = sorted[random(sorted.length)] as Head;
-        const proof = tree.proof(probe.stream);
-        expect(proof?.path.map((p) => p.toString('hex'))).to.deep.equal(inclusionPath(all, proof?.index ?? -1).map((p) => p.toString('hex')));
-        expect(verifyInclusion(leafHash(leafInput(probe)), proof?.index ?? -1, sorted.length, proof?.path ?? [], root)).to.equal(true);
+  it("gives the recursive definition's root for every count from 0 to 70", () => {
+    for (let n = 0; n <= 70; n++) {
+      const stream = new MerkleStream();
+      for (const leaf of leaves(n)) stream.push(leaf);
+      expect(stream.root().toString('hex'), `${n} leaves`).to.equal(merkleRoot(leaves(n)).toString('hex'));
+      expect(stream.size).to.equal(n);
+    }
+  });
+
+  it("gives every leaf's RFC 9162 path of trees of 1 to 40 leaves, and the root, from one pass", () => {
+    for (let n = 1; n <= 40; n++) {
+      const heads: Head[] = Array.from({ length: n }, (_, i) => ({ stream: `s-${String(i).padStart(3, '0')}`, revision: i, hash: `${i}`.padStart(64, '0') }));
+      const all = heads.map(headLeaf);
+      const root = merkleRoot(all);
+      for (let m = 0; m < n; m++) {
+        const proof = new ProofStream(n, (h) => h.stream === heads[m]?.stream);
+        for (const head of heads) proof.push(head);
+        const found = proof.finish();
+        expect(found.index, `${m} of ${n}`).to.equal(m);
+        expect(found.path?.map((p) => p.toString('hex'))).to.deep.equal(inclusionPath(all, m).map((p) => p.toString('hex')));
+        expect(found.root.equals(root)).to.equal(true);
+        expect(verifyInclusion(all[m] as Buffer, m, n, found.path ?? [], root)).to.equal(true);
       }
     }
   });
 
-  it('settles a large change in slices, letting the event loop run, and refuses use meanwhile', async () => {
-    const tree = new HeadsTree();
-    const heads: Head[] = [];
-    const add = (stream: string) => {
-      const head = { stream, revision: 0, hash: `${stream.length}`.padStart(64, '7') };
-      heads.push(head);
-      tree.set(head);
-    };
-    for (let i = 0; i < 20_000; i++) add(`s-${String(i).padStart(6, '0')}`);
-    let turns = 0;
-    const ticking = setInterval(() => turns++, 0);
-    const settled = tree.settle();
-    expect(() => tree.rootHex()).to.throw(/settles/);
-    await settled;
-    add('a-first');
-    await tree.settle();
-    clearInterval(ticking);
-    expect(turns).to.be.greaterThan(0);
-    const sorted = heads.sort((a, b) => compareUtf8(a.stream, b.stream));
-    expect(tree.rootHex()).to.equal(merkleRoot(sorted.map((h) => leafHash(leafInput(h)))).toString('hex'));
+  it('gives no path for a leaf that never passed, or when the count is not the size it was told', () => {
+    const heads: Head[] = ['a', 'b', 'c'].map((stream) => ({ stream, revision: 0, hash: '0'.repeat(64) }));
+    const absent = new ProofStream(3, (h) => h.stream === 'z');
+    for (const head of heads) absent.push(head);
+    expect(absent.finish().path).to.equal(undefined);
+    const short = new ProofStream(4, (h) => h.stream === 'a');
+    for (const head of heads) short.push(head);
+    expect(short.finish()).to.include({ index: -1, path: undefined, size: 3 });
   });
 
-  it('answers no proof for a stream it has no head of', () => {
-    const tree = new HeadsTree();
-    tree.set({ stream: 'a', revision: 0, hash: '0'.repeat(64) });
-    expect(tree.proof('b')).to.equal(undefined);
+  it('has the leaf input the formats fix: the canonical JSON of {stream, revision, hash}', () => {
+    expect(leafInput({ stream: 'a', revision: 1, hash: 'ff' })).to.equal(jcs({ hash: 'ff', revision: 1, stream: 'a' }));
   });
 });

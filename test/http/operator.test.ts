@@ -136,6 +136,8 @@ describe('operator API over HTTP', () => {
         .set(p.headers)
         .send({ amount: '2', currency: 'USD', merchantName: 'Shop', merchantCategoryCode: '5411' });
       expect(spent.status, JSON.stringify(spent.body)).to.equal(201);
+      // And a signed checkpoint, for the audit read model.
+      expect((await app.http.post('/admin/v1/checkpoints').set(admin).send()).status).to.equal(201);
       // The read models: the list also shows the reactors (the outbox), which have nothing to rebuild.
       const listed: string[] = (await app.http.get('/admin/v1/projections').set(admin)).body.data.map((x: { name: string }) => x.name);
       expect(listed).to.include('outbox');
@@ -149,7 +151,8 @@ describe('operator API over HTTP', () => {
         tables: await Promise.all(tables.map((t) => app.tally.sql.query(`SELECT * FROM ${t} ORDER BY 1`))),
       });
       const before = await reads();
-      for (const table of before.tables) expect(table.length).to.be.greaterThan(0);
+      // Every table has rows, but the audit's staging of heads recorded for a checkpoint not yet signed.
+      for (const [i, table] of before.tables.entries()) if (tables[i] !== 'rm_audit_pending_heads') expect(table.length, tables[i]).to.be.greaterThan(0);
       for (const name of names) {
         const res = await app.http.post(`/admin/v1/projections/${name}/rebuild`).set(admin).send();
         expect(res.status, name).to.equal(200);

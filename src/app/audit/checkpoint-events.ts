@@ -1,5 +1,5 @@
 import { CHECKPOINT_HEADS, HEADS_PER_EVENT, type StoredHead } from '../../platform/audit/checkpoint';
-import type { Head } from '../../platform/audit/heads-tree';
+import type { Head } from '../../platform/audit/merkle-stream';
 import { uuidV7 } from '../../platform/ids';
 import type { NewEvent } from '../../eventstore/port';
 

@@ -1,8 +1,8 @@
 import { AUDIT_REFUSALS as R } from '../../domain/audit';
 import { NOTIFICATION_REFUSALS } from '../../domain/notifications';
-import { type Checkpoint, type CheckpointProof, CHECKPOINT_SIGNED, CHECKPOINT_STREAM, foldCheckpointStream } from '../../platform/audit/checkpoint';
-import { type Head, HeadsTree } from '../../platform/audit/heads-tree';
-import type { EventStore } from '../../eventstore/port';
+import type { AuditQueries, StoredCheckpoint } from '../../projections/audit';
+import type { Checkpoint, CheckpointProof } from '../../platform/audit/checkpoint';
+import { headLeaf, ProofStream } from '../../platform/audit/merkle-stream';
 
 /** The cursor is the revision of the last checkpoint of a page in its stream, opaque to auditors. */
 const encodeCursor = (revision: number) => Buffer.from(`c:${revision}`).toString('base64url');
@@ -13,66 +13,50 @@ function decodeCursor(cursor: string): number {
   return Number(match[1]);
 }
 
+const withoutRevision = ({ revision: _, ...checkpoint }: StoredCheckpoint): Checkpoint => checkpoint;
+
 /**
- * The checkpoints as the log holds them (its CHECKPOINT_STREAM; no read model: the stream is the
- * record, and an auditor reads what was appended). A list or a lookup reads the stream's signed
- * checkpoints (one event a minute at most, plus the heads they recorded); a proof rebuilds the tree
- * of its checkpoint from the heads every checkpoint up to it recorded (O(streams) hashes and the
- * stream's events up to it), checked against the signed root. The last tree built is kept, so the
- * proofs of one checkpoint cost one build.
+ * The checkpoints from the audit read model (projections/audit), which folds them from their stream
+ * in the log. A proof is one pass over the checkpoint's heads in leaf order (ProofStream: O(log n)
+ * memory, O(n) hashes), which also folds the root: heads altered in the read model after signing
+ * would prove nothing, so the signed root decides.
  */
 export class CheckpointReads {
-  private lastTree: { id: string; tree: HeadsTree } | undefined;
-
-  constructor(private readonly store: EventStore) {}
+  constructor(private readonly queries: AuditQueries) {}
 
   /** Newest first, `limit` a page, after `cursor` (a previous page's nextCursor). */
   async list(limit: number, cursor?: string): Promise<{ checkpoints: Checkpoint[]; nextCursor: string | null }> {
     const before = cursor === undefined ? undefined : decodeCursor(cursor);
-    const events = await this.store.readStream(CHECKPOINT_STREAM, before === undefined ? {} : { toRevision: before - 1 });
-    const signed = events.filter((e) => e.type === CHECKPOINT_SIGNED).reverse();
-    const page = signed.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      checkpoints: page.map((e) => e.data as unknown as Checkpoint),
-      nextCursor: signed.length > limit && last ? encodeCursor(last.revision) : null,
-    };
+    const rows = await this.queries.list(limit + 1, before);
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return { checkpoints: page.map(withoutRevision), nextCursor: rows.length > limit && last ? encodeCursor(last.revision) : null };
   }
 
   async get(id: string): Promise<Checkpoint> {
-    const events = await this.store.readStream(CHECKPOINT_STREAM);
-    const found = events.find((e) => e.type === CHECKPOINT_SIGNED && (e.data as { id?: string }).id === id);
-    if (!found) throw R.checkpointNotFound();
-    return found.data as unknown as Checkpoint;
+    return withoutRevision(await this.stored(id));
   }
 
   /** The stream's head at the checkpoint and its audit path to the checkpoint's root. */
   async proof(id: string, stream: string): Promise<CheckpointProof> {
-    const { checkpoint, tree } = await this.treeOf(id);
-    const proof = tree.proof(stream);
-    if (!proof) throw R.streamNotInCheckpoint();
-    return { checkpointId: checkpoint.id, leaf: proof.head, index: proof.index, treeSize: tree.size, path: proof.path.map((p) => p.toString('hex')) };
+    const checkpoint = await this.stored(id);
+    if (!(await this.queries.hasHeadAt(checkpoint.revision, stream))) throw R.streamNotInCheckpoint();
+    const proof = new ProofStream(checkpoint.streams, (h) => h.stream === stream);
+    let leaf: CheckpointProof['leaf'] | undefined;
+    for await (const head of this.queries.headsAt(checkpoint.revision)) {
+      // The leaf hash is what the path is folded from: it must be this head's.
+      if (head.stream === stream && headLeaf(head).equals(head.leaf)) leaf = { stream: head.stream, revision: head.revision, hash: head.hash };
+      proof.push(head, head.leaf);
+    }
+    const found = proof.finish();
+    if (!leaf || !found.path || found.root.toString('hex') !== checkpoint.root)
+      throw new Error(`audit checkpoint ${id}: the recorded heads do not give its signed root`);
+    return { checkpointId: checkpoint.id, leaf, index: found.index, treeSize: found.size, path: found.path.map((p) => p.toString('hex')) };
   }
 
-  private async treeOf(id: string): Promise<{ checkpoint: Checkpoint; tree: HeadsTree }> {
-    const events = await this.store.readStream(CHECKPOINT_STREAM);
-    let found: { checkpoint: Checkpoint; heads: Map<string, Head> } | undefined;
-    foldCheckpointStream(events, (checkpoint, heads) => {
-      if (checkpoint.id !== id) return true;
-      found = { checkpoint, heads };
-      return false;
-    });
+  private async stored(id: string): Promise<StoredCheckpoint> {
+    const found = await this.queries.byId(id);
     if (!found) throw R.checkpointNotFound();
-    const { checkpoint, heads } = found;
-    let tree = this.lastTree?.id === id ? this.lastTree.tree : undefined;
-    if (!tree) {
-      tree = new HeadsTree();
-      for (const head of heads.values()) tree.set(head);
-      await tree.settle();
-    }
-    // Heads altered in the database after signing would prove nothing: the signed root decides.
-    if (tree.rootHex() !== checkpoint.root) throw new Error(`audit checkpoint ${id}: the recorded heads do not give its signed root`);
-    this.lastTree = { id, tree };
-    return { checkpoint, tree };
+    return found;
   }
 }

@@ -1,16 +1,26 @@
 import type { Logger } from 'pino';
-import { type Checkpoint, CHECKPOINT_SIGNED, CHECKPOINT_STREAM, foldCheckpointStream, signCheckpoint } from '../../platform/audit/checkpoint';
-import { type Head, HeadsTree } from '../../platform/audit/heads-tree';
+import type { HeadWithLeaf, StoredCheckpoint } from '../../projections/audit';
+import { type Checkpoint, CHECKPOINT_SIGNED, CHECKPOINT_STREAM, signCheckpoint } from '../../platform/audit/checkpoint';
+import { type Head, headLeaf, MerkleStream } from '../../platform/audit/merkle-stream';
+import { compareUtf8, sortUtf8 } from '../../platform/audit/order';
 import type { AuditKey } from '../../platform/audit/signing';
 import { BackgroundLoop } from '../../platform/consumers/background-loop';
 import { uuidV7 } from '../../platform/ids';
-import { type EventStore, type JsonObject, type NewEvent, type RecordedEvent, WrongExpectedRevisionError } from '../../eventstore/port';
+import { comparePositions, type EventStore, type JsonObject, type NewEvent, type RecordedEvent, WrongExpectedRevisionError } from '../../eventstore/port';
 import { checkpointHeadsEvents } from './checkpoint-events';
 
 /** Events read from the log at once while catching up. */
 const PAGE_SIZE = 1_000;
 /** Tries of an on-demand checkpoint that lost the race to another node's. */
 const ON_DEMAND_ATTEMPTS = 3;
+
+/** What the checkpointer reads of the audit read model (projections/audit). */
+export interface CheckpointHeads {
+  /** The last signed checkpoint the read model has folded. */
+  latest(): Promise<StoredCheckpoint | null>;
+  /** Every stream's head at that checkpoint or a later one, in leaf order, with its leaf hash. */
+  currentHeads(): AsyncIterable<HeadWithLeaf>;
+}
 
 export interface CheckpointerDeps {
   store: EventStore;
@@ -19,28 +29,39 @@ export interface CheckpointerDeps {
   log: Logger;
   /** How often it looks whether the log grew (60 s). */
   intervalMs: number;
+  heads: CheckpointHeads;
 }
+
+type MovedHead = Head & { position: string };
 
 /**
  * Signs the Merkle root over every stream's head at a log position and appends it to the log
  * (CHECKPOINT_STREAM): every `intervalMs` in which the log grew by events other than checkpoints,
- * and on demand. It follows the log itself through the store port (every event, with its hash,
- * which the consumers' loop does not read), into an in-memory HeadsTree, so a checkpoint costs what
- * changed since the last one. At start the tree comes back from the checkpoint stream (the heads each
- * checkpoint recorded, checked against the last signed root), then the log after it; without a
- * checkpoint yet, from the whole log.
+ * and on demand.
+ *
+ * Its memory follows what changed, not how many streams there are. It follows the log itself
+ * through the store port (every event with its hash, heads only), keeping in `moved` the head of
+ * every stream that moved after the checkpoint the audit read model has folded last (its `base`).
+ * A root is folded in one pass over the read model's heads in leaf order, merged with `moved` (a
+ * moved head replaces the read model's), in O(log n) memory (MerkleStream): O(n) hashes, since
+ * in RFC 6962's shape over names in order one new stream anywhere moves every leaf after it. Once
+ * the read model has folded a later checkpoint, the heads it recorded leave `moved`.
+ *
+ * The read model's heads are checked once, at start, against the signed root of its checkpoint:
+ * the node signs nothing over heads that do not give what was signed.
  *
  * Several nodes on one database: the checkpoint is appended at the checkpoint stream's revision
  * this node has read; a node that lost the race reads the winner's checkpoint and, on its timer,
  * skips (on demand, it tries again).
  */
 export class Checkpointer {
-  private tree = new HeadsTree();
-  /** Every event up to here (inclusive) is in the tree. */
+  /** Every event up to here (inclusive) is in `moved` or the read model. */
   private position = '';
-  /** Heads that moved since the last signed checkpoint, with the position of their event. */
-  private readonly moved = new Map<string, Head & { position: string }>();
-  /** The checkpoint stream's revision as far as the tree has read (-1: none yet). */
+  /** The latest head of every stream that moved after `base`'s position, with the position of its event. */
+  private readonly moved = new Map<string, MovedHead>();
+  /** The read model's checkpoint `moved` is relative to (null: none yet, `moved` holds every stream). */
+  private base: StoredCheckpoint | null = null;
+  /** The checkpoint stream's revision as far as this node has read (-1: none yet). */
   private streamRevision = -1;
   /** The position of the last event other than a checkpoint's, and of the last signed checkpoint: the log grew when the first is later. */
   private lastGrowth = '';
@@ -50,6 +71,14 @@ export class Checkpointer {
   private readonly loop = new BackgroundLoop(() => this.run());
 
   constructor(private readonly deps: CheckpointerDeps) {}
+
+  /** Where this node's last checkpoint was appended (its CheckpointSigned event). */
+  appendedAt = '';
+
+  /** Heads this node holds: those that moved since the read model's last checkpoint. */
+  get held(): number {
+    return this.moved.size;
+  }
 
   start(): void {
     this.loop.start();
@@ -97,12 +126,13 @@ export class Checkpointer {
   /** Null when there was nothing to sign (not forced) or another node appended first. */
   private async take(force: boolean): Promise<Checkpoint | null> {
     await this.catchUp();
-    if (!force && this.lastGrowth <= this.lastSigned) return null;
+    if (!force && comparePositions(this.lastGrowth, this.lastSigned) <= 0) return null;
     const key = this.deps.keys[this.deps.keys.length - 1];
     if (!key) throw new Error('audit checkpoint: no signing key');
-    await this.tree.settle();
+    await this.rebase();
+    const { root, size } = await this.fold();
     const checkpoint = signCheckpoint(
-      { id: uuidV7(), position: this.position, streams: this.tree.size, root: this.tree.rootHex(), createdAt: new Date().toISOString(), kid: key.kid },
+      { id: uuidV7(), position: this.position, streams: size, root: root.toString('hex'), createdAt: new Date().toISOString(), kid: key.kid },
       key,
     );
     if (!(await this.append(checkpoint))) return null;
@@ -111,15 +141,50 @@ export class Checkpointer {
     return checkpoint;
   }
 
-  /** The moved heads in chunks, then the checkpoint, each append at the revision read; false when another node's came first. */
+  /**
+   * The root over the read model's heads merged with `moved`, in leaf order. The read model may fold
+   * a later checkpoint meanwhile: every head that checkpoint records moved after `base`, so `moved`
+   * has it (or a later one) and wins; the merge skips the read model's row of a moved stream.
+   */
+  private async fold(): Promise<{ root: Buffer; size: number }> {
+    const tree = new MerkleStream();
+    const moved = sortUtf8([...this.moved.keys()]);
+    let next = 0;
+    const pushMovedBefore = (stream: string | undefined) => {
+      for (; next < moved.length && (stream === undefined || compareUtf8(moved[next] as string, stream) <= 0); next++) {
+        tree.push(headLeaf(this.moved.get(moved[next] as string) as Head));
+      }
+    };
+    for await (const head of this.deps.heads.currentHeads()) {
+      pushMovedBefore(head.stream);
+      if (!this.moved.has(head.stream)) tree.push(head.leaf);
+    }
+    pushMovedBefore(undefined);
+    const latest = await this.deps.heads.latest();
+    // A rebuild swapped in behind `base` while the heads were read: they may lack what `moved` let go.
+    if ((latest?.revision ?? -1) < (this.base?.revision ?? -1)) throw new Error('audit checkpoint: the audit read model went back while it was read');
+    return { root: tree.root(), size: tree.size };
+  }
+
+  /** Lets go of the heads the read model's newest checkpoint holds. */
+  private async rebase(): Promise<void> {
+    const latest = await this.deps.heads.latest();
+    if (!latest || (this.base && latest.revision <= this.base.revision)) return;
+    for (const [stream, head] of this.moved) if (comparePositions(head.position, latest.position) <= 0) this.moved.delete(stream);
+    this.base = latest;
+  }
+
+  /** The moved heads since the last signed checkpoint in chunks, then the checkpoint, each append at the revision read; false when another node's came first. */
   private async append(checkpoint: Checkpoint): Promise<boolean> {
-    const events: NewEvent[] = [...checkpointHeadsEvents(checkpoint.id, [...this.moved.values()])];
+    const recorded = [...this.moved.values()].filter((h) => comparePositions(h.position, this.lastSigned) > 0);
+    const events: NewEvent[] = [...checkpointHeadsEvents(checkpoint.id, recorded)];
     events.push({ id: uuidV7(), type: CHECKPOINT_SIGNED, data: { ...checkpoint } as unknown as JsonObject });
     try {
       // Appends of at most ten chunks (about 1.3 MB), as KurrentDB bounds one append's size.
       for (let i = 0; i < events.length; i += 10) {
         const result = await this.deps.store.append(CHECKPOINT_STREAM, events.slice(i, i + 10), this.streamRevision);
         this.streamRevision = result.nextRevision;
+        this.appendedAt = result.position;
       }
       return true;
     } catch (error) {
@@ -128,16 +193,13 @@ export class Checkpointer {
     }
   }
 
-  /**
-   * Reads the log after the tree's position into it: heads only (no data, no metadata), and the
-   * signed checkpoints among them whole, from their stream (a few a minute).
-   */
+  /** Reads the log after `position` into `moved`: heads only (no data, no metadata), and the signed checkpoints among them whole. */
   private async catchUp(): Promise<void> {
     if (!this.restored) await this.restore();
     for (;;) {
       const page = await this.deps.store.readAll({ fromPosition: this.position || undefined, maxCount: PAGE_SIZE, headsOnly: true });
       const signed = await this.signedCheckpointsIn(page);
-      for (const e of page) this.fold(e.stream === CHECKPOINT_STREAM ? (signed.get(e.revision) ?? e) : e);
+      for (const e of page) this.foldEvent(e.stream === CHECKPOINT_STREAM ? (signed.get(e.revision) ?? e) : e);
       if (page.length < PAGE_SIZE) return;
     }
   }
@@ -150,10 +212,8 @@ export class Checkpointer {
     return new Map(events.filter((e) => e.type === CHECKPOINT_SIGNED).map((e) => [e.revision, e]));
   }
 
-  private fold(e: RecordedEvent): void {
-    const head = { stream: e.stream, revision: e.revision, hash: e.hash, position: e.position };
-    this.tree.set(head);
-    this.moved.set(e.stream, head);
+  private foldEvent(e: RecordedEvent): void {
+    this.moved.set(e.stream, { stream: e.stream, revision: e.revision, hash: e.hash, position: e.position });
     this.position = e.position;
     if (e.stream !== CHECKPOINT_STREAM) this.lastGrowth = e.position;
     else {
@@ -164,29 +224,30 @@ export class Checkpointer {
   }
 
   private signed(checkpoint: Checkpoint): void {
-    for (const [stream, head] of this.moved) if (head.position <= checkpoint.position) this.moved.delete(stream);
-    if (checkpoint.position > this.lastSigned) this.lastSigned = checkpoint.position;
+    if (comparePositions(checkpoint.position, this.lastSigned) > 0) this.lastSigned = checkpoint.position;
   }
 
-  /** The tree at the last signed checkpoint, from the heads the checkpoints recorded, if they give its root. */
+  /**
+   * Starts from the read model's last checkpoint, once its heads give that checkpoint's signed root;
+   * without one, from the whole log. The heads may move on while they are read (the projection
+   * folds a later checkpoint): then they are read again.
+   */
   private async restore(): Promise<void> {
-    this.restored = true;
-    const events = await this.deps.store.readStream(CHECKPOINT_STREAM);
-    let last: { checkpoint: Checkpoint; heads: Map<string, Head> } | undefined;
-    foldCheckpointStream(events, (checkpoint, heads) => {
-      last = { checkpoint, heads };
-      return true;
-    });
-    if (!last) return;
-    const tree = new HeadsTree();
-    for (const head of last.heads.values()) tree.set(head);
-    await tree.settle();
-    if (tree.rootHex() !== last.checkpoint.root) {
-      this.deps.log.error({ checkpoint: last.checkpoint.id }, 'audit checkpoint heads do not give its signed root: the tree is read from the whole log');
-      return;
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const latest = await this.deps.heads.latest();
+      if (!latest) break;
+      const tree = new MerkleStream();
+      for await (const head of this.deps.heads.currentHeads()) tree.push(head.leaf);
+      if (tree.root().toString('hex') === latest.root && tree.size === latest.streams) {
+        this.base = latest;
+        this.position = latest.position;
+        this.lastSigned = latest.position;
+        this.streamRevision = latest.revision;
+        break;
+      }
+      if ((await this.deps.heads.latest())?.revision === latest.revision)
+        throw new Error(`audit checkpoint ${latest.id}: the audit read model's heads do not give its signed root (rebuild the audit projection)`);
     }
-    this.tree = tree;
-    this.position = last.checkpoint.position;
-    this.lastSigned = last.checkpoint.position;
+    this.restored = true;
   }
 }

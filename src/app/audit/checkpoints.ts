@@ -1,18 +1,26 @@
 import type { Logger } from 'pino';
 import type { EventStore } from '../../eventstore/port';
+import type { AuditQueries } from '../../projections/audit';
 import type { Checkpoint } from '../../platform/audit/checkpoint';
 import { type AuditKey, type PublicJwk, publicJwkOf } from '../../platform/audit/signing';
+import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import { CheckpointReads } from './checkpoint-reads';
 import { Checkpointer } from './checkpointer';
 
 /** The checkpoints' cadence: a minute in which the log grew gets one. */
 export const CHECKPOINT_INTERVAL_MS = 60_000;
+/** The read model the auditor routes read checkpoints from (projections/audit). */
+const AUDIT_READ_MODEL = 'audit';
 
 export interface CheckpointServiceDeps {
   store: EventStore;
   /** The audit keys of ServiceKeys: the newest signs, all are published. */
   keys: AuditKey[];
   log: Logger;
+  /** The audit read model: the checkpoints and the heads they recorded. */
+  queries: AuditQueries;
+  /** Waits for the audit read model to pass a position (read-your-writes of an on-demand checkpoint). */
+  readYourWrites: WaitForReadModels;
 }
 
 /** Signed checkpoints: taken (every minute the log grew, or now), read back, proved, and the keys that verify them. */
@@ -22,9 +30,9 @@ export class CheckpointService {
   /** The public halves only: the private keys stay in the Checkpointer. */
   readonly publicKeys: PublicJwk[];
 
-  constructor(deps: CheckpointServiceDeps) {
-    this.checkpointer = new Checkpointer({ ...deps, intervalMs: CHECKPOINT_INTERVAL_MS });
-    this.reads = new CheckpointReads(deps.store);
+  constructor(private readonly deps: CheckpointServiceDeps) {
+    this.checkpointer = new Checkpointer({ ...deps, heads: deps.queries, intervalMs: CHECKPOINT_INTERVAL_MS });
+    this.reads = new CheckpointReads(deps.queries);
     this.publicKeys = deps.keys.map(publicJwkOf);
   }
 
@@ -36,7 +44,10 @@ export class CheckpointService {
     return this.checkpointer.stop();
   }
 
-  now(): Promise<Checkpoint> {
-    return this.checkpointer.checkpointNow();
+  /** A checkpoint now, answered once the auditor routes can read it. */
+  async now(): Promise<Checkpoint> {
+    const checkpoint = await this.checkpointer.checkpointNow();
+    await this.deps.readYourWrites(this.checkpointer.appendedAt, [AUDIT_READ_MODEL]);
+    return checkpoint;
   }
 }

@@ -1,5 +1,5 @@
 import { jcs } from './canonical-json';
-import type { Head } from './heads-tree';
+import type { Head } from './merkle-stream';
 import { type AuditKey, type PublicJwk, privateKeyOf, signText, verifyText } from './signing';
 
 /**

@@ -2,8 +2,8 @@ import * as crypto from 'node:crypto';
 
 /**
  * RFC 6962's Merkle tree (RFC 9162 section 2.1), from scratch: leaf and node hashes, the root of a
- * list of leaves, an inclusion proof, and its verification. The incremental tree the checkpointer
- * keeps (heads-tree.ts) must agree with these; tests hold it to that.
+ * list of leaves, an inclusion proof, and its verification. The streamed tree the checkpointer and
+ * the proofs fold (merkle-stream.ts) must agree with these; tests hold it to that.
  */
 
 /**

@@ -1,6 +1,6 @@
 import { chainHash, eventDigest, GENESIS_HASH } from '../../eventstore/hash';
 import { type Checkpoint, CHECKPOINT_STREAM, foldCheckpointStream, signatureHolds } from './checkpoint';
-import { type Head, HeadsTree } from './heads-tree';
+import { type Head, rootOfHeads } from './merkle-stream';
 import type { PublicJwk } from './signing';
 
 /** An event as `tally events export` and GET /audit/v1/events write it, one JSON a line. */
@@ -73,14 +73,12 @@ export class ExportVerifier {
   }
 
   finish(): ExportVerdict {
-    const tree = new HeadsTree();
-    for (const [stream, chain] of this.chains) tree.set({ stream, revision: chain.revision, hash: chain.hash });
-    const root = tree.rootHex();
+    const { root, size } = rootOfHeads([...this.chains].map(([stream, chain]) => ({ stream, revision: chain.revision, hash: chain.hash })));
     const signature = signatureHolds(this.checkpoint, this.key) ? 'holds' : 'another key';
     const findings: StreamFinding[] = [];
     for (const [stream, chain] of this.chains) if (chain.broken) findings.push({ stream, reason: chain.broken });
-    const rootHolds = root === this.checkpoint.root && tree.size === this.checkpoint.streams;
-    const verdict: ExportVerdict = { ok: signature === 'holds' && rootHolds && findings.length === 0, signature, root, streams: tree.size, findings };
+    const rootHolds = root === this.checkpoint.root && size === this.checkpoint.streams;
+    const verdict: ExportVerdict = { ok: signature === 'holds' && rootHolds && findings.length === 0, signature, root, streams: size, findings };
     if (!rootHolds) this.nameStreams(verdict);
     return verdict;
   }
@@ -115,8 +113,7 @@ export class ExportVerifier {
       return false;
     });
     if (!found) return undefined;
-    const tree = new HeadsTree();
-    for (const head of found.values()) tree.set(head);
-    return tree.rootHex() === this.checkpoint.root && tree.size === this.checkpoint.streams ? found : undefined;
+    const { root, size } = rootOfHeads(found.values());
+    return root === this.checkpoint.root && size === this.checkpoint.streams ? found : undefined;
   }
 }

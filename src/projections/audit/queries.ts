@@ -1,0 +1,100 @@
+import type { SqlQueryable } from '../../eventstore/sql';
+import type { Checkpoint } from '../../platform/audit/checkpoint';
+import type { Head } from '../../platform/audit/merkle-stream';
+
+/** A head with its leaf hash (SHA-256 of 0x00 and its leaf input), as the read model keeps it. */
+export type HeadWithLeaf = Head & { leaf: Buffer };
+
+type HeadRow = Head & { leaf: Uint8Array };
+
+/** A signed checkpoint with its revision in the checkpoint stream (the order, and the cursor). */
+export type StoredCheckpoint = Checkpoint & { revision: number };
+
+/** Heads read at once while a tree is folded: a page's memory, whatever the number of streams. */
+const HEADS_PAGE = 5_000;
+
+interface CheckpointRow {
+  revision: number;
+  id: string;
+  position: string;
+  streams: number;
+  root: string;
+  created_at: string;
+  kid: string;
+  signature: string;
+}
+
+const checkpointOf = (r: CheckpointRow): StoredCheckpoint => ({
+  revision: Number(r.revision),
+  id: r.id,
+  position: r.position,
+  streams: Number(r.streams),
+  root: r.root,
+  createdAt: r.created_at,
+  kid: r.kid,
+  signature: r.signature,
+});
+
+const COLUMNS = 'revision, id, position, streams, root, created_at, kid, signature';
+
+/** The audit read model's reads (fold.ts). Heads come in leaf order, a page at a time. */
+export class AuditQueries {
+  constructor(private readonly sql: SqlQueryable) {}
+
+  async latest(): Promise<StoredCheckpoint | null> {
+    const rows = await this.sql.query<CheckpointRow>(`SELECT ${COLUMNS} FROM rm_audit_checkpoints ORDER BY revision DESC LIMIT 1`);
+    return rows[0] ? checkpointOf(rows[0]) : null;
+  }
+
+  /** Newest first, below `beforeRevision` when given; `limit` + 1 rows tell whether a next page exists. */
+  async list(limit: number, beforeRevision?: number): Promise<StoredCheckpoint[]> {
+    const rows = await this.sql.query<CheckpointRow>(`SELECT ${COLUMNS} FROM rm_audit_checkpoints WHERE revision < $1 ORDER BY revision DESC LIMIT $2`, [
+      beforeRevision ?? 2 ** 31 - 1,
+      limit,
+    ]);
+    return rows.map(checkpointOf);
+  }
+
+  async byId(id: string): Promise<StoredCheckpoint | null> {
+    const rows = await this.sql.query<CheckpointRow>(`SELECT ${COLUMNS} FROM rm_audit_checkpoints WHERE id = $1`, [id]);
+    return rows[0] ? checkpointOf(rows[0]) : null;
+  }
+
+  /** Every stream's head as the last checkpoint folded here recorded it (it moves on as checkpoints are folded). */
+  currentHeads(): AsyncIterable<HeadWithLeaf> {
+    return this.pages((after) =>
+      this.sql.query<HeadRow>(`SELECT stream, revision, hash, leaf FROM rm_audit_heads WHERE stream > $1 ORDER BY stream LIMIT $2`, [after, HEADS_PAGE]),
+    );
+  }
+
+  /** Every stream's head at the checkpoint of `revision`: per stream, the last recorded at or before it. */
+  headsAt(revision: number): AsyncIterable<HeadWithLeaf> {
+    return this.pages((after) =>
+      this.sql.query<HeadRow>(
+        `SELECT s.stream, h.revision, h.hash, h.leaf FROM rm_audit_heads s
+         CROSS JOIN LATERAL (SELECT revision, hash, leaf FROM rm_audit_head_history
+           WHERE stream = s.stream AND checkpoint <= $2 ORDER BY checkpoint DESC LIMIT 1) h
+         WHERE s.stream > $1 ORDER BY s.stream LIMIT $3`,
+        [after, revision, HEADS_PAGE],
+      ),
+    );
+  }
+
+  /** Whether the stream has a head at the checkpoint of `revision`. */
+  async hasHeadAt(revision: number, stream: string): Promise<boolean> {
+    const rows = await this.sql.query(`SELECT 1 FROM rm_audit_head_history WHERE stream = $1 AND checkpoint <= $2 LIMIT 1`, [stream, revision]);
+    return rows.length > 0;
+  }
+
+  /** Keyset pages by stream name; "" sorts before every name. */
+  private async *pages(page: (after: string) => Promise<HeadRow[]>): AsyncIterable<HeadWithLeaf> {
+    let after = '';
+    for (;;) {
+      const rows = await page(after);
+      for (const r of rows) yield { stream: r.stream, revision: Number(r.revision), hash: r.hash, leaf: Buffer.from(r.leaf) };
+      const last = rows.at(-1);
+      if (!last || rows.length < HEADS_PAGE) return;
+      after = last.stream;
+    }
+  }
+}
