@@ -33,6 +33,20 @@ export const PageMeta = Type.Object(
   { $id: 'PageMeta' },
 );
 
+/** The `cursor` query parameter of a cursor-paginated list. */
+export const CursorParam = () =>
+  Type.Optional(Type.String({ maxLength: 100, description: "The previous page's `nextCursor` (opaque); omitted: the first page" }));
+
+/** A page of a cursor-paginated list: `items`, and `nextCursor` to pass as `cursor` (null on the last page). */
+export const CursorPage = <T extends TSchema>(item: T, itemsDescription: string, $id: string) =>
+  Type.Object(
+    {
+      items: Type.Array(item, { description: itemsDescription }),
+      nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
+    },
+    { $id },
+  );
+
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function pageMeta(totalItems: number, page: number, limit: number) {

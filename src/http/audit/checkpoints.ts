@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { AUDIT_REFUSALS as R } from '../../domain/audit';
 import { NOTIFICATION_REFUSALS } from '../../domain/notifications';
 import { routeFor } from '../../platform/http/route';
-import { Success } from '../schemas';
+import { CursorPage, CursorParam, Success } from '../schemas';
 import type { AppServices } from '../services';
 
 /** The services these routes use. */
@@ -51,7 +51,7 @@ const Jwk = Type.Object(
 );
 const ListQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Checkpoints per page, 1 to 100' }),
-  cursor: Type.Optional(Type.String({ maxLength: 100, description: "The previous page's `nextCursor` (opaque); omitted: the first page" })),
+  cursor: CursorParam(),
 });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 100, description: 'The checkpoint’s id; an unknown one is 404 `Checkpoint not found`' }) });
 const ProofQuery = Type.Object({
@@ -94,15 +94,7 @@ export const checkpointRoutes = [
     responses: {
       200: {
         description: 'A page of checkpoints',
-        schema: Success(
-          Type.Object(
-            {
-              items: Type.Array(Checkpoint, { description: 'Checkpoints, newest first' }),
-              nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
-            },
-            { $id: 'CheckpointPage' },
-          ),
-        ),
+        schema: Success(CursorPage(Checkpoint, 'Checkpoints, newest first', 'CheckpointPage')),
       },
     },
     refuses: [NOTIFICATION_REFUSALS.invalidCursor],

@@ -3,7 +3,7 @@ import { NOTIFICATION_TYPES } from '../../domain/notifications/endpoint';
 import { NOTIFICATION_REFUSALS as R } from '../../domain/notifications/refusals';
 import { EVENTS_RETENTION_DAYS } from '../../app/notifications/events';
 import { routeFor } from '../../platform/http/route';
-import { DateFilter, instantOf, StringEnum, Success, UUID_RE } from '../schemas';
+import { CursorPage, CursorParam, DateFilter, instantOf, StringEnum, Success, UUID_RE } from '../schemas';
 import { PartnerEvent } from './bodies';
 import type { AppServices } from '../services';
 
@@ -13,7 +13,7 @@ const route = routeFor<AppServices>()(USES);
 
 const EventsQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Events per page, 1 to 100' }),
-  cursor: Type.Optional(Type.String({ maxLength: 100, description: "The previous page's `nextCursor` (opaque); omitted: the first page" })),
+  cursor: CursorParam(),
   type: Type.Optional(StringEnum(NOTIFICATION_TYPES, { description: 'Only notifications of this type' })),
   // A date alone is 00:00 UTC of that day, for either bound (as on every route that filters by date).
   createdFrom: Type.Optional(DateFilter('createdFrom', 'lower')),
@@ -49,15 +49,7 @@ export const partnerEventRoutes = [
     responses: {
       200: {
         description: 'A page of events',
-        schema: Success(
-          Type.Object(
-            {
-              items: Type.Array(PartnerEvent, { description: 'Notifications, newest first (by `sequence`), each as its delivery carries it' }),
-              nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
-            },
-            { $id: 'PartnerEventPage' },
-          ),
-        ),
+        schema: Success(CursorPage(PartnerEvent, 'Notifications, newest first (by `sequence`), each as its delivery carries it', 'PartnerEventPage')),
       },
     },
     refuses: [R.invalidCursor],

@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { NOTIFICATION_REFUSALS as R } from '../../domain/notifications/refusals';
 import { INBOX_KEEP, INBOX_SIGNATURE_ERROR } from '../../app/notifications/inbox';
 import { routeFor } from '../../platform/http/route';
-import { Success } from '../schemas';
+import { CursorPage, CursorParam, Success } from '../schemas';
 import { type AppServices, sandboxOf } from '../services';
 
 /** The services these routes use. */
@@ -16,7 +16,7 @@ const one = (value: string | string[] | undefined) => (typeof value === 'string'
 
 const InboxQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Received notifications per page, 1 to 100' }),
-  cursor: Type.Optional(Type.String({ maxLength: 100, description: "The previous page's `nextCursor` (opaque); omitted: the first page" })),
+  cursor: CursorParam(),
 });
 
 const InboxItem = Type.Object(
@@ -94,15 +94,7 @@ export const sandboxWebhookInboxRoutes = [
     responses: {
       200: {
         description: 'A page of received notifications',
-        schema: Success(
-          Type.Object(
-            {
-              items: Type.Array(InboxItem, { description: 'What arrived, newest first' }),
-              nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
-            },
-            { $id: 'SandboxWebhookInboxPage' },
-          ),
-        ),
+        schema: Success(CursorPage(InboxItem, 'What arrived, newest first', 'SandboxWebhookInboxPage')),
       },
     },
     refuses: [R.invalidCursor],

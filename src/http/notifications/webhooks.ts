@@ -4,7 +4,7 @@ import { NOTIFICATION_REFUSALS as R } from '../../domain/notifications/refusals'
 import { DELIVERY_NOT_FOUND, DELIVERY_STATUSES } from '../../app/notifications/deliveries';
 import { routeFor } from '../../platform/http/route';
 import type { WebhookSpec } from '../openapi';
-import { IsoDateTime, StringEnum, Success, UUID_RE } from '../schemas';
+import { CursorPage, CursorParam, IsoDateTime, StringEnum, Success, UUID_RE } from '../schemas';
 import { NOTIFICATION_DATA, notificationBody } from './bodies';
 import { partnerEventRoutes } from './events';
 import { sandboxWebhookInboxRoutes } from './sandbox-inbox';
@@ -90,7 +90,7 @@ const Delivery = Type.Object(
 
 const DeliveriesQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Deliveries per page, 1 to 100' }),
-  cursor: Type.Optional(Type.String({ maxLength: 100, description: "The previous page's `nextCursor` (opaque); omitted: the first page" })),
+  cursor: CursorParam(),
   status: Type.Optional(StringEnum(DELIVERY_STATUSES, { description: 'Only deliveries in this status' })),
   type: Type.Optional(StringEnum(NOTIFICATION_TYPES, { description: 'Only notifications of this type' })),
   eventId: Type.Optional(Type.String({ maxLength: 100, description: "Only the deliveries made from this log event (a delivery's `eventId`, exactly)" })),
@@ -194,15 +194,7 @@ export const partnerWebhookRoutes = [
     responses: {
       200: {
         description: 'A page of deliveries',
-        schema: Success(
-          Type.Object(
-            {
-              items: Type.Array(Delivery, { description: 'Deliveries, newest first (by `sequence`)' }),
-              nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page; null on the last' }),
-            },
-            { $id: 'WebhookDeliveryPage' },
-          ),
-        ),
+        schema: Success(CursorPage(Delivery, 'Deliveries, newest first (by `sequence`)', 'WebhookDeliveryPage')),
       },
     },
     refuses: [R.invalidCursor],
