@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { jcs } from '../../src/platform/audit/canonical-json';
-import { type Head, headLeaf, leafInput, MerkleStream, ProofStream } from '../../src/platform/audit/merkle-stream';
+import { BlockedTree, type Head, headLeaf, leafInput, MerkleStream } from '../../src/platform/audit/merkle-stream';
 import { inclusionPath, leafHash, merkleRoot, nodeHash, sha256, verifyInclusion } from '../../src/platform/audit/merkle';
 import { compareUtf8, sortUtf8 } from '../../src/platform/audit/order';
 
@@ -78,31 +78,40 @@ describe('audit: the tree from leaves streamed in order', () => {
     }
   });
 
-  it("gives every leaf's RFC 9162 path of trees of 1 to 40 leaves, and the root, from one pass", () => {
-    for (let n = 1; n <= 40; n++) {
-      const heads: Head[] = Array.from({ length: n }, (_, i) => ({ stream: `s-${String(i).padStart(3, '0')}`, revision: i, hash: `${i}`.padStart(64, '0') }));
-      const all = heads.map(headLeaf);
-      const root = merkleRoot(all);
-      for (let m = 0; m < n; m++) {
-        const proof = new ProofStream(n, (h) => h.stream === heads[m]?.stream);
-        for (const head of heads) proof.push(head);
-        const found = proof.finish();
-        expect(found.index, `${m} of ${n}`).to.equal(m);
-        expect(found.path?.map((p) => p.toString('hex'))).to.deep.equal(inclusionPath(all, m).map((p) => p.toString('hex')));
-        expect(found.root.equals(root)).to.equal(true);
-        expect(verifyInclusion(all[m] as Buffer, m, n, found.path ?? [], root)).to.equal(true);
+  it('keeps a tree as its runs of leaves, and proves every leaf of trees of 1 to 40 leaves as RFC 9162 does', async () => {
+    for (const blockLeaves of [1, 4, 8]) {
+      for (let n = 1; n <= 40; n++) {
+        const heads: Head[] = Array.from({ length: n }, (_, i) => ({ stream: `s-${String(i).padStart(3, '0')}`, revision: i, hash: `${i}`.padStart(64, '0') }));
+        const all = heads.map(headLeaf);
+        const root = merkleRoot(all);
+        async function* pages() {
+          for (let i = 0; i < n; i += 7) yield heads.slice(i, i + 7).map((h) => ({ stream: h.stream, leaf: headLeaf(h) }));
+        }
+        const tree = await BlockedTree.fold(pages(), blockLeaves);
+        expect(tree.root().equals(root), `${n} leaves in runs of ${blockLeaves}`).to.equal(true);
+        for (let m = 0; m < n; m++) {
+          const block = tree.blockOf(heads[m]?.stream as string);
+          const start = block * blockLeaves;
+          const proof = tree.proof(block, all.slice(start, start + tree.blockSize(block)), m - start);
+          expect(proof?.index, `${m} of ${n}`).to.equal(m);
+          expect(proof?.path.map((p) => p.toString('hex'))).to.deep.equal(inclusionPath(all, m).map((p) => p.toString('hex')));
+          expect(verifyInclusion(all[m] as Buffer, m, n, proof?.path ?? [], root)).to.equal(true);
+        }
       }
     }
   });
 
-  it('gives no path for a leaf that never passed, or when the count is not the size it was told', () => {
-    const heads: Head[] = ['a', 'b', 'c'].map((stream) => ({ stream, revision: 0, hash: '0'.repeat(64) }));
-    const absent = new ProofStream(3, (h) => h.stream === 'z');
-    for (const head of heads) absent.push(head);
-    expect(absent.finish().path).to.equal(undefined);
-    const short = new ProofStream(4, (h) => h.stream === 'a');
-    for (const head of heads) short.push(head);
-    expect(short.finish()).to.include({ index: -1, path: undefined, size: 3 });
+  it('gives no proof from leaves that are not the run it was folded from', async () => {
+    const heads: Head[] = ['a', 'b', 'c', 'd', 'e'].map((stream) => ({ stream, revision: 0, hash: '0'.repeat(64) }));
+    async function* pages() {
+      yield heads.map((h) => ({ stream: h.stream, leaf: headLeaf(h) }));
+    }
+    const tree = await BlockedTree.fold(pages(), 4);
+    expect(tree.blockOf('0')).to.equal(-1);
+    expect(tree.blockOf('e')).to.equal(1);
+    const changed = heads.slice(0, 4).map((h, i) => headLeaf(i === 2 ? { ...h, revision: 1 } : h));
+    expect(tree.proof(0, changed, 1)).to.equal(undefined);
+    expect(tree.proof(0, changed.slice(0, 3), 1)).to.equal(undefined);
   });
 
   it('has the leaf input the formats fix: the canonical JSON of {stream, revision, hash}', () => {

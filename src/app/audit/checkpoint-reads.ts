@@ -2,7 +2,7 @@ import { AUDIT_REFUSALS as R } from '../../domain/audit';
 import { NOTIFICATION_REFUSALS } from '../../domain/notifications';
 import type { AuditQueries, StoredCheckpoint } from '../../projections/audit';
 import type { Checkpoint, CheckpointProof } from '../../platform/audit/checkpoint';
-import { headLeaf, ProofStream } from '../../platform/audit/merkle-stream';
+import { BlockedTree, headLeaf } from '../../platform/audit/merkle-stream';
 
 /** The cursor is the revision of the last checkpoint of a page in its stream, opaque to auditors. */
 const encodeCursor = (revision: number) => Buffer.from(`c:${revision}`).toString('base64url');
@@ -15,13 +15,19 @@ function decodeCursor(cursor: string): number {
 
 const withoutRevision = ({ revision: _, ...checkpoint }: StoredCheckpoint): Checkpoint => checkpoint;
 
+/** Checkpoints whose BlockedTree is kept: about 100 bytes per 1,024 streams each. */
+const TREES_KEPT = 4;
+
 /**
  * The checkpoints from the audit read model (projections/audit), which folds them from their stream
- * in the log. A proof is one pass over the checkpoint's heads in leaf order (ProofStream: O(log n)
- * memory, O(n) hashes), which also folds the root: heads altered in the read model after signing
- * would prove nothing, so the signed root decides.
+ * in the log. A proof needs its checkpoint's tree: folded once per checkpoint in one pass over its
+ * heads (checked against the signed root: heads altered in the read model after signing would prove
+ * nothing) and kept as a BlockedTree, one hash per 1,024 streams, for the last few checkpoints
+ * proved. A proof then reads the 1,024 heads of its stream's run again.
  */
 export class CheckpointReads {
+  private readonly trees = new Map<string, Promise<BlockedTree>>();
+
   constructor(private readonly queries: AuditQueries) {}
 
   /** Newest first, `limit` a page, after `cursor` (a previous page's nextCursor). */
@@ -41,17 +47,48 @@ export class CheckpointReads {
   async proof(id: string, stream: string): Promise<CheckpointProof> {
     const checkpoint = await this.stored(id);
     if (!(await this.queries.hasHeadAt(checkpoint.revision, stream))) throw R.streamNotInCheckpoint();
-    const proof = new ProofStream(checkpoint.streams, (h) => h.stream === stream);
-    let leaf: CheckpointProof['leaf'] | undefined;
-    for await (const head of this.queries.headsAt(checkpoint.revision)) {
-      // The leaf hash is what the path is folded from: it must be this head's.
-      if (head.stream === stream && headLeaf(head).equals(head.leaf)) leaf = { stream: head.stream, revision: head.revision, hash: head.hash };
-      proof.push(head, head.leaf);
+    const tree = await this.treeOf(checkpoint);
+    const block = tree.blockOf(stream);
+    const first = tree.blocks[block]?.first as string;
+    const heads = await this.queries.headsAtFrom(checkpoint.revision, first, tree.blockSize(block));
+    const offset = heads.findIndex((h) => h.stream === stream);
+    const head = heads[offset];
+    // The leaves are what the path is folded from: the stream's must be its head's, and the run's must give the run's hash.
+    const proof =
+      head && headLeaf(head).equals(head.leaf)
+        ? tree.proof(
+            block,
+            heads.map((h) => h.leaf),
+            offset,
+          )
+        : undefined;
+    if (!head || !proof) throw new Error(`audit checkpoint ${id}: the recorded heads do not give its signed root`);
+    return {
+      checkpointId: checkpoint.id,
+      leaf: { stream, revision: head.revision, hash: head.hash },
+      index: proof.index,
+      treeSize: tree.size,
+      path: proof.path.map((p) => p.toString('hex')),
+    };
+  }
+
+  /** The checkpoint's tree, folded once while it is among the last few proved. */
+  private treeOf(checkpoint: StoredCheckpoint): Promise<BlockedTree> {
+    let tree = this.trees.get(checkpoint.id);
+    if (!tree) {
+      tree = this.fold(checkpoint);
+      this.trees.set(checkpoint.id, tree);
+      tree.catch(() => this.trees.delete(checkpoint.id));
+      for (const id of this.trees.keys()) if (this.trees.size > TREES_KEPT) this.trees.delete(id);
     }
-    const found = proof.finish();
-    if (!leaf || !found.path || found.root.toString('hex') !== checkpoint.root)
-      throw new Error(`audit checkpoint ${id}: the recorded heads do not give its signed root`);
-    return { checkpointId: checkpoint.id, leaf, index: found.index, treeSize: found.size, path: found.path.map((p) => p.toString('hex')) };
+    return tree;
+  }
+
+  private async fold(checkpoint: StoredCheckpoint): Promise<BlockedTree> {
+    const tree = await BlockedTree.fold(this.queries.headsAt(checkpoint.revision));
+    if (tree.size !== checkpoint.streams || tree.root().toString('hex') !== checkpoint.root)
+      throw new Error(`audit checkpoint ${checkpoint.id}: the recorded heads do not give its signed root`);
+    return tree;
   }
 
   private async stored(id: string): Promise<StoredCheckpoint> {

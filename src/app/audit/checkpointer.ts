@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { HeadWithLeaf, StoredCheckpoint } from '../../projections/audit';
+import type { Leaf, StoredCheckpoint } from '../../projections/audit';
 import { type Checkpoint, CHECKPOINT_SIGNED, CHECKPOINT_STREAM, signCheckpoint } from '../../platform/audit/checkpoint';
 import { type Head, headLeaf, MerkleStream } from '../../platform/audit/merkle-stream';
 import { compareUtf8, sortUtf8 } from '../../platform/audit/order';
@@ -18,8 +18,8 @@ const ON_DEMAND_ATTEMPTS = 3;
 export interface CheckpointHeads {
   /** The last signed checkpoint the read model has folded. */
   latest(): Promise<StoredCheckpoint | null>;
-  /** Every stream's head at that checkpoint or a later one, in leaf order, with its leaf hash. */
-  currentHeads(): AsyncIterable<HeadWithLeaf>;
+  /** Every stream's leaf hash at that checkpoint or a later one, in leaf order, a page at a time. */
+  currentLeaves(): AsyncIterable<Leaf[]>;
 }
 
 export interface CheckpointerDeps {
@@ -155,9 +155,11 @@ export class Checkpointer {
         tree.push(headLeaf(this.moved.get(moved[next] as string) as Head));
       }
     };
-    for await (const head of this.deps.heads.currentHeads()) {
-      pushMovedBefore(head.stream);
-      if (!this.moved.has(head.stream)) tree.push(head.leaf);
+    for await (const page of this.deps.heads.currentLeaves()) {
+      for (const { stream, leaf } of page) {
+        pushMovedBefore(stream);
+        if (!this.moved.has(stream)) tree.push(leaf);
+      }
     }
     pushMovedBefore(undefined);
     const latest = await this.deps.heads.latest();
@@ -237,7 +239,7 @@ export class Checkpointer {
       const latest = await this.deps.heads.latest();
       if (!latest) break;
       const tree = new MerkleStream();
-      for await (const head of this.deps.heads.currentHeads()) tree.push(head.leaf);
+      for await (const page of this.deps.heads.currentLeaves()) for (const { leaf } of page) tree.push(leaf);
       if (tree.root().toString('hex') === latest.root && tree.size === latest.streams) {
         this.base = latest;
         this.position = latest.position;

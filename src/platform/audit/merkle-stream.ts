@@ -1,5 +1,5 @@
 import { jcs } from './canonical-json';
-import { leafHash, nodeHash, sha256, splitPoint } from './merkle';
+import { inclusionPath, leafHash, merkleRoot, nodeHash, sha256 } from './merkle';
 import { compareUtf8 } from './order';
 
 /** A stream's head: its last event's revision and chain hash. */
@@ -56,89 +56,90 @@ export class MerkleStream {
   }
 }
 
-/**
- * The siblings on PATH(m, D[n]) as [start, start + size) ranges of leaves, nearest first: RFC 6962's
- * recursion (merkle.ts, inclusionPath) without the hashes. Those left of m are aligned perfect
- * subtrees (the binary decomposition of m); those right of it may be of any size.
- */
-export function siblingRanges(m: number, n: number): { start: number; size: number }[] {
-  const ranges: { start: number; size: number }[] = [];
-  let start = 0;
-  let size = n;
-  while (size > 1) {
-    const k = splitPoint(size);
-    if (m - start < k) {
-      ranges.push({ start: start + k, size: size - k });
-      size = k;
-    } else {
-      ranges.push({ start, size: k });
-      start += k;
-      size -= k;
-    }
-  }
-  return ranges.reverse();
-}
-
-/**
- * An inclusion proof (RFC 9162 PATH(m, D[n])) and the root, from the leaves given left to right
- * once, in O(log n) memory. The tree's size is known before (a checkpoint says it); the leaf's index
- * is learnt when it passes. Left of it, the siblings are the mountain range at that moment (its
- * peaks are the binary decomposition of m, which is what RFC 6962's left siblings are); right of it,
- * each sibling's range is folded by a MerkleStream of its own as its leaves pass.
- */
-export class ProofStream {
-  private readonly all = new MerkleStream();
-  private index = -1;
-  /** The path's siblings, nearest first; a left one has its hash once the target passes, a right one a stream. */
-  private siblings: { start: number; size: number; hash?: Buffer; stream?: MerkleStream }[] = [];
-  private nextRight = 0;
-  private rights: { start: number; size: number; stream?: MerkleStream }[] = [];
-
-  constructor(
-    private readonly treeSize: number,
-    private readonly isTarget: (head: Head) => boolean,
-  ) {}
-
-  /** `leaf`: the head's leaf hash when the caller has it already. */
-  push(head: Head, leaf = headLeaf(head)): void {
-    const at = this.all.size;
-    if (this.index < 0 && this.isTarget(head)) this.found(at);
-    else if (this.index >= 0) this.pushRight(at, leaf);
-    this.all.push(leaf);
-  }
-
-  private found(at: number): void {
-    this.index = at;
-    this.siblings = siblingRanges(at, this.treeSize);
-    const byStart = new Map(this.all.peaksSoFar().map((p) => [p.start, p.hash]));
-    for (const s of this.siblings) {
-      if (s.start < at) s.hash = byStart.get(s.start);
-      else s.stream = new MerkleStream();
-    }
-    this.rights = this.siblings.filter((s) => s.start > at).sort((a, b) => a.start - b.start);
-  }
-
-  /** Right of the target the siblings come in leaf order, each a run of leaves. */
-  private pushRight(at: number, leaf: Buffer): void {
-    let range = this.rights[this.nextRight];
-    while (range && at >= range.start + range.size) range = this.rights[++this.nextRight];
-    if (range && at >= range.start) range.stream?.push(leaf);
-  }
-
-  /** The leaf's index and path (nearest sibling first), the root and the count; no path when the target never passed or the count is not the size. */
-  finish(): { index: number; path: Buffer[] | undefined; root: Buffer; size: number } {
-    const size = this.all.size;
-    const root = this.all.root();
-    if (this.index < 0 || size !== this.treeSize) return { index: -1, path: undefined, root, size };
-    const path = this.siblings.map((s) => (s.stream ? s.stream.root() : (s.hash as Buffer)));
-    return { index: this.index, path, root, size };
-  }
-}
-
 /** The root (lowercase hex) and size of the tree over heads held in memory, in any order (the offline verifier's). */
 export function rootOfHeads(heads: Iterable<Head>): { root: string; size: number } {
   const sorted = [...heads].sort((a, b) => compareUtf8(a.stream, b.stream));
   const tree = new MerkleStream();
   for (const head of sorted) tree.push(headLeaf(head));
   return { root: tree.root().toString('hex'), size: tree.size };
+}
+
+/** Leaves to a block of a BlockedTree: 1,024 (a proof reads one block of leaves; the tree keeps 1 hash in 1,024). */
+export const BLOCK_LEAVES = 1_024;
+
+/**
+ * A tree kept as the hashes of its runs of BLOCK_LEAVES leaves in order (the last one maybe
+ * shorter), each with its first stream: O(n / 1,024) memory. Every run starts at a multiple of
+ * BLOCK_LEAVES, so in RFC 6962's shape each is a subtree (a perfect one, or the last on the right
+ * edge), and the tree over the leaves is RFC 6962's tree over the runs' hashes. A proof is then the
+ * path inside the leaf's run (its leaves read again) followed by the run's path among the runs.
+ */
+export class BlockedTree {
+  private constructor(
+    readonly blocks: { first: string; hash: Buffer }[],
+    readonly size: number,
+    readonly blockLeaves: number,
+  ) {}
+
+  /** Folds leaves given in order, a page at a time; `blockLeaves` a power of two. */
+  static async fold(pages: AsyncIterable<{ stream: string; leaf: Buffer }[]>, blockLeaves = BLOCK_LEAVES): Promise<BlockedTree> {
+    const blocks: { first: string; hash: Buffer }[] = [];
+    let block = new MerkleStream();
+    let first = '';
+    let size = 0;
+    for await (const page of pages) {
+      for (const { stream, leaf } of page) {
+        if (block.size === 0) first = stream;
+        block.push(leaf);
+        size++;
+        if (block.size === blockLeaves) {
+          blocks.push({ first, hash: block.root() });
+          block = new MerkleStream();
+        }
+      }
+    }
+    if (block.size > 0) blocks.push({ first, hash: block.root() });
+    return new BlockedTree(blocks, size, blockLeaves);
+  }
+
+  root(): Buffer {
+    return merkleRoot(this.blocks.map((b) => b.hash));
+  }
+
+  /** The run a stream would be in: the last whose first stream sorts at or before it (-1: before all). */
+  blockOf(stream: string): number {
+    let lo = 0;
+    let hi = this.blocks.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareUtf8((this.blocks[mid] as { first: string }).first, stream) <= 0) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  }
+
+  /** How many leaves run `block` has. */
+  blockSize(block: number): number {
+    return block < this.blocks.length - 1 ? this.blockLeaves : this.size - block * this.blockLeaves;
+  }
+
+  /**
+   * The leaf's index and path (nearest sibling first), given its run's leaves as read again; undefined
+   * when they do not give the run's hash (then they are not the leaves this tree was folded from).
+   */
+  proof(block: number, leaves: Buffer[], offset: number): { index: number; path: Buffer[] } | undefined {
+    const hash = this.blocks[block]?.hash;
+    if (!hash || leaves.length !== this.blockSize(block) || !merkleRoot(leaves).equals(hash)) return undefined;
+    const path = [
+      ...inclusionPath(leaves, offset),
+      ...inclusionPath(
+        this.blocks.map((b) => b.hash),
+        block,
+      ),
+    ];
+    return { index: block * this.blockLeaves + offset, path };
+  }
 }

@@ -5,6 +5,12 @@ import type { Head } from '../../platform/audit/merkle-stream';
 /** A head with its leaf hash (SHA-256 of 0x00 and its leaf input), as the read model keeps it. */
 export type HeadWithLeaf = Head & { leaf: Buffer };
 
+/** A stream's leaf hash, and the stream (the leaf order). */
+export interface Leaf {
+  stream: string;
+  leaf: Buffer;
+}
+
 type HeadRow = Head & { leaf: Uint8Array };
 
 /** A signed checkpoint with its revision in the checkpoint stream (the order, and the cursor). */
@@ -60,24 +66,40 @@ export class AuditQueries {
     return rows[0] ? checkpointOf(rows[0]) : null;
   }
 
-  /** Every stream's head as the last checkpoint folded here recorded it (it moves on as checkpoints are folded). */
-  currentHeads(): AsyncIterable<HeadWithLeaf> {
-    return this.pages((after) =>
-      this.sql.query<HeadRow>(`SELECT stream, revision, hash, leaf FROM rm_audit_heads WHERE stream > $1 ORDER BY stream LIMIT $2`, [after, HEADS_PAGE]),
-    );
+  /**
+   * Every stream's leaf hash as the last checkpoint folded here recorded it (it moves on as
+   * checkpoints are folded), a page at a time: what a root is folded from, and no more.
+   */
+  currentLeaves(): AsyncIterable<Leaf[]> {
+    return this.pages(async (after) => {
+      const rows = await this.sql.query<{ stream: string; leaf: Uint8Array }>(
+        `SELECT stream, leaf FROM rm_audit_heads WHERE stream > $1 ORDER BY stream LIMIT $2`,
+        [after, HEADS_PAGE],
+        'audit-current-leaves',
+      );
+      return rows.map((r) => ({ stream: r.stream, leaf: Buffer.from(r.leaf) }));
+    });
   }
 
-  /** Every stream's head at the checkpoint of `revision`: per stream, the last recorded at or before it. */
-  headsAt(revision: number): AsyncIterable<HeadWithLeaf> {
-    return this.pages((after) =>
-      this.sql.query<HeadRow>(
-        `SELECT s.stream, h.revision, h.hash, h.leaf FROM rm_audit_heads s
-         CROSS JOIN LATERAL (SELECT revision, hash, leaf FROM rm_audit_head_history
-           WHERE stream = s.stream AND checkpoint <= $2 ORDER BY checkpoint DESC LIMIT 1) h
-         WHERE s.stream > $1 ORDER BY s.stream LIMIT $3`,
-        [after, revision, HEADS_PAGE],
-      ),
+  /** Every stream's head at the checkpoint of `revision` (per stream, the last recorded at or before it), a page at a time. */
+  headsAt(revision: number): AsyncIterable<HeadWithLeaf[]> {
+    return this.pages((after) => this.headsAtAfter(revision, after, false, HEADS_PAGE));
+  }
+
+  /** `count` heads at the checkpoint of `revision` from the stream `first` on (one run of a BlockedTree). */
+  headsAtFrom(revision: number, first: string, count: number): Promise<HeadWithLeaf[]> {
+    return this.headsAtAfter(revision, first, true, count);
+  }
+
+  private async headsAtAfter(revision: number, from: string, inclusive: boolean, limit: number): Promise<HeadWithLeaf[]> {
+    const rows = await this.sql.query<HeadRow>(
+      `SELECT s.stream, h.revision, h.hash, h.leaf FROM rm_audit_heads s
+       CROSS JOIN LATERAL (SELECT revision, hash, leaf FROM rm_audit_head_history
+         WHERE stream = s.stream AND checkpoint <= $2 ORDER BY checkpoint DESC LIMIT 1) h
+       WHERE s.stream ${inclusive ? '>=' : '>'} $1 ORDER BY s.stream LIMIT $3`,
+      [from, revision, limit],
     );
+    return rows.map((r) => ({ stream: r.stream, revision: Number(r.revision), hash: r.hash, leaf: Buffer.from(r.leaf) }));
   }
 
   /** Whether the stream has a head at the checkpoint of `revision`. */
@@ -86,12 +108,12 @@ export class AuditQueries {
     return rows.length > 0;
   }
 
-  /** Keyset pages by stream name; "" sorts before every name. */
-  private async *pages(page: (after: string) => Promise<HeadRow[]>): AsyncIterable<HeadWithLeaf> {
+  /** Keyset pages by stream name; "" sorts before every name. Pages, not rows: a million streams are not a million awaits. */
+  private async *pages<T extends { stream: string }>(page: (after: string) => Promise<T[]>): AsyncIterable<T[]> {
     let after = '';
     for (;;) {
       const rows = await page(after);
-      for (const r of rows) yield { stream: r.stream, revision: Number(r.revision), hash: r.hash, leaf: Buffer.from(r.leaf) };
+      if (rows.length > 0) yield rows;
       const last = rows.at(-1);
       if (!last || rows.length < HEADS_PAGE) return;
       after = last.stream;
