@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { CheckpointService } from '../src/app/audit';
 import { PostgresEventStore } from '../src/eventstore/postgres';
@@ -68,15 +68,18 @@ export async function runCheckpointsBench(): Promise<void> {
 
     const times: number[] = [];
     const held: number[] = [];
+    const delay = monitorEventLoopDelay({ resolution: 1 });
     for (let round = 0; round < ROUNDS; round++) {
       await appendChanges(store, sql, CHANGED);
+      delay.enable();
       times.push((await timed(() => node.checkpointer.checkpointNow())).ms);
+      delay.disable();
       held.push(node.checkpointer.held);
       await foldCheckpoints(store, sql);
     }
     const heapAfter = heap();
     console.log(
-      `  a checkpoint with ${CHANGED.toLocaleString('en')} streams changed: ${median(times).toFixed(0)} ms (min ${Math.min(...times).toFixed(0)}, max ${Math.max(...times).toFixed(0)})`,
+      `  a checkpoint with ${CHANGED.toLocaleString('en')} streams changed: ${median(times).toFixed(0)} ms (min ${Math.min(...times).toFixed(0)}, max ${Math.max(...times).toFixed(0)}); the event loop held at most ${(delay.max / 1e6).toFixed(1)} ms at a time (p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms)`,
     );
     console.log(
       `  heads the node holds after a checkpoint: ${Math.max(...held).toLocaleString('en')} at most; heap +${mb(heapAfter - heapBefore)} over the ${ROUNDS + 1} checkpoints (${mb(heapAfter)} in all)`,

@@ -17,7 +17,7 @@ type HeadRow = Head & { leaf: Uint8Array };
 export type StoredCheckpoint = Checkpoint & { revision: number };
 
 /** Heads read at once while a tree is folded: a page's memory, whatever the number of streams. */
-const HEADS_PAGE = 5_000;
+const HEADS_PAGE = 2_000;
 
 interface CheckpointRow {
   revision: number;
