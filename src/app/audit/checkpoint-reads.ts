@@ -23,7 +23,8 @@ const TREES_KEPT = 4;
  * in the log. A proof needs its checkpoint's tree: folded once per checkpoint in one pass over its
  * heads (checked against the signed root: heads altered in the read model after signing would prove
  * nothing) and kept as a BlockedTree, one hash per 1,024 streams, for the last few checkpoints
- * proved. A proof then reads the 1,024 heads of its stream's run again.
+ * signed on this node (the checkpointer hands over the tree it signed) or proved. A proof then reads
+ * the 1,024 heads of its stream's run again.
  */
 export class CheckpointReads {
   private readonly trees = new Map<string, Promise<BlockedTree>>();
@@ -72,16 +73,24 @@ export class CheckpointReads {
     };
   }
 
-  /** The checkpoint's tree, folded once while it is among the last few proved. */
+  /** A checkpoint's tree as the checkpointer folded it when it signed (so its proofs need no pass of their own). */
+  remember(id: string, tree: BlockedTree): void {
+    this.keep(id, Promise.resolve(tree));
+  }
+
+  /** The checkpoint's tree, folded once while it is among the last few signed here or proved. */
   private treeOf(checkpoint: StoredCheckpoint): Promise<BlockedTree> {
-    let tree = this.trees.get(checkpoint.id);
-    if (!tree) {
-      tree = this.fold(checkpoint);
-      this.trees.set(checkpoint.id, tree);
-      tree.catch(() => this.trees.delete(checkpoint.id));
-      for (const id of this.trees.keys()) if (this.trees.size > TREES_KEPT) this.trees.delete(id);
-    }
+    const kept = this.trees.get(checkpoint.id);
+    if (kept) return kept;
+    const tree = this.fold(checkpoint);
+    tree.catch(() => this.trees.delete(checkpoint.id));
+    this.keep(checkpoint.id, tree);
     return tree;
+  }
+
+  private keep(id: string, tree: Promise<BlockedTree>): void {
+    this.trees.set(id, tree);
+    for (const old of this.trees.keys()) if (this.trees.size > TREES_KEPT) this.trees.delete(old);
   }
 
   private async fold(checkpoint: StoredCheckpoint): Promise<BlockedTree> {

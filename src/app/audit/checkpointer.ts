@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Leaf, StoredCheckpoint } from '../../projections/audit';
 import { type Checkpoint, CHECKPOINT_SIGNED, CHECKPOINT_STREAM, signCheckpoint } from '../../platform/audit/checkpoint';
-import { type Head, headLeaf, MerkleStream } from '../../platform/audit/merkle-stream';
+import { BlockedTree, type Head, headLeaf } from '../../platform/audit/merkle-stream';
 import { compareUtf8, sortUtf8 } from '../../platform/audit/order';
 import type { AuditKey } from '../../platform/audit/signing';
 import { BackgroundLoop } from '../../platform/consumers/background-loop';
@@ -30,6 +30,8 @@ export interface CheckpointerDeps {
   /** How often it looks whether the log grew (60 s). */
   intervalMs: number;
   heads: CheckpointHeads;
+  /** Told of each checkpoint this node signed, with its tree (kept for proofs). */
+  onSigned?(checkpoint: Checkpoint, tree: BlockedTree): void;
 }
 
 type MovedHead = Head & { position: string };
@@ -43,7 +45,8 @@ type MovedHead = Head & { position: string };
  * through the store port (every event with its hash, heads only), keeping in `moved` the head of
  * every stream that moved after the checkpoint the audit read model has folded last (its `base`).
  * A root is folded in one pass over the read model's heads in leaf order, merged with `moved` (a
- * moved head replaces the read model's), in O(log n) memory (MerkleStream): O(n) hashes, since
+ * moved head replaces the read model's), into a BlockedTree (one hash per 1,024 streams, which the
+ * proofs of the checkpoint then use): O(n) hashes, since
  * in RFC 6962's shape over names in order one new stream anywhere moves every leaf after it. Once
  * the read model has folded a later checkpoint, the heads it recorded leave `moved`.
  *
@@ -130,42 +133,52 @@ export class Checkpointer {
     const key = this.deps.keys[this.deps.keys.length - 1];
     if (!key) throw new Error('audit checkpoint: no signing key');
     await this.rebase();
-    const { root, size } = await this.fold();
+    const tree = await this.fold();
     const checkpoint = signCheckpoint(
-      { id: uuidV7(), position: this.position, streams: size, root: root.toString('hex'), createdAt: new Date().toISOString(), kid: key.kid },
+      { id: uuidV7(), position: this.position, streams: tree.size, root: tree.root().toString('hex'), createdAt: new Date().toISOString(), kid: key.kid },
       key,
     );
     if (!(await this.append(checkpoint))) return null;
     this.signed(checkpoint);
+    this.deps.onSigned?.(checkpoint, tree);
     this.deps.log.info({ checkpoint: checkpoint.id, position: checkpoint.position, streams: checkpoint.streams }, 'audit checkpoint signed');
     return checkpoint;
   }
 
   /**
-   * The root over the read model's heads merged with `moved`, in leaf order. The read model may fold
+   * The tree over the read model's heads merged with `moved`, in leaf order. The read model may fold
    * a later checkpoint meanwhile: every head that checkpoint records moved after `base`, so `moved`
    * has it (or a later one) and wins; the merge skips the read model's row of a moved stream.
    */
-  private async fold(): Promise<{ root: Buffer; size: number }> {
-    const tree = new MerkleStream();
-    const moved = sortUtf8([...this.moved.keys()]);
-    let next = 0;
-    const pushMovedBefore = (stream: string | undefined) => {
-      for (; next < moved.length && (stream === undefined || compareUtf8(moved[next] as string, stream) <= 0); next++) {
-        tree.push(headLeaf(this.moved.get(moved[next] as string) as Head));
-      }
-    };
-    for await (const page of this.deps.heads.currentLeaves()) {
-      for (const { stream, leaf } of page) {
-        pushMovedBefore(stream);
-        if (!this.moved.has(stream)) tree.push(leaf);
-      }
-    }
-    pushMovedBefore(undefined);
+  private async fold(): Promise<BlockedTree> {
+    const tree = await BlockedTree.fold(this.merged());
     const latest = await this.deps.heads.latest();
     // A rebuild swapped in behind `base` while the heads were read: they may lack what `moved` let go.
     if ((latest?.revision ?? -1) < (this.base?.revision ?? -1)) throw new Error('audit checkpoint: the audit read model went back while it was read');
-    return { root: tree.root(), size: tree.size };
+    return tree;
+  }
+
+  /** The read model's leaves and the moved heads' merged by name, a page at a time. */
+  private async *merged(): AsyncIterable<Leaf[]> {
+    const moved = sortUtf8([...this.moved.keys()]);
+    let next = 0;
+    const movedUpTo = (out: Leaf[], stream: string | undefined) => {
+      for (; next < moved.length && (stream === undefined || compareUtf8(moved[next] as string, stream) <= 0); next++) {
+        const name = moved[next] as string;
+        out.push({ stream: name, leaf: headLeaf(this.moved.get(name) as Head) });
+      }
+    };
+    for await (const page of this.deps.heads.currentLeaves()) {
+      const out: Leaf[] = [];
+      for (const leaf of page) {
+        movedUpTo(out, leaf.stream);
+        if (!this.moved.has(leaf.stream)) out.push(leaf);
+      }
+      yield out;
+    }
+    const rest: Leaf[] = [];
+    movedUpTo(rest, undefined);
+    yield rest;
   }
 
   /** Lets go of the heads the read model's newest checkpoint holds. */
@@ -238,8 +251,7 @@ export class Checkpointer {
     for (let attempt = 1; attempt <= 3; attempt++) {
       const latest = await this.deps.heads.latest();
       if (!latest) break;
-      const tree = new MerkleStream();
-      for await (const page of this.deps.heads.currentLeaves()) for (const { leaf } of page) tree.push(leaf);
+      const tree = await BlockedTree.fold(this.deps.heads.currentLeaves());
       if (tree.root().toString('hex') === latest.root && tree.size === latest.streams) {
         this.base = latest;
         this.position = latest.position;

@@ -31,8 +31,13 @@ export class CheckpointService {
   readonly publicKeys: PublicJwk[];
 
   constructor(private readonly deps: CheckpointServiceDeps) {
-    this.checkpointer = new Checkpointer({ ...deps, heads: deps.queries, intervalMs: CHECKPOINT_INTERVAL_MS });
     this.reads = new CheckpointReads(deps.queries);
+    this.checkpointer = new Checkpointer({
+      ...deps,
+      heads: deps.queries,
+      intervalMs: CHECKPOINT_INTERVAL_MS,
+      onSigned: (checkpoint, tree) => this.reads.remember(checkpoint.id, tree),
+    });
     this.publicKeys = deps.keys.map(publicJwkOf);
   }
 
