@@ -71,6 +71,7 @@ export class DataKeys {
   private readonly idOfOwner = new Map<string, string>();
   /** One read (or making) per owner at a time on this node. */
   private readonly reading = new Map<string, Promise<Entry>>();
+  private readonly forgetListeners: Array<(owner: string) => void> = [];
 
   constructor(
     private readonly sql: Sql,
@@ -96,9 +97,21 @@ export class DataKeys {
 
   /** The key a sealed value names; 'erased' once destroyed. Throws for an id no row has (a value from elsewhere). */
   async byId(id: string): Promise<DataKey | 'erased'> {
+    const found = await this.find(id);
+    if (!found) throw new Error(`no data key ${id}`);
+    return found;
+  }
+
+  /** As byId, undefined for an id no row has (a text that only looks sealed: see personal-data.ts). */
+  async find(id: string): Promise<DataKey | 'erased' | undefined> {
     const entry = this.fresh(id) || (await this.once(`id:${id}`, () => this.read('id', id)));
-    if (!entry) throw new Error(`no data key ${id}`);
+    if (!entry) return undefined;
     return entry.key ? { id: entry.id, key: entry.key } : 'erased';
+  }
+
+  /** `listener` hears each owner forgotten here: a projection thread's own DataKeys forgets it at once too. */
+  onForget(listener: (owner: string) => void): void {
+    this.forgetListeners.push(listener);
   }
 
   /**
@@ -110,6 +123,7 @@ export class DataKeys {
     const id = this.idOfOwner.get(owner);
     this.idOfOwner.delete(owner);
     if (id !== undefined) this.entries.delete(id);
+    for (const listener of this.forgetListeners) listener(owner);
   }
 
   /**
