@@ -169,6 +169,33 @@ export class DataKeys {
     }
   }
 
+  /**
+   * Copies every key, destroyed ones too (their owners stay erased), into `target`'s data_keys (made
+   * if absent), `batchSize` rows per statement; a row already there is kept. For a copy of the log
+   * into another database (`tally events seal`): what is sealed there opens with the same keys.
+   */
+  async copyTo(target: Sql, batchSize = 1_000): Promise<number> {
+    await new DataKeys(target, this.keks).prepare();
+    let copied = 0;
+    let after = '';
+    for (;;) {
+      const rows = await this.sql.query<Row & { created_at: string; destroyed_at: string | null }>(
+        `SELECT ${COLUMNS}, created_at::text, destroyed_at::text FROM data_keys WHERE id > $1 ORDER BY id LIMIT $2`,
+        [after, batchSize],
+      );
+      if (rows.length === 0) return copied;
+      const column = <K extends keyof (typeof rows)[number]>(key: K) => rows.map((r) => r[key]);
+      const inserted = await target.query<{ id: string }>(
+        `INSERT INTO data_keys (id, owner, kek_id, wrapped, created_at, destroyed_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+         ON CONFLICT DO NOTHING RETURNING id`,
+        [column('id'), column('owner'), column('kek_id'), column('wrapped'), column('created_at'), column('destroyed_at')],
+      );
+      copied += inserted.length;
+      after = rows[rows.length - 1]?.id ?? after;
+    }
+  }
+
   /** The ids of `kids` that some data key is still wrapped under (the others can be removed from the keys). */
   async kekIdsNamed(kids: readonly string[]): Promise<string[]> {
     const named: string[] = [];

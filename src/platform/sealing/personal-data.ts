@@ -1,6 +1,6 @@
 import type { Json, JsonObject, NewEvent, RecordedEvent } from '../../eventstore/port';
 import { openWith, parseSealed, type SealedParts, sealDeterministic } from './cipher';
-import type { DataKey, DataKeys } from './data-keys';
+import { type DataKey, type DataKeys, ErasedKeyError } from './data-keys';
 
 /**
  * Where an event type carries personal data, as the domain that owns the event declares it
@@ -49,27 +49,28 @@ export class PersonalData {
 
   /**
    * The events with their personal fields sealed (new objects; the caller's stay as they were).
-   * `keepSealed` (the migration of an old log): a value already sealed under its binding, or under a
-   * destroyed key, is kept as it is instead of being sealed again.
+   * `keepSealed` (the copy of an old log, `tally events seal`): a value already sealed under its
+   * binding, or under a destroyed key, is kept as it is instead of being sealed again, and a clear
+   * value of an owner whose key is destroyed (erased before their data was sealed) becomes null.
    */
   async seal(stream: string, events: NewEvent[], keepSealed = false): Promise<NewEvent[]> {
-    const keys = new Map<string, DataKey>();
+    const keys = new Map<string, DataKey | null>();
     for (const e of events) {
       const declared = this.byType.get(e.type);
       if (declared) {
         const owner = declared.owner(e.data);
-        if (!keys.has(owner)) keys.set(owner, await this.keys.forOwner(owner));
+        if (!keys.has(owner)) keys.set(owner, await this.keyOf(owner, keepSealed));
       }
     }
     const known = keepSealed ? await this.keysNamedIn(events) : new Map<string, DataKey | 'erased'>();
     return events.map((e) => {
       const declared = this.byType.get(e.type);
       if (!declared) return e;
-      const key = keys.get(declared.owner(e.data)) as DataKey;
+      const key = keys.get(declared.owner(e.data));
       const data = mapPaths(e.data, declared.paths, (value, path) => {
         const boundTo = binding(stream, e.id, e.type, path);
         if (keepSealed && typeof value === 'string' && opens(value, boundTo, known) !== undefined) return value;
-        return sealDeterministic(key.key, key.id, Buffer.from(JSON.stringify(value), 'utf8'), boundTo);
+        return key ? sealDeterministic(key.key, key.id, Buffer.from(JSON.stringify(value), 'utf8'), boundTo) : null;
       });
       return data === e.data ? e : { ...e, data };
     });
@@ -88,6 +89,16 @@ export class PersonalData {
       });
       return data === e.data ? e : { ...e, data };
     });
+  }
+
+  /** The owner's key; with `erasedGivesNull`, null once destroyed (otherwise ErasedKeyError: the erased write nothing). */
+  private async keyOf(owner: string, erasedGivesNull: boolean): Promise<DataKey | null> {
+    try {
+      return await this.keys.forOwner(owner);
+    } catch (error) {
+      if (erasedGivesNull && error instanceof ErasedKeyError) return null;
+      throw error;
+    }
   }
 
   /** The data keys the sealed-looking values of `events` name, each looked up once (one await per key, not per value). */
