@@ -123,6 +123,11 @@ describe('personal data sealed in the log', function () {
     const erased = await walkedUser();
     const kept = await walkedUser();
     expect(await app.tally.sealer.keys.destroy(keyOwner.user(erased.userId))).to.equal(true);
+    // A late event about them (a provider's callback, say) is written without what they were.
+    const late = { id: randomUUID(), type: 'ProfileUpdated', data: { userId: erased.userId, changes: { lastName: 'Latecomer' } } };
+    await app.tally.events.append(`profile-${erased.userId}`, [late], 'stream_exists');
+    const [stored] = await app.tally.sql.query<{ data: { changes: Record<string, unknown> } }>('SELECT data FROM es_events WHERE event_id = $1', [late.id]);
+    expect(stored?.data.changes).to.deep.equal({ lastName: null });
     for (const name of ['users', 'profiles', 'kyc']) {
       const rebuilt = await app.http.post(`/admin/v1/projections/${name}/rebuild`).set(admin);
       expect(rebuilt.status, `${name}: ${rebuilt.text}`).to.equal(200);

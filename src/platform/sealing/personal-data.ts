@@ -48,10 +48,10 @@ export class PersonalData {
   }
 
   /**
-   * The events with their personal fields sealed (new objects; the caller's stay as they were).
-   * `keepSealed` (the copy of an old log, `tally events seal`): a value already sealed under its
-   * binding, or under a destroyed key, is kept as it is instead of being sealed again, and a clear
-   * value of an owner whose key is destroyed (erased before their data was sealed) becomes null.
+   * The events with their personal fields sealed (new objects; the caller's stay as they were). An
+   * owner whose key is destroyed (erased) gets null: a late event about them (a provider's callback)
+   * is written without what they were. `keepSealed` (the copy of an old log, `tally events seal`): a
+   * value already sealed under its binding, or under a destroyed key, is kept as it is.
    */
   async seal(stream: string, events: NewEvent[], keepSealed = false): Promise<NewEvent[]> {
     const keys = new Map<string, DataKey | null>();
@@ -59,7 +59,7 @@ export class PersonalData {
       const declared = this.byType.get(e.type);
       if (declared) {
         const owner = declared.owner(e.data);
-        if (!keys.has(owner)) keys.set(owner, await this.keyOf(owner, keepSealed));
+        if (!keys.has(owner)) keys.set(owner, await this.keyOf(owner));
       }
     }
     const known = keepSealed ? await this.keysNamedIn(events) : new Map<string, DataKey | 'erased'>();
@@ -91,12 +91,12 @@ export class PersonalData {
     });
   }
 
-  /** The owner's key; with `erasedGivesNull`, null once destroyed (otherwise ErasedKeyError: the erased write nothing). */
-  private async keyOf(owner: string, erasedGivesNull: boolean): Promise<DataKey | null> {
+  /** The owner's key; null once destroyed. */
+  private async keyOf(owner: string): Promise<DataKey | null> {
     try {
       return await this.keys.forOwner(owner);
     } catch (error) {
-      if (erasedGivesNull && error instanceof ErasedKeyError) return null;
+      if (error instanceof ErasedKeyError) return null;
       throw error;
     }
   }
