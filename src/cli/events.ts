@@ -4,6 +4,17 @@ import type { RecordedEvent } from '../eventstore/port';
 import { eventsRecordedBetween, folderFor, logPages } from '../app/audit';
 import { parseInstant } from './args';
 import { CliError, type CliIo, withTally } from './context';
+import type { Tally } from '../compose/tally';
+import { personalData } from '../compose/personal-data';
+import { PersonalData } from '../platform/sealing/personal-data';
+import { sealedStore } from '../platform/sealing/sealed-store';
+
+/**
+ * The log as `events read` and `events tail` print it: personal fields open, an erased one as
+ * `[erased]` (decisions, "Personal data"). `events export` prints the log as stored instead: it is
+ * the auditor's export, whose hashes verify offline.
+ */
+const printedLog = (tally: Tally) => sealedStore(tally.store, new PersonalData(tally.sealer.keys, personalData), '[erased]');
 
 export interface StreamAtInstant {
   stream: string;
@@ -18,7 +29,7 @@ export interface StreamAtInstant {
 export async function readEvents(config: Config, stream: string, options: { at?: string; json?: boolean }, io: CliIo): Promise<StreamAtInstant> {
   const at = options.at === undefined ? undefined : parseInstant(options.at, '--at');
   return withTally(config, io, async (tally) => {
-    const events = await tally.store.readStream(stream, at ? { untilTime: at } : {});
+    const events = await printedLog(tally).readStream(stream, at ? { untilTime: at } : {});
     // An empty stream now is most likely a typo; empty at an instant is an answer ("not yet").
     if (events.length === 0 && !at) throw new CliError(`Stream ${stream} has no events`);
     const folder = folderFor(stream);
@@ -46,22 +57,23 @@ function printStream(r: StreamAtInstant, io: CliIo): void {
 }
 
 /**
- * `tally events tail [--from <position>] [--follow]`: the log in order as NDJSON, from after
+ * `tally events tail [--from <position>] [--follow]`: the log in order as NDJSON (personal data open), from after
  * `from` (exclusive, like the port). With `follow`, keeps printing live events until `io.signal` aborts.
  */
 export async function tailEvents(config: Config, options: { from?: string; follow?: boolean }, io: CliIo): Promise<number> {
   return withTally(config, io, async (tally) => {
+    const log = printedLog(tally);
     let printed = 0;
     const print = (events: RecordedEvent[]) => {
       for (const e of events) io.out(JSON.stringify(e));
       printed += events.length;
     };
     if (!options.follow) {
-      for await (const page of logPages(tally.store, options.from, io.signal)) print(page);
+      for await (const page of logPages(log, options.from, io.signal)) print(page);
       return printed;
     }
     // The subscription catches up from `from`, then goes live; it awaits each batch, so output keeps order.
-    const subscription = tally.store.subscribe({
+    const subscription = log.subscribe({
       fromPosition: options.from || undefined,
       onEvents: async (events) => print(events),
       onError: (error) => io.err?.(`tail: ${error instanceof Error ? error.message : String(error)} (retrying)\n`),
@@ -81,7 +93,8 @@ function aborted(signal: AbortSignal | undefined): Promise<void> {
 /**
  * `tally events export --from <iso> --to <iso> [--out file]`: NDJSON of the events recorded in
  * [from, to) (half-open, so consecutive windows never repeat an event), each line as GET
- * /audit/v1/events writes it (an AuditEvent: the event and its previous hash), so one verifier reads either.
+ * /audit/v1/events writes it (an AuditEvent: the event and its previous hash, personal data sealed as
+ * stored), so one verifier reads either.
  */
 export async function exportEvents(config: Config, options: { from: string; to: string; out?: string }, io: CliIo): Promise<number> {
   const from = parseInstant(options.from, '--from').getTime();

@@ -9,6 +9,7 @@ import { addKeyCommands } from './keys';
 import { createPartner, createPartnerKey, listPartners, revokePartnerKey } from './partners';
 import { listProjections, rebuildProjection } from './projections';
 import { listDeliveries } from './webhooks';
+import { addSealCommand } from './seal';
 
 /** The `tally` operator CLI: wiring only; each command lives in its group's file. */
 
@@ -80,6 +81,7 @@ function addEventCommands(program: Command, config: () => Config, io: CliIo): vo
     .action(async (opts: { from: string; to: string; out?: string }) => {
       await interruptible(io, (io) => exportEvents(config(), opts, io));
     });
+  addSealCommand(events, config, io, interruptible);
 }
 
 function addProjectionCommands(program: Command, config: () => Config, io: CliIo): void {

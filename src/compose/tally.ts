@@ -30,6 +30,9 @@ import { SessionGate } from '../app/identity/session-gate';
 import { SNAPSHOTS_SCHEMA, SnapshotStore } from '../platform/commands/snapshots';
 import { TokenService } from '../app/identity/tokens';
 import { UserService } from '../app/identity/users';
+import { PersonalData } from '../platform/sealing/personal-data';
+import { sealedStore } from '../platform/sealing/sealed-store';
+import { personalData } from './personal-data';
 
 /** Tables that belong to no projection: id allocation and operational counters (login's send counter is login's own). */
 const SERVICE_SCHEMA = `
@@ -78,11 +81,17 @@ export class Tally {
   readonly consumers = {
     status: async (): Promise<ProjectionStatus[]> => [...(await this.engine.status()), ...(await this.reactors.status())],
   };
+  /**
+   * The log as the service writes and reads it: personal fields sealed on append and opened on read
+   * (platform/sealing/sealed-store.ts). `store` is the log as stored, which the audit reads serve.
+   */
+  readonly events: EventStore;
   /** Hands stale held payouts to their provider again (Payouts.resubmitStale), while the server runs. */
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     readonly config: Config,
+    /** The log as stored (personal data sealed): the audit reads and checkpoints read it; the rest uses `events`. */
     readonly store: EventStore,
     readonly sql: Sql,
     readonly log: Logger,
@@ -100,15 +109,19 @@ export class Tally {
     });
     this.stateCache.snapshots = new SnapshotStore(sql, log);
     const { stateCache } = this;
-    this.commands = new CommandHandler(store, stateCache);
+    const events = sealedStore(store, new PersonalData(sealer.keys, personalData));
+    this.events = events;
+    this.commands = new CommandHandler(events, stateCache);
     const { commands } = this;
-    this.engine = projectionsFor(config, store, sql, log);
+    this.engine = projectionsFor(config, { stored: store, events }, sql, log, keys);
+    const thread = this.engine;
+    if (thread instanceof ProjectionThread) sealer.keys.onForget((owner) => thread.forgetKey(owner));
     const engine = this.engine;
     this.reads = new ReadYourWrites(engine, config.readYourWritesTimeoutMs, log);
     // Called through the object, so that a bench or a test may wrap its methods.
     const readYourWrites: WaitForReadModels = (position, names) => this.reads.waitFor(position, names);
     const noteWrite: NoteWrite = (scope, position) => this.reads.noteWrite(scope, position);
-    const kit = { commands, store, sql, stateCache, readYourWrites, log };
+    const kit = { commands, store: events, sql, stateCache, readYourWrites, log };
     const identity = new IdentityQueries(sql);
     this.identityReads = identity;
     this.partners = new PartnerService({ ...kit, engine, partnerQueries: identity.partners });
@@ -116,7 +129,7 @@ export class Tally {
     this.profiles = new ProfileService({ ...kit, profileQueries: identity.profiles });
     this.kyc = new KycService({ ...kit, config, providers, profiles: this.profiles, kycQueries: identity.kyc });
     this.tokens = new TokenService(keys);
-    this.sessionGate = new SessionGate(identity.sessions, engine, store, stateCache);
+    this.sessionGate = new SessionGate(identity.sessions, engine, events, stateCache);
     this.login = new LoginService({ ...kit, providers, tokens: this.tokens, sessionGate: this.sessionGate, userQueries: identity.users });
     this.ledger = new LedgerService({ ...kit, noteWrite, config, providers, ledgerQueries: new LedgerQueries(sql) });
     this.cards = new CardsService({
@@ -143,7 +156,7 @@ export class Tally {
       readYourWrites,
     });
     this.auditReads = new AuditReads({ store });
-    this.reactors = new Reactors(store, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
+    this.reactors = new Reactors(events, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */
@@ -187,18 +200,23 @@ export class Tally {
  * reads of the log, folds and writes then leave the main thread to the requests. Elsewhere (the
  * embedded store, KurrentDB) and with PROJECTIONS_THREAD=main, on the main thread.
  */
-function projectionsFor(config: Config, store: EventStore, sql: Sql, log: Logger): Projections {
-  if (config.projectionsThread === 'worker' && config.databaseUrl && sql.kind === 'postgres' && store instanceof PostgresEventStore)
-    return new ProjectionThread(store, sql, allProjections, {
+function projectionsFor(config: Config, stores: { stored: EventStore; events: EventStore }, sql: Sql, log: Logger, keys: ServiceKeys): Projections {
+  const { stored } = stores;
+  if (config.projectionsThread === 'worker' && config.databaseUrl && sql.kind === 'postgres' && stored instanceof PostgresEventStore)
+    return new ProjectionThread(stored, sql, allProjections, {
       databaseUrl: config.databaseUrl,
       projectionsModule: PROJECTIONS_MODULE,
       paceMs: config.projectionsPaceMs,
       log,
+      // The worker reads the log itself: it opens personal data with data keys of its own.
+      sealing: { module: PERSONAL_DATA_MODULE, keks: keys.keks, dataDir: config.dataDir },
     });
-  const engine = new ProjectionEngine(store, sql, allProjections, log);
+  const engine = new ProjectionEngine(stores.events, sql, allProjections, log);
   engine.paceMs = config.projectionsPaceMs;
   return engine;
 }
 
 /** The module the projection thread's worker loads the projections from (allProjections). */
 const PROJECTIONS_MODULE = require.resolve('../projections');
+/** The module the projection thread's worker loads the personal fields from (personalData). */
+const PERSONAL_DATA_MODULE = require.resolve('./personal-data');

@@ -588,6 +588,21 @@ export class PostgresEventStore implements EventStore {
     return rows[0]?.position ?? '';
   }
 
+  /**
+   * Sets the instant each named event was recorded at, for a copy of another log only (`tally events
+   * seal`): its events keep the instants they were first recorded at. Neither a hash nor a position
+   * covers the instant, so the chains and the order stay as appended.
+   */
+  async restoreRecordedTimes(events: ReadonlyArray<Pick<RecordedEvent, 'id' | 'recordedAt'>>): Promise<void> {
+    if (events.length === 0) return;
+    await this.guard(() =>
+      this.sql.query('UPDATE es_events e SET recorded_at = t.at FROM unnest($1::uuid[], $2::timestamptz[]) AS t(id, at) WHERE e.event_id = t.id', [
+        events.map((e) => e.id),
+        events.map((e) => e.recordedAt),
+      ]),
+    );
+  }
+
   /** `listener` runs after every append that wrote events (in this process). */
   onAppended(listener: () => void): void {
     this.appended.on('append', listener);

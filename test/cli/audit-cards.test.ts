@@ -31,7 +31,7 @@ describe('tally audit verify and events read: cards', function () {
 
   beforeEach(async () => {
     app = await startTestApp();
-    config = cliConfig({ databaseUrl: app.config.databaseUrl });
+    config = cliConfig({ databaseUrl: app.config.databaseUrl, dataDir: app.config.dataDir });
     partner = await createPartner(app.http);
     ada = await customer(app.http, partner);
     const applied = await app.http.post('/api/v1/cards/application').set(ada.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });

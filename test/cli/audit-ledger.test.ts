@@ -15,7 +15,7 @@ describe('tally audit verify: the ledger’s books', () => {
 
   beforeEach(async () => {
     app = await startTestApp();
-    config = cliConfig({ databaseUrl: app.config.databaseUrl });
+    config = cliConfig({ databaseUrl: app.config.databaseUrl, dataDir: app.config.dataDir });
     partner = await createPartner(app.http);
     alice = await customer(app.http, partner);
     const bob = await customer(app.http, partner);

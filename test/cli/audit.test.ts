@@ -14,7 +14,7 @@ describe('tally audit verify', () => {
   // A fresh database per test: each one tampers with it in its own way.
   beforeEach(async () => {
     app = await startTestApp();
-    config = cliConfig({ databaseUrl: app.config.databaseUrl });
+    config = cliConfig({ databaseUrl: app.config.databaseUrl, dataDir: app.config.dataDir });
     const partner = await createPartner(app.http, 'Acme');
     partnerId = partner.id;
     userId = await registerUser(app.http, partner);

@@ -16,7 +16,7 @@ describe('tally events', () => {
 
   before(async () => {
     app = await startTestApp();
-    config = cliConfig({ databaseUrl: app.config.databaseUrl });
+    config = cliConfig({ databaseUrl: app.config.databaseUrl, dataDir: app.config.dataDir });
     partner = await createPartner(app.http, 'Acme');
   });
   after(async () => {

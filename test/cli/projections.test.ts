@@ -14,7 +14,7 @@ describe('tally projections', () => {
 
   before(async () => {
     app = await startTestApp();
-    config = cliConfig({ databaseUrl: app.config.databaseUrl });
+    config = cliConfig({ databaseUrl: app.config.databaseUrl, dataDir: app.config.dataDir });
     partner = await createPartner(app.http, 'Acme');
     userIds = [];
     for (let i = 0; i < 3; i++) userIds.push(await registerUser(app.http, partner));

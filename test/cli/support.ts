@@ -29,7 +29,11 @@ export function capture(signal?: AbortSignal): Captured {
   };
 }
 
-/** The CLI's configuration for a Postgres database (what DATABASE_URL gives it); its own DATA_DIR, for the keys file. */
+/**
+ * The CLI's configuration for a Postgres database (what DATABASE_URL gives it); its own DATA_DIR, for
+ * the keys file, unless given one. A CLI that reads personal data (events read, rebuilds, audit
+ * verify) runs with the server's keys, as an operator's does: give it the app's `dataDir`.
+ */
 export function cliConfig(overrides: Partial<Config> = {}): Config {
   return { ...loadConfig({}), dataDir: tempDir('tally-cli-'), sandbox: true, ...overrides };
 }

@@ -40,7 +40,8 @@ describe('hardening: access while the users, sessions or partners projection is 
   async function stop(projection: 'users' | 'sessions' | 'partners'): Promise<void> {
     const id = randomUUID();
     const planted: { stream: string; type: string; data: JsonObject } = {
-      users: { stream: `user-${id}`, type: 'UserRegistered', data: { userId: id, partnerId: acme.id, countryCode: 'CO', language: 'en' } },
+      // No country code (an email may be null: an erased user's), which the users read model cannot take.
+      users: { stream: `user-${id}`, type: 'UserRegistered', data: { userId: id, partnerId: acme.id, email: `${id}@example.com`, language: 'en' } },
       sessions: {
         stream: `session-${id}`,
         type: 'SessionStarted',

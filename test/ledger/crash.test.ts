@@ -10,6 +10,7 @@ import { openTally } from '../../src/compose/open';
 import type { Tally } from '../../src/compose/tally';
 import { auditChecks } from '../../src/cli/audit-checks';
 import { loadConfig } from '../../src/config';
+import { writeKeysFile } from '../../src/platform/keys';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials } from '../support/app';
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 import { sharedCluster } from '../support/postgres';
@@ -104,6 +105,8 @@ for (const store of STORES)
     /** '' on the embedded store. */
     let databaseUrl: string;
     let serverDir: string;
+    /** The server's keys (TALLY_KEYS): the audit opens the users' data keys with them, as the operator's CLI does. */
+    let serverKeys: string;
     const tempDirs: string[] = [];
     const partners: PartnerCredentials[] = [];
     const customers: Customer[] = [];
@@ -124,7 +127,9 @@ for (const store of STORES)
       databaseUrl = store === 'postgres' ? await (await sharedCluster()).freshDatabase() : '';
       serverDir = tempDir('tally-crash-');
       tempDirs.push(serverDir);
-      server = new ServerProcess(await freePort(), testServerEnv(databaseUrl, serverDir, { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' }));
+      const env = testServerEnv(databaseUrl, serverDir, { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn' });
+      serverKeys = env.TALLY_KEYS as string;
+      server = new ServerProcess(await freePort(), env);
       await server.start();
       const http = supertest.agent(server.url);
       partners.push(await createPartner(http, 'Crash Acme'), await createPartner(http, 'Crash Globex'));
@@ -149,6 +154,8 @@ for (const store of STORES)
       // On the embedded store, the server's DATA_DIR (its keys come from TALLY_KEYS, not from there).
       const auditDir = store === 'postgres' ? tempDir('tally-crash-audit-') : serverDir;
       if (store === 'postgres') tempDirs.push(auditDir);
+      // The server's keys, where this process (which has no TALLY_KEYS) reads them: the server reads TALLY_KEYS first.
+      writeKeysFile(auditDir, JSON.parse(serverKeys));
       const config = { ...loadConfig({}), databaseUrl: databaseUrl || undefined, dataDir: auditDir, sandbox: true, adminToken: ADMIN_TOKEN };
       const tally = (await openTally(config, pino({ level: 'silent' }))).tally;
       await tally.start({ runProjections: false });
@@ -786,6 +793,7 @@ for (const store of STORES)
               DATABASE_URL: databaseUrl,
               DATA_DIR: store === 'postgres' ? (tempDirs[1] ?? tmpdir()) : serverDir,
               SANDBOX: 'on',
+              TALLY_KEYS: serverKeys,
             },
             stdio: ['ignore', 'pipe', 'pipe'],
           });

@@ -16,6 +16,7 @@ import { isApprovedAt } from '../../domain/ledger';
 import { profileDecider, profileStream } from '../../domain/identity';
 import type { CardIssuer, CardIssuerWebhookEvent, IssuerApplication } from '../../providers/cards/port';
 import { at, type Reads } from '../../platform/commands/command-handler';
+import { DomainError } from '../../platform/decider';
 import { type CommandContext, load } from '../../platform/commands/commands';
 import { accountOfUser } from '../ledger';
 import { LedgerProviderFailure } from '../ledger';
@@ -175,11 +176,12 @@ export class CardApplications {
     await this.deps.commands.decide(ctx, cardApplicationStream(link.userId), cardApplicationDecider, command);
   }
 
-  /** A provider call; its failure is a 503 with nothing recorded. */
+  /** A provider call; its failure is a 503 with nothing recorded. A refusal is no failure: card secrets gone with their holder's data key are 404 (providers/cards/vault.ts). */
   async callIssuer<T>(call: () => Promise<T>): Promise<T> {
     try {
       return await call();
     } catch (error) {
+      if (error instanceof DomainError) throw error;
       this.deps.log.warn({ err: error }, 'card issuer call failed');
       throw new LedgerProviderFailure('Card issuer unavailable', { cause: error });
     }

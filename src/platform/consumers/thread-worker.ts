@@ -6,8 +6,15 @@ import { PostgresEventStore } from '../../eventstore/postgres';
 import { PgSql } from '../../eventstore/sql';
 import type { Projection } from './projection';
 import { ProjectionEngine } from './projections';
-import type { ThreadOptions, ToMain, ToWorker } from './thread';
+import type { ThreadOptions, ThreadSealing, ToMain, ToWorker } from './thread';
 import { LIMITS } from '../limits';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { KeyEncryptionKey } from '../keys';
+import { DataKeys } from '../sealing/data-keys';
+import { Keks } from '../sealing/keks';
+import { PersonalData, type PersonalFields } from '../sealing/personal-data';
+import { sealedStore } from '../sealing/sealed-store';
 
 /**
  * The worker side of a ProjectionThread: the service's ProjectionEngine over a connection pool of
@@ -19,7 +26,10 @@ function main(): void {
   if (!port) throw new Error('thread-worker.ts runs in a worker thread');
   const options = workerData as ThreadOptions;
   const sql = new PgSql(options.databaseUrl, { max: options.poolSize, applicationName: 'tally-projections' });
-  const store = withAppends(new PostgresEventStore(sql), new Appends(new Int32Array(options.appends)));
+  const dataKeys = new DataKeys(sql, new Keks(options.sealing.keks, () => keksOf(options.sealing)));
+  const { personalData } = require(options.sealing.module) as { personalData: PersonalFields[] };
+  const raw = withAppends(new PostgresEventStore(sql), new Appends(new Int32Array(options.appends)));
+  const store = sealedStore(raw, new PersonalData(dataKeys, personalData));
   const { allProjections } = require(options.projectionsModule) as { allProjections: Projection[] };
   const engine = new ProjectionEngine(store, sql, allProjections, pino(loggerOptions(options.logLevel)), { nodeId: options.nodeId });
   engine.paceMs = options.paceMs;
@@ -48,15 +58,22 @@ function main(): void {
       return engine.verify(name as string);
     },
   };
-  serve(port, engine, calls, reporter);
+  serve(port, engine, calls, reporter, dataKeys);
   send({ type: 'ready' });
 }
 
 /** Answers the main thread's messages: its readers waiting, and its calls. */
-function serve(port: MessagePort, engine: ProjectionEngine, calls: Record<string, (args: unknown[]) => Promise<unknown>>, reporter: Reporter): void {
+function serve(
+  port: MessagePort,
+  engine: ProjectionEngine,
+  calls: Record<string, (args: unknown[]) => Promise<unknown>>,
+  reporter: Reporter,
+  dataKeys: DataKeys,
+): void {
   const send = (message: ToMain) => port.postMessage(message);
   port.on('message', (message: ToWorker) => {
     if (message.type === 'waiting') return engine.waitingElsewhere(message.count);
+    if (message.type === 'forget') return dataKeys.forget(message.owner);
     const call = calls[message.method];
     if (!call) return send({ type: 'reply', id: message.id, error: { message: `no such call: ${message.method}` } });
     call(message.args).then(
@@ -144,6 +161,15 @@ class Appends {
 
 /** Atomics.waitAsync (node 16 and later; in TypeScript's ES2024 library, not in the one this project targets). */
 const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number, t: number): { async: boolean; value: unknown } }).waitAsync;
+
+/**
+ * The KEKs of keys.json, read (never written: the main thread keeps that file) when a data key names
+ * one the worker lacks; with TALLY_KEYS the keys change only with a restart.
+ */
+function keksOf(sealing: ThreadSealing): KeyEncryptionKey[] {
+  if (process.env.TALLY_KEYS) return sealing.keks;
+  return (JSON.parse(readFileSync(join(sealing.dataDir, 'keys.json'), 'utf8')) as { keks?: KeyEncryptionKey[] }).keks ?? sealing.keks;
+}
 
 /** The store as the engine reads it here: its own reads, and the main thread's count of appends. */
 function withAppends(store: PostgresEventStore, appends: Appends): EventStore {

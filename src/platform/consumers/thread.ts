@@ -10,6 +10,7 @@ import { type EngineState, newNodeId, type ProjectionObserver } from './handler'
 import type { Projections, ProjectionStatus } from './projections';
 import { type Known, waitForPositions } from './read-your-writes';
 import { LIMITS } from '../limits';
+import type { KeyEncryptionKey } from '../keys';
 
 /** What a ProjectionThread's worker is started with (workerData). */
 export interface ThreadOptions {
@@ -24,10 +25,22 @@ export interface ThreadOptions {
   observed: string[][];
   /** Appends made on the main thread so far (one Int32, counting; notified at each). */
   appends: SharedArrayBuffer;
+  /** How the worker opens the personal data of the events it folds (its own data keys, over its own pool). */
+  sealing: ThreadSealing;
+}
+
+/** The worker's sealing: the module whose `personalData` lists the personal fields (the composition root names it), and the KEKs. */
+export interface ThreadSealing {
+  module: string;
+  keks: KeyEncryptionKey[];
+  /** Where keys.json is: a KEK added there (`tally keys rotate`) is read again on a miss, as the main thread does. */
+  dataDir: string;
 }
 
 export type ToWorker =
   | { type: 'waiting'; count: number }
+  /** A data key forgotten on the main thread (destroyed, say): the worker's copy goes too. */
+  | { type: 'forget'; owner: string }
   | { type: 'call'; id: number; method: 'prepare' | 'start' | 'stop' | 'status' | 'rebuild' | 'verify'; args: unknown[] };
 
 export type ToMain =
@@ -70,7 +83,7 @@ export class ProjectionThread implements Projections {
     store: PostgresEventStore,
     sql: Sql,
     readonly projections: Projection[],
-    private readonly options: { databaseUrl: string; projectionsModule: string; paceMs: number; log: Logger },
+    private readonly options: { databaseUrl: string; projectionsModule: string; paceMs: number; log: Logger; sealing: ThreadSealing },
   ) {
     this.known = {
       sql,
@@ -110,6 +123,7 @@ export class ProjectionThread implements Projections {
       logLevel: this.options.log.level,
       observed: this.observers.map((o) => o.names),
       appends: this.appends.buffer as SharedArrayBuffer,
+      sealing: this.options.sealing,
     };
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ...data, file: WORKER_FILE } });
     this.worker = worker;
@@ -163,6 +177,11 @@ export class ProjectionThread implements Projections {
     await worker.terminate();
     this.owned = new Set();
     for (const o of this.observers) o.onReset();
+  }
+
+  /** Tells the worker to drop its copy of the owner's data key (DataKeys.onForget on the main thread's). */
+  forgetKey(owner: string): void {
+    this.worker?.postMessage({ type: 'forget', owner } satisfies ToWorker);
   }
 
   owns(name: string): boolean {

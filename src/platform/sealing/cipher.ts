@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 
 /**
  * The one AES-256-GCM of the service. Every value is sealed with a fresh 96-bit IV and bound, as
@@ -29,8 +29,28 @@ export interface SealedParts {
 export const deriveKey = (secret: string, purpose: string): Buffer => Buffer.from(hkdfSync('sha256', secret, 'tally', purpose, 32));
 
 export function sealWith(key: Buffer, keyId: string, plaintext: Buffer, boundTo: string): string {
+  return sealWithIv(key, keyId, randomBytes(IV_BYTES), plaintext, boundTo);
+}
+
+/**
+ * As sealWith, with a synthetic IV (as SIV makes one): HMAC-SHA256 of the binding and the plaintext
+ * under a key derived from `key`, so the same value sealed under the same binding is the same text.
+ * Events need it: an append sent again must carry the same content (the store compares digests) and
+ * a migration run twice must write the same log. Equal texts tell only "the same value, bound to the
+ * same thing" (an event's binding names its stream, event and field); two plaintexts share an IV
+ * only by a 96-bit collision.
+ */
+export function sealDeterministic(key: Buffer, keyId: string, plaintext: Buffer, boundTo: string): string {
+  const ivKey = Buffer.from(hkdfSync('sha256', key, 'tally', 'synthetic-iv', 32));
+  const binding = Buffer.from(boundTo, 'utf8');
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(binding.length);
+  const iv = createHmac('sha256', ivKey).update(length).update(binding).update(plaintext).digest().subarray(0, IV_BYTES);
+  return sealWithIv(key, keyId, iv, plaintext, boundTo);
+}
+
+function sealWithIv(key: Buffer, keyId: string, iv: Buffer, plaintext: Buffer, boundTo: string): string {
   if (!isKeyId(keyId)) throw new Error(`not a key id: ${JSON.stringify(keyId)}`);
-  const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(boundTo, 'utf8'));
   const data = Buffer.concat([cipher.update(plaintext), cipher.final()]);

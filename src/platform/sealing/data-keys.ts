@@ -71,6 +71,7 @@ export class DataKeys {
   private readonly idOfOwner = new Map<string, string>();
   /** One read (or making) per owner at a time on this node. */
   private readonly reading = new Map<string, Promise<Entry>>();
+  private readonly forgetListeners: Array<(owner: string) => void> = [];
 
   constructor(
     private readonly sql: Sql,
@@ -96,9 +97,21 @@ export class DataKeys {
 
   /** The key a sealed value names; 'erased' once destroyed. Throws for an id no row has (a value from elsewhere). */
   async byId(id: string): Promise<DataKey | 'erased'> {
+    const found = await this.find(id);
+    if (!found) throw new Error(`no data key ${id}`);
+    return found;
+  }
+
+  /** As byId, undefined for an id no row has (a text that only looks sealed: see personal-data.ts). */
+  async find(id: string): Promise<DataKey | 'erased' | undefined> {
     const entry = this.fresh(id) || (await this.once(`id:${id}`, () => this.read('id', id)));
-    if (!entry) throw new Error(`no data key ${id}`);
+    if (!entry) return undefined;
     return entry.key ? { id: entry.id, key: entry.key } : 'erased';
+  }
+
+  /** `listener` hears each owner forgotten here: a projection thread's own DataKeys forgets it at once too. */
+  onForget(listener: (owner: string) => void): void {
+    this.forgetListeners.push(listener);
   }
 
   /**
@@ -110,6 +123,7 @@ export class DataKeys {
     const id = this.idOfOwner.get(owner);
     this.idOfOwner.delete(owner);
     if (id !== undefined) this.entries.delete(id);
+    for (const listener of this.forgetListeners) listener(owner);
   }
 
   /**
@@ -152,6 +166,33 @@ export class DataKeys {
       });
       total += count;
       if (count < batchSize) return total;
+    }
+  }
+
+  /**
+   * Copies every key, destroyed ones too (their owners stay erased), into `target`'s data_keys (made
+   * if absent), `batchSize` rows per statement; a row already there is kept. For a copy of the log
+   * into another database (`tally events seal`): what is sealed there opens with the same keys.
+   */
+  async copyTo(target: Sql, batchSize = 1_000): Promise<number> {
+    await new DataKeys(target, this.keks).prepare();
+    let copied = 0;
+    let after = '';
+    for (;;) {
+      const rows = await this.sql.query<Row & { created_at: string; destroyed_at: string | null }>(
+        `SELECT ${COLUMNS}, created_at::text, destroyed_at::text FROM data_keys WHERE id > $1 ORDER BY id LIMIT $2`,
+        [after, batchSize],
+      );
+      if (rows.length === 0) return copied;
+      const column = <K extends keyof (typeof rows)[number]>(key: K) => rows.map((r) => r[key]);
+      const inserted = await target.query<{ id: string }>(
+        `INSERT INTO data_keys (id, owner, kek_id, wrapped, created_at, destroyed_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+         ON CONFLICT DO NOTHING RETURNING id`,
+        [column('id'), column('owner'), column('kek_id'), column('wrapped'), column('created_at'), column('destroyed_at')],
+      );
+      copied += inserted.length;
+      after = rows[rows.length - 1]?.id ?? after;
     }
   }
 

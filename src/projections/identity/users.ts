@@ -5,7 +5,7 @@ import { rowProjection } from '../../platform/consumers/rows';
 /** The partner-facing user list and record. */
 export const usersProjection = rowProjection({
   name: 'users',
-  version: 4,
+  version: 5,
   eventTypes: ['UserRegistered', 'UserStatusChanged', 'KycVerificationStarted', 'KycStatusChanged'],
   tables: {
     rm_users: {
@@ -13,7 +13,8 @@ export const usersProjection = rowProjection({
       columns: {
         user_id: { type: 'uuid' },
         partner_id: { type: 'uuid', notNull: true },
-        email: { type: 'text', notNull: true },
+        /** Null for a user whose data key is destroyed (erased): the log's sealed email no longer opens. */
+        email: { type: 'text' },
         status: { type: 'text', notNull: true },
         country_code: { type: 'text', notNull: true },
         phone_number: { type: 'text' },

@@ -1,3 +1,5 @@
+import { CARD_REFUSALS } from '../../domain/cards';
+import { ErasedKeyError } from '../../platform/sealing/data-keys';
 import { keyOwner, type Sealer, type Sealing } from '../../platform/sealing/sealer';
 
 /**
@@ -8,14 +10,6 @@ import { keyOwner, type Sealer, type Sealing } from '../../platform/sealing/seal
  */
 const KIND = 'card-vault';
 
-/** The card holder's data key is destroyed: the secrets are gone with it. */
-export class CardSecretsErasedError extends Error {
-  constructor() {
-    super('the card secrets are erased');
-    this.name = 'CardSecretsErasedError';
-  }
-}
-
 export class CardVault {
   private readonly sealing: Sealing;
 
@@ -23,14 +17,20 @@ export class CardVault {
     this.sealing = sealer.of(KIND);
   }
 
-  seal(userId: string, plaintext: string, boundTo: string): Promise<string> {
-    return this.sealing.seal(keyOwner.user(userId), plaintext, boundTo);
+  /** 404 `Card not found` when the card holder's data key is destroyed (erased): their card went with them. */
+  async seal(userId: string, plaintext: string, boundTo: string): Promise<string> {
+    try {
+      return await this.sealing.seal(keyOwner.user(userId), plaintext, boundTo);
+    } catch (error) {
+      if (error instanceof ErasedKeyError) throw CARD_REFUSALS.cardNotFound();
+      throw error;
+    }
   }
 
-  /** Rejects when the value was altered, sealed under another key or bound to something else; CardSecretsErasedError once erased. */
+  /** Rejects when the value was altered, sealed under another key or bound to something else; 404 `Card not found` once erased. */
   async open(sealed: string, boundTo: string): Promise<string> {
     const opened = await this.sealing.open(sealed, boundTo);
-    if (opened.erased) throw new CardSecretsErasedError();
+    if (opened.erased) throw CARD_REFUSALS.cardNotFound();
     return opened.value;
   }
 }
