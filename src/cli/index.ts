@@ -8,6 +8,7 @@ import { exportEvents, readEvents, tailEvents } from './events';
 import { addKeyCommands } from './keys';
 import { createPartner, createPartnerKey, listPartners, revokePartnerKey } from './partners';
 import { listProjections, rebuildProjection } from './projections';
+import { addUserCommands } from './users';
 import { listDeliveries } from './webhooks';
 
 /** The `tally` operator CLI: wiring only; each command lives in its group's file. */
@@ -48,7 +49,7 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
   const config = deps.config ?? (() => loadConfig());
   const io = deps.io ?? processIo();
   const program = new Command('tally').description('Tally operator CLI').showHelpAfterError().addHelpText('after', HELP_FOOTER);
-  for (const add of [addEventCommands, addProjectionCommands, addAuditCommands, addPartnerCommands, addWebhookCommands, addKeyCommands])
+  for (const add of [addEventCommands, addProjectionCommands, addAuditCommands, addPartnerCommands, addWebhookCommands, addKeyCommands, addUserCommands])
     add(program, config, io);
   return program;
 }

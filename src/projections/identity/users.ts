@@ -2,18 +2,20 @@ import type { KycEvent } from '../../domain/identity/kyc';
 import type { UserEvent } from '../../domain/identity/user';
 import { rowProjection } from '../../platform/consumers/rows';
 
-/** The partner-facing user list and record. */
+/** The partner-facing user list and record. An erased user's row stays (its status, its session generation) with its personal columns null. */
 export const usersProjection = rowProjection({
   name: 'users',
-  version: 4,
-  eventTypes: ['UserRegistered', 'UserStatusChanged', 'KycVerificationStarted', 'KycStatusChanged'],
+  // 5: UserErased (erased_at; email may be null).
+  version: 5,
+  eventTypes: ['UserRegistered', 'UserStatusChanged', 'KycVerificationStarted', 'KycStatusChanged', 'UserErased'],
   tables: {
     rm_users: {
       key: 'user_id',
       columns: {
         user_id: { type: 'uuid' },
         partner_id: { type: 'uuid', notNull: true },
-        email: { type: 'text', notNull: true },
+        /** Null once the user is erased. */
+        email: { type: 'text' },
         status: { type: 'text', notNull: true },
         country_code: { type: 'text', notNull: true },
         phone_number: { type: 'text' },
@@ -23,6 +25,8 @@ export const usersProjection = rowProjection({
         session_generation: { type: 'integer', notNull: true, default: '0' },
         created_at: { type: 'timestamptz', notNull: true },
         updated_at: { type: 'timestamptz', notNull: true },
+        /** Set by erasure: every query but the outbox's reads the user as not found from then on. */
+        erased_at: { type: 'timestamptz' },
       },
       indexes: [['partner_id', 'created_at DESC', 'user_id'], ['email']],
     },
@@ -49,6 +53,7 @@ export const usersProjection = rowProjection({
             session_generation: 0,
             created_at: at,
             updated_at: at,
+            erased_at: null,
           });
         }
         break;
@@ -64,6 +69,18 @@ export const usersProjection = rowProjection({
         break;
       case 'KycStatusChanged':
         if (current) rows.put('rm_users', { ...current, kyc_status: e.data.to, updated_at: at });
+        break;
+      case 'UserErased':
+        // Its sessions end with it, as with a suspension: the session gate compares generations.
+        if (current)
+          rows.put('rm_users', {
+            ...current,
+            email: null,
+            phone_number: null,
+            session_generation: Number(current.session_generation) + 1,
+            erased_at: e.data.erasedAt,
+            updated_at: at,
+          });
         break;
     }
   },
