@@ -1,8 +1,10 @@
 import { expect } from 'chai';
+import { auditVerify } from '../../src/cli/audit';
 import { CliError } from '../../src/cli/context';
 import { buildProgram } from '../../src/cli/index';
 import { eraseUser } from '../../src/cli/users';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { issuedCard } from '../support/cards';
 import { customer, fund } from '../support/ledger';
 import { capture, cliConfig, registerUser } from './support';
 
@@ -27,6 +29,15 @@ describe('tally users erase', () => {
     expect(Number.isNaN(Date.parse(io.lines[1]?.replace('erasedAt: ', '') ?? ''))).to.equal(false);
     const res = await app.http.get(`/api/v1/partner/users/${userId}`).set(acme.headers);
     expect([res.status, res.body.error]).to.deep.equal([404, 'User not found']);
+  });
+
+  it('leaves a log and read models that `tally audit verify` passes (hash chains, folds, books, card holds)', async () => {
+    const who = await customer(app.http, acme);
+    await issuedCard(app.http, acme, who.bearer);
+    await eraseUser(config, who.id, capture());
+    const io = capture();
+    const report = await auditVerify(config, io);
+    expect(report.ok, io.text()).to.equal(true);
   });
 
   it('reports a refusal as the API words it, and erases nothing: money left, an erased user, a malformed id', async () => {
