@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import { userDecider, userStream } from '../../src/domain/identity';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, latestCode, login } from '../support/identity';
@@ -229,6 +230,23 @@ describe('erasing a user (partner and operator API)', () => {
     expect([again.status, again.body.code]).to.deep.equal([404, 'user_not_found']);
     const unknown = await app.http.post(`/admin/v1/users/${randomUUID()}/erase`).set(admin).send();
     expect([unknown.status, unknown.body.error]).to.deep.equal([404, 'User not found']);
+  });
+
+  it('finishes an erasure cut short after its append (a crash): erasing again cancels the card, destroys the key, and is 404', async () => {
+    const who = await customer(app.http, acme);
+    const card = await issuedCard(app.http, acme, who.bearer);
+    // The crash: UserErased is in the log, nothing after it was done.
+    const ctx = { commandId: randomUUID(), metadata: { correlationId: randomUUID(), actor: { kind: 'operator' as const, id: 'test' } } };
+    const money = { unsettled: false, pending: false };
+    await app.tally.commands.decide(ctx, userStream(who.id), userDecider, { type: 'Erase', erasedAt: new Date().toISOString(), money });
+    const keyOf = async () =>
+      (await sql<{ destroyed: boolean }>('SELECT destroyed_at IS NOT NULL AS destroyed FROM data_keys WHERE owner = $1', [`user:${who.id}`]))[0];
+    expect(await keyOf()).to.deep.equal({ destroyed: false });
+    const again = await erase(who.id);
+    expect([again.status, again.body.code]).to.deep.equal([404, 'user_not_found']);
+    expect(await keyOf()).to.deep.equal({ destroyed: true });
+    const cancel = await app.http.post(`/admin/v1/cards/${card.id}/cancel`).set(admin).send();
+    expect([cancel.status, cancel.body.error]).to.deep.equal([409, 'Cannot cancel a card in status canceled']);
   });
 
   it('erases a user who never logged in (no account, no card)', async () => {
