@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { userDecider, userStream } from '../../src/domain/identity';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { issuedCard } from '../support/cards';
-import { COMPLETE_PROFILE, latestCode, login } from '../support/identity';
+import { COMPLETE_PROFILE, kycStartedUser, latestCode, login } from '../support/identity';
 import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 
 const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -247,6 +247,19 @@ describe('erasing a user (partner and operator API)', () => {
     expect(await keyOf()).to.deep.equal({ destroyed: true });
     const cancel = await app.http.post(`/admin/v1/cards/${card.id}/cancel`).set(admin).send();
     expect([cancel.status, cancel.body.error]).to.deep.equal([409, 'Cannot cancel a card in status canceled']);
+  });
+
+  it('keeps nothing the identity provider says after the erasure (its decision and document of the user’s inquiry)', async () => {
+    const started = await kycStartedUser(app.http, acme);
+    expect((await erase(started.id)).status).to.equal(200);
+    const head = await app.tally.store.headPosition();
+    const done = await app.http.post(`/sandbox/v1/kyc/${started.inquiryId}/complete`).set(acme.headers).send({ outcome: 'approved' });
+    expect(done.status, done.text).to.equal(202);
+    expect(await app.tally.store.headPosition()).to.equal(head);
+    const rows = await sql<{ status: string; document: unknown }>('SELECT status, document FROM rm_kyc_verifications WHERE user_id = $1', [started.id]);
+    expect(rows).to.have.length(1);
+    expect(rows[0]?.document).to.equal(null);
+    expect(rows[0]?.status).to.not.equal('approved');
   });
 
   it('erases a user who never logged in (no account, no card)', async () => {
