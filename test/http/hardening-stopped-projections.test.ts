@@ -40,7 +40,8 @@ describe('hardening: access while the users, sessions or partners projection is 
   async function stop(projection: 'users' | 'sessions' | 'partners'): Promise<void> {
     const id = randomUUID();
     const planted: { stream: string; type: string; data: JsonObject } = {
-      users: { stream: `user-${id}`, type: 'UserRegistered', data: { userId: id, partnerId: acme.id, countryCode: 'CO', language: 'en' } },
+      // No partnerId (rm_users.partner_id is NOT NULL; email may be null since erasure).
+      users: { stream: `user-${id}`, type: 'UserRegistered', data: { userId: id, email: `${id}@example.com`, countryCode: 'CO', language: 'en' } },
       sessions: {
         stream: `session-${id}`,
         type: 'SessionStarted',
