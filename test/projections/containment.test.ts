@@ -42,7 +42,7 @@ describe('projections: a failure on one event is contained to its projection', (
     }
   }
 
-  /** An event of the users projection's types, written to the log directly, that it cannot apply (no email). */
+  /** An event of the users projection's types, written to the log directly, that it cannot apply (no partner: rm_users.email may be null since erasure). */
   async function plantUnappliableEvent(): Promise<string> {
     const id = randomUUID();
     const userId = randomUUID();
@@ -52,7 +52,7 @@ describe('projections: a failure on one event is contained to its projection', (
         {
           id,
           type: 'UserRegistered',
-          data: { userId, partnerId: acme.id, countryCode: 'CO', language: 'en' },
+          data: { userId, email: `${userId}@example.com`, countryCode: 'CO', language: 'en' },
           metadata: { actor: { kind: 'system', id: 'test' } },
         },
       ],
@@ -67,7 +67,7 @@ describe('projections: a failure on one event is contained to its projection', (
     const failing = await users();
     expect(failing.failure?.event.id).to.equal(planted);
     expect(failing.failure?.event.type).to.equal('UserRegistered');
-    expect(failing.failure?.error).to.match(/email/);
+    expect(failing.failure?.error).to.match(/partner_id/);
 
     // Every other projection and the API keep working: a transfer and its ledger reads, a new
     // partner whose key works at once, a login.
@@ -96,8 +96,8 @@ describe('projections: a failure on one event is contained to its projection', (
     // It keeps retrying (with backoff) meanwhile.
     await until('a second attempt', async () => ((await users()).failure?.attempts ?? 0) >= 2);
 
-    // The cause is fixed (here: the read model takes a user without an email): it catches up.
-    await app.tally.sql.query('ALTER TABLE rm_users ALTER COLUMN email DROP NOT NULL');
+    // The cause is fixed (here: the read model takes a user without a partner): it catches up.
+    await app.tally.sql.query('ALTER TABLE rm_users ALTER COLUMN partner_id DROP NOT NULL');
     await until('the users projection is live again', async () => (await users()).failure === null);
     expect(await app.tally.engine.waitFor(await app.tally.store.headPosition(), { timeoutMs: 5_000 })).to.equal(true);
     expect((await app.http.get('/readyz')).status).to.equal(200);
