@@ -289,3 +289,40 @@ describe('erasing a user (partner and operator API)', () => {
     expect([mails.status, mails.body.code]).to.deep.equal([404, 'user_not_found']);
   });
 });
+
+/** The users read model stopped on an event it cannot apply (so it lags for good): erasure still holds, from the user's stream. */
+describe('erasing a user while the users read model lags', () => {
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  let acme: PartnerCredentials;
+
+  before(async () => {
+    app = await startTestApp();
+    acme = await createPartner(app.http, 'Acme');
+  });
+  after(() => app.close());
+
+  it('refuses the erased user’s token and a login code sent before, though the read model still shows the user', async () => {
+    const ada = await customer(app.http, acme);
+    await app.http.post('/api/v1/partner/auth/send').set(acme.headers).send({ email: ada.email });
+    const code = await latestCode(app.http, acme, ada.email);
+    // Stop the users projection: a UserRegistered it cannot apply (no partner).
+    const id = randomUUID();
+    const data = { userId: id, email: `${id}@example.com`, countryCode: 'CO', language: 'en' };
+    await app.tally.store.append(
+      `user-${id}`,
+      [{ id: randomUUID(), type: 'UserRegistered', data, metadata: { actor: { kind: 'system', id: 'test' } } }],
+      'no_stream',
+    );
+    for (let i = 0; i < 300 && !app.tally.engine.isStopped('users'); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(app.tally.engine.isStopped('users')).to.equal(true);
+
+    expect((await app.http.post(`/api/v1/partner/users/${ada.id}/erase`).set(acme.headers).send()).status).to.equal(200);
+    // The read model missed the erasure: it still lists the user with its email.
+    const [row] = await app.tally.sql.query<{ email: string | null }>('SELECT email FROM rm_users WHERE user_id = $1', [ada.id]);
+    expect(row?.email).to.equal(ada.email);
+    const verified = await app.http.post('/api/v1/partner/auth/verify').set(acme.headers).send({ email: ada.email, code });
+    expect([verified.status, verified.body.code]).to.deep.equal([401, 'invalid_login_code']);
+    const res = await app.http.get('/api/v1/user/accounts').set(ada.bearer);
+    expect([res.status, res.body.code]).to.deep.equal([401, 'token_invalid']);
+  });
+});

@@ -295,7 +295,8 @@ export class SessionQueries {
   async state(claims: { userId: string; partnerId: string; sessionId: string }): Promise<{ status: string; revoked: boolean } | null> {
     const [row] = await this.sql.query<{ status: string; revoked: boolean }>(
       // A session started before its user's last suspension or ban is over, whatever the status now.
-      `SELECT u.status, (s.revoked_at IS NOT NULL OR s.user_generation < u.session_generation) AS revoked
+      // An erased user's sessions are over, whatever their generation.
+      `SELECT u.status, (s.revoked_at IS NOT NULL OR s.user_generation < u.session_generation OR u.erased_at IS NOT NULL) AS revoked
          FROM rm_sessions s JOIN rm_users u ON u.user_id = s.user_id
         WHERE s.session_id = $1 AND s.user_id = $2 AND s.partner_id = $3`,
       [claims.sessionId, claims.userId, claims.partnerId],
