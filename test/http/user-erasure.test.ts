@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { userDecider, userStream } from '../../src/domain/identity';
+import { CHECKPOINT_STREAM } from '../../src/platform/audit/checkpoint';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, kycStartedUser, latestCode, login } from '../support/identity';
@@ -32,13 +33,17 @@ describe('erasing a user (partner and operator API)', () => {
   const mailsTo = async (email: string) =>
     Number((await sql<{ n: string }>('SELECT count(*)::text AS n FROM sandbox_emails WHERE to_address = $1', [email]))[0]?.n);
 
+  /** The events appended since `head`, but the audit checkpoints the service signs by itself every minute the log grew. */
+  const appendedSince = async (head: string) =>
+    (await app.tally.store.readAll({ fromPosition: head })).filter((e) => e.stream !== CHECKPOINT_STREAM).map((e) => `${e.stream} ${e.type}`);
+
   /** Refused with this status, message and code, and nothing appended to the log. */
   async function refused(userId: string, expected: { status: number; error: string; code: string }) {
     const head = await app.tally.store.headPosition();
     const res = await erase(userId);
     expect(res.status, res.text).to.equal(expected.status);
     expect(res.body).to.include({ success: false, error: expected.error, code: expected.code });
-    expect(await app.tally.store.headPosition()).to.equal(head);
+    expect(await appendedSince(head)).to.deep.equal([]);
     expect((await app.http.get(`/api/v1/partner/users/${userId}`).set(acme.headers)).status).to.equal(200);
   }
 
@@ -102,7 +107,7 @@ describe('erasing a user (partner and operator API)', () => {
         expect(res.status, userId).to.equal(404);
         expect(res.body).to.include({ success: false, error: 'User not found', code: 'user_not_found' });
       }
-      expect(await app.tally.store.headPosition()).to.equal(head);
+      expect(await appendedSince(head)).to.deep.equal([]);
     });
   });
 
@@ -255,7 +260,7 @@ describe('erasing a user (partner and operator API)', () => {
     const head = await app.tally.store.headPosition();
     const done = await app.http.post(`/sandbox/v1/kyc/${started.inquiryId}/complete`).set(acme.headers).send({ outcome: 'approved' });
     expect(done.status, done.text).to.equal(202);
-    expect(await app.tally.store.headPosition()).to.equal(head);
+    expect(await appendedSince(head)).to.deep.equal([]);
     const rows = await sql<{ status: string; document: unknown }>('SELECT status, document FROM rm_kyc_verifications WHERE user_id = $1', [started.id]);
     expect(rows).to.have.length(1);
     expect(rows[0]?.document).to.equal(null);
