@@ -18,7 +18,7 @@ import { AuditorService, AuditReads, CheckpointService } from '../app/audit';
 import type { Sealer } from '../platform/sealing/sealer';
 import { CardsService } from '../app/cards';
 import { CommandHandler } from '../platform/commands/command-handler';
-import { type CommandContext, StateCache } from '../platform/commands/commands';
+import { StateCache } from '../platform/commands/commands';
 import { KycService } from '../app/identity/kyc';
 import { LedgerService } from '../app/ledger';
 import { LOGIN_SCHEMA, LoginService } from '../app/identity/login';
@@ -29,7 +29,8 @@ import { SessionGate } from '../app/identity/session-gate';
 import { SNAPSHOTS_SCHEMA, SnapshotStore } from '../platform/commands/snapshots';
 import { TokenService } from '../app/identity/tokens';
 import { UserService } from '../app/identity/users';
-import { type ErasedUser, UserErasure } from '../app/identity/erasure';
+import { UserErasure } from '../app/identity/erasure';
+import { erasureFollowUps } from './erasure';
 
 /** Tables that belong to no projection: id allocation and operational counters (login's send counter is login's own). */
 const SERVICE_SCHEMA = `
@@ -141,30 +142,13 @@ export class Tally {
       readModels: engine,
       dataKeys: sealer.keys,
       pendingInLedger: (accountId) => this.ledger.reads.hasPending(accountId),
-      followUps: this.erasureFollowUps(),
+      followUps: erasureFollowUps({ cards: this.cards, notifications: this.notifications, providers }),
       ledgerWaitMs: config.readYourWritesTimeoutMs,
     });
     this.auditors = new AuditorService({ commands });
     this.checkpoints = new CheckpointService({ store, keys: keys.audit, log: log.child({ component: 'checkpoints' }) });
     this.auditReads = new AuditReads({ store });
     this.reactors = new Reactors(store, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
-  }
-
-  /** What erasure does beyond the user's stream, in order: cancel the cards, scrub notifications, drop what the sandbox providers kept. */
-  private erasureFollowUps(): Array<(user: ErasedUser, ctx: CommandContext) => Promise<void>> {
-    const sandbox = this.providers.sandbox;
-    return [
-      async ({ userId }, ctx) => {
-        for (const card of await this.cards.cards.cardsOf(userId)) if (card.status !== 'canceled') await this.cards.cards.cancel(card.cardId, ctx);
-      },
-      ({ partnerId, userId }) => this.notifications.scrubUser(partnerId, userId),
-      async ({ userId, email }) => {
-        if (!sandbox) return;
-        await sandbox.cards.forgetUser(userId);
-        await sandbox.identity.forgetReference(userId);
-        if (email !== null) await sandbox.outbox.forget(email);
-      },
-    ];
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */
