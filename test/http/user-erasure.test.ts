@@ -331,3 +331,31 @@ describe('erasing a user while the users read model lags', () => {
     expect([res.status, res.body.code]).to.deep.equal([401, 'token_invalid']);
   });
 });
+
+/** The ledger read model stopped (it cannot reach the log's head): whether a deposit is pending is unknown, so nothing is erased. */
+describe('erasing a user while the ledger read model cannot catch up', () => {
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  let acme: PartnerCredentials;
+
+  before(async () => {
+    app = await startTestApp();
+    acme = await createPartner(app.http, 'Acme');
+  });
+  after(() => app.close());
+
+  it('answers 503 and erases nothing, rather than trust a read model that may miss a pending deposit', async () => {
+    const who = await customer(app.http, acme);
+    // Stop the ledger projection: an AccountOpened it cannot apply (no account id).
+    const data = { userId: who.id, partnerId: acme.id, asset: 'USDC', type: 'LIABILITY', at: new Date().toISOString() };
+    await app.tally.store.append(
+      `account-${randomUUID()}`,
+      [{ id: randomUUID(), type: 'AccountOpened', data, metadata: { actor: { kind: 'system', id: 'test' } } }],
+      'no_stream',
+    );
+    for (let i = 0; i < 300 && !app.tally.engine.isStopped('ledger'); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(app.tally.engine.isStopped('ledger')).to.equal(true);
+    const res = await app.http.post(`/api/v1/partner/users/${who.id}/erase`).set(acme.headers).send();
+    expect([res.status, res.body.error, res.body.code]).to.deep.equal([503, 'Service unavailable', 'service_unavailable']);
+    expect((await app.http.get(`/api/v1/partner/users/${who.id}`).set(acme.headers)).status).to.equal(200);
+  });
+});
