@@ -1,5 +1,5 @@
 import type { CardsService } from '../app/cards';
-import type { ErasedUser } from '../app/identity/erasure';
+import type { ErasedUser } from '../app/identity';
 import type { Notifications } from '../app/notifications';
 import type { CommandContext } from '../platform/commands/commands';
 import type { BuiltProviders } from '../providers';

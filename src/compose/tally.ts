@@ -29,7 +29,7 @@ import { SessionGate } from '../app/identity/session-gate';
 import { SNAPSHOTS_SCHEMA, SnapshotStore } from '../platform/commands/snapshots';
 import { TokenService } from '../app/identity/tokens';
 import { UserService } from '../app/identity/users';
-import { UserErasure } from '../app/identity/erasure';
+import { UserErasure } from '../app/identity';
 import { erasureFollowUps } from './erasure';
 
 /** Tables that belong to no projection: id allocation and operational counters (login's send counter is login's own). */

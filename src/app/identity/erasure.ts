@@ -11,7 +11,7 @@ import { readAccount } from '../ledger';
 import { emailStream } from './users';
 
 /** The read models that fold UserErased (personal columns to null, the user "not found"): waited for before the answer. */
-export const ERASED_IN = ['users', 'profiles', 'kyc'];
+const ERASED_IN = ['users', 'profiles', 'kyc'];
 
 /** Whom erasure is done for: a partner (its own users only), or the operator (any user). */
 export type EraseScope = { partnerId: string } | 'operator';
@@ -41,7 +41,7 @@ export interface ErasureDeps {
 }
 
 /** The ledger read model did not reach the log's head in time: whether a deposit is pending is unknown, so nothing is erased (503). */
-export class PendingUnknown extends ProviderUnavailable {
+class PendingUnknown extends ProviderUnavailable {
   constructor() {
     super('the ledger read model is behind the log: pending deposits cannot be ruled out');
   }
