@@ -1,4 +1,6 @@
 import type { CardsService } from '../app/cards';
+import { CARD_REFUSALS } from '../domain/cards';
+import { DomainError } from '../platform/decider';
 import type { ErasedUser } from '../app/identity';
 import type { Notifications } from '../app/notifications';
 import type { CommandContext } from '../platform/commands/commands';
@@ -18,7 +20,7 @@ export function erasureFollowUps(parts: {
   const sandbox = parts.providers.sandbox;
   return [
     async ({ userId }, ctx) => {
-      for (const card of await cards.cards.cardsOf(userId)) if (card.status !== 'canceled') await cards.cards.cancel(card.cardId, ctx);
+      for (const card of await cards.cards.cardsOf(userId)) if (card.status !== 'canceled') await cancelOnce(cards.cards.cancel(card.cardId, ctx));
     },
     ({ partnerId, userId }) => notifications.scrubUser(partnerId, userId),
     async ({ userId, email }) => {
@@ -28,4 +30,13 @@ export function erasureFollowUps(parts: {
       if (email !== null) await sandbox.outbox.forget(email);
     },
   ];
+}
+
+/** A card canceled meanwhile (an erasure run again while the first still runs) is what was wanted. */
+async function cancelOnce(cancel: Promise<unknown>): Promise<void> {
+  try {
+    await cancel;
+  } catch (error) {
+    if (!(error instanceof DomainError && error.code === CARD_REFUSALS.cancelForbidden.code)) throw error;
+  }
 }

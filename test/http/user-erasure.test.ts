@@ -247,9 +247,11 @@ describe('erasing a user (partner and operator API)', () => {
     const keyOf = async () =>
       (await sql<{ destroyed: boolean }>('SELECT destroyed_at IS NOT NULL AS destroyed FROM data_keys WHERE owner = $1', [`user:${who.id}`]))[0];
     expect(await keyOf()).to.deep.equal({ destroyed: false });
+    expect(await mailsTo(who.email)).to.be.at.least(1);
     const again = await erase(who.id);
     expect([again.status, again.body.code]).to.deep.equal([404, 'user_not_found']);
     expect(await keyOf()).to.deep.equal({ destroyed: true });
+    expect(await mailsTo(who.email)).to.equal(0);
     const cancel = await app.http.post(`/admin/v1/cards/${card.id}/cancel`).set(admin).send();
     expect([cancel.status, cancel.body.error]).to.deep.equal([409, 'Cannot cancel a card in status canceled']);
   });

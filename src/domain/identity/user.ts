@@ -57,7 +57,10 @@ export interface UserState {
    * session started at a lower count is dead, also after reinstatement (docs/decisions.md, "Login and tokens").
    */
   sessionGeneration: number;
-  /** The email registered with (its reservation is released on erasure); null once erased. */
+  /**
+   * The email registered with: erasure releases its reservation, and a re-run of an erasure cut short
+   * scrubs by it (null once the log no longer gives it: sealed, and its key destroyed).
+   */
   email: string | null;
   /** Erased: every command on the user is 404 `User not found` from then on, as every read is. */
   erased: boolean;
@@ -109,7 +112,7 @@ export const userDecider: Decider<UserState, UserCommand, UserEvent> = {
         return { ...state, statusBeforeSuspension: event.data.to };
       case 'UserErased':
         // Erasure ends every session, as a suspension does.
-        return { ...state, erased: true, email: null, sessionGeneration: state.sessionGeneration + 1 };
+        return { ...state, erased: true, sessionGeneration: state.sessionGeneration + 1 };
     }
   },
 
