@@ -8,6 +8,7 @@ import { exportEvents, readEvents, tailEvents } from './events';
 import { addKeyCommands } from './keys';
 import { createPartner, createPartnerKey, listPartners, revokePartnerKey } from './partners';
 import { listProjections, rebuildProjection } from './projections';
+import { addUserCommands } from './users';
 import { listDeliveries } from './webhooks';
 import { addSealCommand } from './seal';
 
@@ -49,7 +50,7 @@ export function buildProgram(deps: ProgramDeps = {}): Command {
   const config = deps.config ?? (() => loadConfig());
   const io = deps.io ?? processIo();
   const program = new Command('tally').description('Tally operator CLI').showHelpAfterError().addHelpText('after', HELP_FOOTER);
-  for (const add of [addEventCommands, addProjectionCommands, addAuditCommands, addPartnerCommands, addWebhookCommands, addKeyCommands])
+  for (const add of [addEventCommands, addProjectionCommands, addAuditCommands, addPartnerCommands, addWebhookCommands, addKeyCommands, addUserCommands])
     add(program, config, io);
   return program;
 }

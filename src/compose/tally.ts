@@ -33,6 +33,8 @@ import { UserService } from '../app/identity/users';
 import { PersonalData } from '../platform/sealing/personal-data';
 import { sealedStore } from '../platform/sealing/sealed-store';
 import { personalData } from './personal-data';
+import { UserErasure } from '../app/identity';
+import { erasureFollowUps } from './erasure';
 
 /** Tables that belong to no projection: id allocation and operational counters (login's send counter is login's own). */
 const SERVICE_SCHEMA = `
@@ -57,6 +59,8 @@ export class Tally {
   readonly ledger: LedgerService;
   readonly cards: CardsService;
   readonly sessionGate: SessionGate;
+  /** Erasure of a user's personal data: across identity, cards, notifications and the sandbox providers. */
+  readonly erasure: UserErasure;
   /** What is read of identity's read models (the services take their part; the sandbox routes read it too). */
   readonly identityReads: IdentityQueries;
   /** Partner webhooks: endpoints, the outbox fed by the log, delivery. */
@@ -147,6 +151,14 @@ export class Tally {
       log,
       engine.nodeId,
     );
+    this.erasure = new UserErasure({
+      ...kit,
+      readModels: engine,
+      dataKeys: sealer.keys,
+      pendingInLedger: (accountId) => this.ledger.reads.hasPending(accountId),
+      followUps: erasureFollowUps({ cards: this.cards, notifications: this.notifications, providers }),
+      ledgerWaitMs: config.readYourWritesTimeoutMs,
+    });
     this.auditors = new AuditorService({ commands });
     this.checkpoints = new CheckpointService({
       store,

@@ -290,6 +290,7 @@ export const SCHEMA_EXAMPLES: Record<string, unknown> = {
   Transfer: { id: 5012, uuid: SAMPLE.transactionUuid, status: 'COMPLETED', amount: 10.5, description: 'rent' },
   User: { ...USER_SUMMARY, status: 'active', updatedAt: SAMPLE.later, countryCode: 'CO', phoneNumber: '+573001234567', language: 'en', kycStatus: 'approved' },
   UserSummary: USER_SUMMARY,
+  UserErased: { userId: SAMPLE.userId, erasedAt: SAMPLE.at },
   PartnerEvent: PARTNER_EVENT,
   PartnerEventPage: { items: [PARTNER_EVENT], nextCursor: null },
   WebhookAttempt: { at: SAMPLE.at, httpStatus: 200, error: null, durationMs: 87 },

@@ -9,8 +9,9 @@ import { HttpError, MESSAGES, PLATFORM_CODES } from '../platform/http/errors';
 import type { BuiltProviders } from '../providers';
 import type { AuditReads, AuditorService, CheckpointService } from '../app/audit';
 import type { CardsService } from '../app/cards';
-import type { KycService, LoginService, PartnerService, ProfileService, UserService } from '../app/identity';
+import type { KycService, LoginService, PartnerService, ProfileService, UserErasure, UserService } from '../app/identity';
 import type { LedgerService } from '../app/ledger';
+
 import type { Notifications } from '../app/notifications';
 import type { IdentityQueries } from '../projections/identity';
 
@@ -39,6 +40,8 @@ export interface AppServices {
   login: LoginService;
   ledger: LedgerService;
   cards: CardsService;
+  /** Erasure of a user's personal data. */
+  erasure: UserErasure;
   notifications: Notifications;
   /** Auditor tokens and the record of their use. */
   auditors: AuditorService;

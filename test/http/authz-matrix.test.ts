@@ -374,6 +374,8 @@ describe(`authorization matrix: every route x every wrong caller (FUZZ_SEED=${SE
       if (route.method === 'get' && route.path === '/api/v1/partner/webhooks/deliveries') return { expected: [200] };
       if (route.path === '/api/v1/partner/webhooks/deliveries/{id}/redeliver') return { expected: [404], message: 'Delivery not found' };
       if (route.path.startsWith('/api/v1/partner/auth/')) return { expected: [401] };
+      // Decided (Personal data): erasing another partner's user is 404 `User not found`, its id in the path as on a read.
+      if (route.path === '/api/v1/partner/users/{userId}/erase') return { expected: [404], message: 'User not found' };
       if (route.method === 'get') return { expected: [404] };
       if (route.path.startsWith('/sandbox/')) return { expected: [404] };
       return { expected: [403], message: 'User does not belong to this partner' };

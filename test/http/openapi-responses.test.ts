@@ -430,6 +430,22 @@ describe('OpenAPI: real answers match their documented response schemas', functi
 
     check(await http.post('/api/v1/partner/auth/logout').set(p).send({ refreshToken: refreshed.body.refreshToken }));
 
+    // Erasure of two users without money: by the partner (then again: 404) and by the operator.
+    for (const [path, auth] of [
+      ['/api/v1/partner/users/{id}/erase', p],
+      ['/admin/v1/users/{id}/erase', admin],
+    ] as const) {
+      const fresh = check(
+        await http
+          .post('/api/v1/partner/users')
+          .set(p)
+          .send({ email: `erase.${randomUUID()}@example.com`, countryCode: 'CO' }),
+      );
+      const erase = path.replace('{id}', fresh.body.data.user.id);
+      check(await http.post(erase).set(auth).send());
+      check(await http.post(erase).set(auth).send());
+    }
+
     expect(failures, 'answers that do not match their documented schema').to.deep.equal([]);
 
     const unsampled: string[] = [];

@@ -113,10 +113,12 @@ export class KycService {
     const done = await this.deps.commands.run(
       ctx,
       async (reads) => {
+        const user = await reads.stream(userStream(userId), userDecider);
+        // An erased user's verification is over: what the provider says now (a document, perhaps) is not kept.
+        if (user.state.erased) return { appends: [], result: undefined };
         const kyc = await reads.stream(kycStream(userId), kycDecider);
         const kycEvents = kycDecider.decide(command, kyc.state);
         const approved = kycEvents.some((e) => e.type === 'KycStatusChanged' && e.data.to === 'approved');
-        const user = await reads.stream(userStream(userId), userDecider);
         const userEvents = approved ? userDecider.decide({ type: 'ActivateAfterKyc' }, user.state) : [];
         return {
           appends: kycEvents.length

@@ -124,6 +124,8 @@ export class LoginService {
         // The failed try is stored even though the answer is an error: it counts.
         if (events.some((e) => e.type === 'LoginCodeAttemptFailed')) return { appends: [loginAppend], result: null };
         const account = await this.userState(reads, user.id);
+        // An erased user is no one (the users read model may not show it yet on this node).
+        if (account.erased) throw IDENTITY_REFUSALS.invalidLoginCode();
         requireActiveForLogin(account.status);
         const refresh = newRefreshToken(sessionId);
         const sessionEvents = sessionDecider.decide(
@@ -172,7 +174,7 @@ export class LoginService {
 
   private async userState(reads: Reads, userId: string) {
     const { state } = await reads.stream(userStream(userId), userDecider);
-    return { status: state.status ?? 'pending', sessionGeneration: state.sessionGeneration };
+    return { status: state.status ?? 'pending', sessionGeneration: state.sessionGeneration, erased: state.erased };
   }
 
   /**
@@ -190,6 +192,7 @@ export class LoginService {
         const userId = session.state.userId;
         if (session.state.partnerId !== partnerId || !userId) throw IDENTITY_REFUSALS.refreshTokenInvalid();
         const user = await this.userState(reads, userId);
+        if (user.erased) throw IDENTITY_REFUSALS.refreshTokenInvalid();
         const command = { presentedHash: parsed.hash, newHash: next.hash, userStatus: user.status, userGeneration: user.sessionGeneration };
         const events = sessionDecider.decide({ type: 'Refresh', ...command, at: new Date().toISOString() }, session.state);
         const revoked = events.some((e) => e.type === 'SessionRevoked');

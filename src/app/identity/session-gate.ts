@@ -70,14 +70,15 @@ export class SessionGate {
       s.partnerId === claims.partnerId &&
       !s.revoked &&
       s.userGeneration >= user.state.sessionGeneration &&
-      user.state.status === 'active'
+      user.state.status === 'active' &&
+      !user.state.erased
     );
   }
 }
 
-/** A revoked session, or any change of its user's status (a suspension, a ban). */
+/** A revoked session, or any change of its user's status (a suspension, a ban, an erasure). */
 function staleAfter(e: RecordedEvent): string[] {
   if (e.type === 'SessionRevoked') return [`session:${(e.data as { sessionId: string }).sessionId}`];
-  if (e.type === 'UserStatusChanged') return [`user:${(e.data as { userId: string }).userId}`];
+  if (e.type === 'UserStatusChanged' || e.type === 'UserErased') return [`user:${(e.data as { userId: string }).userId}`];
   return [];
 }

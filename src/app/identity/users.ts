@@ -1,10 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { normalizeEmail, type UserCommand, userDecider, userStream } from '../../domain/identity/user';
+import { emailReservationDecider, normalizeEmail, type UserCommand, userDecider, userStream } from '../../domain/identity/user';
 import { type CommandContext, load } from '../../platform/commands/commands';
-import type { CommandHandler } from '../../platform/commands/command-handler';
+import { at as atRevision, type CommandHandler } from '../../platform/commands/command-handler';
 import type { EventStore } from '../../eventstore/port';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
-import type { UserListQuery, UserQueries, UserRecord, UserSummary } from '../../projections/identity';
+import type { UserListQuery, UserQueries, UserRecord, UserRecordOrErased, UserSummary } from '../../projections/identity';
 import { IDENTITY_REFUSALS, requireUserOfPartner } from '../../domain/identity';
 import { emailTaken } from '../../domain/identity/user';
 
@@ -19,13 +19,17 @@ export interface UserServiceDeps {
   commands: CommandHandler;
   store: EventStore;
   readYourWrites: WaitForReadModels;
-  userQueries: Pick<UserQueries, 'get' | 'withPartner' | 'list'>;
+  userQueries: Pick<UserQueries, 'get' | 'evenErased' | 'withPartner' | 'list'>;
 }
 
 export class UserService {
   constructor(private readonly deps: UserServiceDeps) {}
 
-  /** Registers a user; the email reservation stream (appended with "no stream") keeps emails unique. */
+  /**
+   * Registers a user; the email reservation stream keeps emails unique. It is appended at the
+   * revision it was read at ("no stream" the first time; after an erasure released it, its last
+   * revision): of two registrations at once, one appends and the other is 409.
+   */
   async register(
     partnerId: string,
     input: { email: string; countryCode: string; phoneNumber?: string; language?: string },
@@ -44,14 +48,21 @@ export class UserService {
         language: input.language ?? 'en',
       },
     };
-    const result = await this.deps.commands.decide(ctx, userStream(userId), userDecider, command, () => [
-      {
-        stream: emailStream(email),
-        expected: 'no_stream',
-        events: [{ type: 'UserEmailReserved', data: { userId } }],
-        refuseOnConflict: emailTaken(),
+    const result = await this.deps.commands.run(
+      ctx,
+      async (reads) => {
+        const reservation = await reads.stream(emailStream(email), emailReservationDecider, { cached: false });
+        const reserved = emailReservationDecider.decide({ type: 'Reserve', userId }, reservation.state);
+        return {
+          appends: [
+            { stream: userStream(userId), events: userDecider.decide(command, userDecider.initialState()), expected: 'no_stream' },
+            { stream: emailStream(email), expected: atRevision(reservation), events: reserved, refuseOnConflict: emailTaken() },
+          ],
+          result: null,
+        };
       },
-    ]);
+      { cache: false },
+    );
     await this.deps.readYourWrites(result.position, ['users']);
     const user = await this.get(partnerId, userId);
     if (user) return user;
@@ -76,6 +87,11 @@ export class UserService {
   /** The user, if it exists and belongs to the partner (otherwise null: callers answer 404). */
   async get(partnerId: string, userId: string): Promise<UserRecord | null> {
     return this.deps.userQueries.get(partnerId, userId);
+  }
+
+  /** The user even when erased (its personal fields null): for the notifications of its events before the erasure. */
+  async evenErased(partnerId: string, userId: string): Promise<UserRecordOrErased | null> {
+    return this.deps.userQueries.evenErased(partnerId, userId);
   }
 
   /** For writes that name a user in the body: 404 when unknown, 403 when another partner's. */

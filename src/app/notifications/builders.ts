@@ -64,14 +64,14 @@ async function partnerOfUser(sources: NotificationSources, batch: BatchReads, us
 
 async function userStatus(sources: NotificationSources, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
   const partnerId = await partnerOfUser(sources, batch, userId, event);
-  const user = await sources.users.get(partnerId, userId);
+  const user = await sources.users.evenErased(partnerId, userId);
   if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
   return { partnerId, type: 'user.status.updated', eventId: event.id, data: { user: { ...user, status: to } } };
 }
 
 async function kycStatus(sources: NotificationSources, event: RecordedEvent, batch: BatchReads, userId: string, to: string): Promise<Notification> {
   const partnerId = await partnerOfUser(sources, batch, userId, event);
-  const user = await sources.users.get(partnerId, userId);
+  const user = await sources.users.evenErased(partnerId, userId);
   if (!user) throw new Error(`user ${userId} of event ${event.id} is not in the users read model`);
   const view = await sources.kyc.statusView(userId, user.status);
   return { partnerId, type: 'kyc.status.updated', eventId: event.id, data: { ...view, kyc: { ...view.kyc, status: to } } };

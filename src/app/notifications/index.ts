@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Sql } from '../../eventstore/sql';
 import { DeliveryLog, type DeliveryView } from './deliveries';
+import { scrubNotificationsOf } from './erasure';
 import { Dispatcher } from './dispatcher';
 import { EventLog } from './events';
 import { WebhookEndpoints, type WebhookEndpointsDeps } from './endpoints';
@@ -43,6 +44,11 @@ export class Notifications {
     const view = await this.deliveries.redeliver(partnerId, deliveryId);
     this.dispatcher.wake();
     return view;
+  }
+
+  /** Erasure: the user's notifications keep their shape and lose their personal fields (see erasure.ts). */
+  async scrubUser(partnerId: string, userId: string): Promise<void> {
+    await scrubNotificationsOf(this.deps.sql, partnerId, userId);
   }
 
   async prepare(): Promise<void> {

@@ -10,7 +10,7 @@ import type { KycService, UserService } from '../identity';
 export interface NotificationSources {
   store: EventStore;
   stateCache: StateCache;
-  users: Pick<UserService, 'get'>;
+  users: Pick<UserService, 'evenErased'>;
   userQueries: Pick<UserQueries, 'partnerOf' | 'partnersOf'>;
   kyc: Pick<KycService, 'statusView'>;
   ledger: { reads: Pick<LedgerQueries, 'transaction' | 'transactions'> };

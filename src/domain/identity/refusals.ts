@@ -24,6 +24,10 @@ export const IDENTITY_REFUSALS = {
   userNotActive: refusal('user_not_active', 'unauthenticated', (status: string) => `User account is ${status}`, ['status']),
   /** A suspended or banned user starts no identity verification (409). */
   userMayNotVerify: refusal('user_suspended_or_banned', 'conflict', (status: string) => `User account is ${status}`, ['status']),
+  /** Erasure: money is left on one of the user's accounts (credits != debits). */
+  userHasBalance: refusal('user_has_balance', 'conflict', 'User has a non-zero balance'),
+  /** Erasure: a deposit, payout or card hold of the user is not settled yet. */
+  userHasPendingTransactions: refusal('user_has_pending_transactions', 'conflict', 'User has pending transactions'),
 
   // Profiles
   profileExists: refusal('profile_exists', 'conflict', (userId: string) => `PersonalProfile already exists: ${userId}`, ['userId']),

@@ -11,9 +11,9 @@ import { ProfileView } from './profile';
 
 /**
  * A user's own data, for the partner that answers the user's requests about it (the partner is the
- * controller of its users' data): the access request's export. Erasure comes beside it.
+ * controller of its users' data): the access request's export, and erasure (docs/privacy.md).
  */
-const USES = ['users', 'profiles', 'kyc', 'ledger', 'cards'] as const;
+const USES = ['users', 'profiles', 'kyc', 'ledger', 'cards', 'erasure'] as const;
 const route = routeFor<AppServices>()(USES);
 
 /** Transactions listed at once while the export gathers an account's. */
@@ -46,7 +46,49 @@ const UserExport = Type.Object(
   { $id: 'UserExport' },
 );
 
+const Erased = Type.Object(
+  {
+    userId: Type.String({ format: 'uuid', description: 'The erased user’s id' }),
+    erasedAt: Type.String({ format: 'date-time', description: 'When the erasure was recorded (ISO 8601, UTC)' }),
+  },
+  { $id: 'UserErased' },
+);
+
+const ERASE_REFUSALS = [IDENTITY_REFUSALS.userNotFound, IDENTITY_REFUSALS.userHasBalance, IDENTITY_REFUSALS.userHasPendingTransactions];
+
+const ERASE_RESPONSES = {
+  200: { description: 'Erased: the user’s data key is destroyed, its sessions ended, its card canceled', schema: Success(Erased) },
+  409: { description: 'Money is left on, or on its way to or from, one of the user’s accounts: nothing was erased' },
+};
+
+const ERASES =
+  'Erase a user’s personal data for good (destroys its data key; ends its sessions; cancels its card; releases its email). Ledger transactions and balances stay.';
+
+const erasure = (path: string, auth: 'partner' | 'admin', params: typeof UserIdParams) =>
+  route<unknown, unknown, Static<typeof UserIdParams>>({
+    method: 'post',
+    path,
+    auth,
+    tag: auth === 'admin' ? 'Operator' : 'Users',
+    summary: ERASES,
+    params,
+    responses: ERASE_RESPONSES,
+    refuses: ERASE_REFUSALS,
+    async handler({ services, params, partnerId, command }) {
+      if (!UUID_RE.test(params.userId)) throw IDENTITY_REFUSALS.userNotFound();
+      const scope = auth === 'admin' ? 'operator' : { partnerId };
+      const data = await services.erasure.erase(params.userId.toLowerCase(), scope, command());
+      return { status: 200, body: { success: true, data } };
+    },
+  });
+
+const AnyUserIdParams = Type.Object({
+  userId: Type.String({ description: 'The user’s id (a UUID), whichever partner’s; an unknown or erased user is 404 `User not found`' }),
+});
+
 export const privacyRoutes = [
+  erasure('/api/v1/partner/users/{userId}/erase', 'partner', UserIdParams),
+  erasure('/admin/v1/users/{userId}/erase', 'admin', AnyUserIdParams),
   route<unknown, unknown, Static<typeof UserIdParams>>({
     method: 'get',
     path: '/api/v1/partner/users/{userId}/export',

@@ -15,6 +15,7 @@ export {
   type UserListQuery,
   UserQueries,
   type UserRecord,
+  type UserRecordOrErased,
   type UserSummary,
   type VerificationRow,
 } from './queries';

@@ -58,26 +58,44 @@ const toRecord = (r: UserRow): UserRecord => ({
   kycStatus: r.kyc_status,
 });
 
-/** What is read of the users read model (rm_users). */
+/** A user as the notifications outbox reads it: an erased one too, its email null (the events before its erasure are still notified). */
+export type UserRecordOrErased = Omit<UserRecord, 'email'> & { email: string | null };
+
+/** What is read of the users read model (rm_users). An erased user is not found by any read but `evenErased`. */
 export class UserQueries {
   constructor(private readonly sql: SqlQueryable) {}
 
-  /** The user, if it exists and belongs to the partner. */
+  /** The user, if it exists, belongs to the partner and is not erased. */
   async get(partnerId: string, userId: string): Promise<UserRecord | null> {
-    const [row] = await this.sql.query<UserRow>(`SELECT ${USER_COLUMNS} FROM rm_users WHERE user_id = $1 AND partner_id = $2`, [userId, partnerId]);
+    const [row] = await this.sql.query<UserRow>(`SELECT ${USER_COLUMNS} FROM rm_users WHERE user_id = $1 AND partner_id = $2 AND erased_at IS NULL`, [
+      userId,
+      partnerId,
+    ]);
     return row ? toRecord(row) : null;
   }
 
-  /** The user, whichever partner's, with its partner. */
+  /** The partner's user, erased or not (then with its personal fields null). */
+  async evenErased(partnerId: string, userId: string): Promise<UserRecordOrErased | null> {
+    const [row] = await this.sql.query<Omit<UserRow, 'email'> & { email: string | null }>(
+      `SELECT ${USER_COLUMNS} FROM rm_users WHERE user_id = $1 AND partner_id = $2`,
+      [userId, partnerId],
+    );
+    return row ? { ...toRecord({ ...row, email: '' }), email: row.email } : null;
+  }
+
+  /** The user, whichever partner's, with its partner (not erased). */
   async withPartner(userId: string): Promise<{ user: UserRecord; partnerId: string } | null> {
-    const [row] = await this.sql.query<UserRow & { partner_id: string }>(`SELECT ${USER_COLUMNS}, partner_id::text FROM rm_users WHERE user_id = $1`, [userId]);
+    const [row] = await this.sql.query<UserRow & { partner_id: string }>(
+      `SELECT ${USER_COLUMNS}, partner_id::text FROM rm_users WHERE user_id = $1 AND erased_at IS NULL`,
+      [userId],
+    );
     return row ? { user: toRecord(row), partnerId: row.partner_id } : null;
   }
 
   /** A page of the partner's users, newest first, and how many match the filter. */
   async list(partnerId: string, query: UserListQuery): Promise<{ items: UserRecord[]; totalItems: number }> {
     const params: unknown[] = [partnerId];
-    const where = ['partner_id = $1'];
+    const where = ['partner_id = $1', 'erased_at IS NULL'];
     const add = (condition: (n: number) => string, value: unknown) => {
       params.push(value);
       where.push(condition(params.length));
@@ -277,7 +295,8 @@ export class SessionQueries {
   async state(claims: { userId: string; partnerId: string; sessionId: string }): Promise<{ status: string; revoked: boolean } | null> {
     const [row] = await this.sql.query<{ status: string; revoked: boolean }>(
       // A session started before its user's last suspension or ban is over, whatever the status now.
-      `SELECT u.status, (s.revoked_at IS NOT NULL OR s.user_generation < u.session_generation) AS revoked
+      // An erased user's sessions are over, whatever their generation.
+      `SELECT u.status, (s.revoked_at IS NOT NULL OR s.user_generation < u.session_generation OR u.erased_at IS NOT NULL) AS revoked
          FROM rm_sessions s JOIN rm_users u ON u.user_id = s.user_id
         WHERE s.session_id = $1 AND s.user_id = $2 AND s.partner_id = $3`,
       [claims.sessionId, claims.userId, claims.partnerId],

@@ -2,18 +2,19 @@ import type { KycEvent } from '../../domain/identity/kyc';
 import type { UserEvent } from '../../domain/identity/user';
 import { rowProjection } from '../../platform/consumers/rows';
 
-/** The partner-facing user list and record. */
+/** The partner-facing user list and record. An erased user's row stays (its status, its session generation) with its personal columns null. */
 export const usersProjection = rowProjection({
   name: 'users',
-  version: 5,
-  eventTypes: ['UserRegistered', 'UserStatusChanged', 'KycVerificationStarted', 'KycStatusChanged'],
+  // 6: email and phone may be null (a destroyed data key, an erased user), UserErased (erased_at).
+  version: 6,
+  eventTypes: ['UserRegistered', 'UserStatusChanged', 'KycVerificationStarted', 'KycStatusChanged', 'UserErased'],
   tables: {
     rm_users: {
       key: 'user_id',
       columns: {
         user_id: { type: 'uuid' },
         partner_id: { type: 'uuid', notNull: true },
-        /** Null for a user whose data key is destroyed (erased): the log's sealed email no longer opens. */
+        /** Null once the user is erased (and in a rebuild after, as the log's sealed email no longer opens). */
         email: { type: 'text' },
         status: { type: 'text', notNull: true },
         country_code: { type: 'text', notNull: true },
@@ -24,6 +25,8 @@ export const usersProjection = rowProjection({
         session_generation: { type: 'integer', notNull: true, default: '0' },
         created_at: { type: 'timestamptz', notNull: true },
         updated_at: { type: 'timestamptz', notNull: true },
+        /** Set by erasure: every query but the outbox's reads the user as not found from then on. */
+        erased_at: { type: 'timestamptz' },
       },
       indexes: [['partner_id', 'created_at DESC', 'user_id'], ['email']],
     },
@@ -50,6 +53,7 @@ export const usersProjection = rowProjection({
             session_generation: 0,
             created_at: at,
             updated_at: at,
+            erased_at: null,
           });
         }
         break;
@@ -65,6 +69,18 @@ export const usersProjection = rowProjection({
         break;
       case 'KycStatusChanged':
         if (current) rows.put('rm_users', { ...current, kyc_status: e.data.to, updated_at: at });
+        break;
+      case 'UserErased':
+        // Its sessions end with it, as with a suspension: the session gate compares generations.
+        if (current)
+          rows.put('rm_users', {
+            ...current,
+            email: null,
+            phone_number: null,
+            session_generation: Number(current.session_generation) + 1,
+            erased_at: e.data.erasedAt,
+            updated_at: at,
+          });
         break;
     }
   },

@@ -91,6 +91,15 @@ export class LedgerQueries {
     return rows.map((r) => ({ id: Number(r.account_id), asset: r.asset, type: r.type, credits: fixed(money(r.credits)), debits: fixed(money(r.debits)) }));
   }
 
+  /** Whether a transaction moving money to or from the account is still PENDING (erasure waits for none). */
+  async hasPending(accountId: number): Promise<boolean> {
+    const [row] = await this.sql.query<{ pending: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM rm_transactions WHERE (debit_account_id = $1 OR credit_account_id = $1) AND status = 'PENDING') AS pending`,
+      [accountId],
+    );
+    return row?.pending === true;
+  }
+
   /** `from`: the first instant listed; `to`: the last one, or (not inclusive) the first one left out. */
   async listTransactions(
     accountId: number,

@@ -75,8 +75,9 @@ interface CardRow {
   last4: string;
   exp_month: string;
   exp_year: string;
-  pan_sealed: string;
-  cvc_sealed: string;
+  /** Null once the holder was erased. */
+  pan_sealed: string | null;
+  cvc_sealed: string | null;
   pin_sealed: string | null;
 }
 
@@ -135,10 +136,12 @@ export class SandboxCardIssuer implements CardIssuer {
         last4 text NOT NULL,
         exp_month text NOT NULL,
         exp_year text NOT NULL,
-        pan_sealed text NOT NULL,
-        cvc_sealed text NOT NULL,
+        pan_sealed text,
+        cvc_sealed text,
         pin_sealed text,
         created_at timestamptz NOT NULL DEFAULT now())`);
+      // Erasure drops a card's secrets (forgetUser): a table made before that kept them NOT NULL.
+      await tx.query(`ALTER TABLE ${CARDS} ALTER COLUMN pan_sealed DROP NOT NULL, ALTER COLUMN cvc_sealed DROP NOT NULL`);
     });
   }
 
@@ -265,8 +268,14 @@ export class SandboxCardIssuer implements CardIssuer {
     if (!rows[0]) throw new SandboxCardNotFoundError(`card ${reference}`);
   }
 
+  /** Erasure: the user's card numbers, CVCs and PINs are dropped (their cards are canceled first: never revealed again). */
+  async forgetUser(userId: string): Promise<void> {
+    await this.store(() => this.options.sql.query(`UPDATE ${CARDS} SET pan_sealed = NULL, cvc_sealed = NULL, pin_sealed = NULL WHERE user_id = $1`, [userId]));
+  }
+
   async revealSecrets(reference: string): Promise<CardSecrets> {
     const row = await this.card(reference);
+    if (row.pan_sealed === null || row.cvc_sealed === null) throw new SandboxCardNotFoundError(`card ${reference} (its holder was erased)`);
     const vault = this.options.vault;
     return {
       cardNumber: await vault.open(row.pan_sealed, `${reference}:pan`),

@@ -223,6 +223,13 @@ export class SandboxIdentityProvider implements IdentityProvider {
     });
   }
 
+  /** Erasure: the prefill and the document read of the user's inquiries are dropped (`referenceId`: the user's id). */
+  async forgetReference(referenceId: string): Promise<void> {
+    await this.store(() =>
+      this.options.sql.query(`UPDATE ${TABLE} SET prefill = '{}'::jsonb, document = NULL, updated_at = now() WHERE reference_id = $1`, [referenceId]),
+    );
+  }
+
   async createInquiry(input: { referenceId: string; prefill: InquiryPrefill }): Promise<CreatedInquiry> {
     if (!input.referenceId) throw new ProviderError('referenceId is required', PROVIDER);
     const inquiryId = randomId('inq_sandbox_');

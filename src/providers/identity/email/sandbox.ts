@@ -84,6 +84,11 @@ export class SandboxOutbox implements EmailSender {
     ]);
   }
 
+  /** Erasure: every message sent to the address is dropped (they name the user and carry their login codes). */
+  async forget(to: string): Promise<void> {
+    await this.sql.query(`DELETE FROM ${TABLE} WHERE to_address = $1`, [normalise(to)]);
+  }
+
   /** Messages sent to `to`, newest first, at most `limit` (1..200). */
   async list(to: string, limit = 50): Promise<SandboxEmail[]> {
     const bounded = Math.min(Math.max(Math.trunc(Number.isFinite(limit) ? limit : 50), 1), SANDBOX_OUTBOX_MAX_LIST);
