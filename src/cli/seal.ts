@@ -7,7 +7,7 @@ import type { Tally } from '../compose/tally';
 import type { Config } from '../config';
 import { comparePositions, type EventStore, type NewEvent, type RecordedEvent } from '../eventstore/port';
 import { PostgresEventStore } from '../eventstore/postgres';
-import { CHECKPOINT_STREAM } from '../platform/audit/checkpoint';
+import { CHECKPOINT_HEADS, CHECKPOINT_SIGNED, CHECKPOINT_STREAM } from '../platform/audit/checkpoint';
 import { type CheckpointRow, Checkpoints } from '../platform/consumers/checkpoints';
 import { PersonalData } from '../platform/sealing/personal-data';
 import { CliError, type CliIo, cliLogger, withTally } from './context';
@@ -67,6 +67,7 @@ export async function sealLog(config: Config, options: { to: string }, io: CliIo
         if (io.signal?.aborted) throw new CliError('Interrupted: drop the target database, copy it again and run the seal again');
         await copy.finish();
         const consumersMoved = await moveCheckpoints(target, held.target, copy.mapped);
+        await emptyCheckpointReadModels(target);
         const report: SealReport = { from: copy.copied.summary(), to: await summaryOf(targetStore), dataKeys, checkpointEventsLeft: copy.left, consumersMoved };
         io.out(`Sealed: ${describe(report.from)} -> ${describe(report.to)}`);
         io.out(`Data keys copied: ${dataKeys}; checkpoints of the old log left behind: ${copy.left}; consumers moved: ${consumersMoved}`);
@@ -132,6 +133,15 @@ async function moveCheckpoints(target: Tally, held: Array<Omit<CheckpointRow, 'o
     moved++;
   }
   return moved;
+}
+
+/**
+ * The read models of the old log's signed checkpoints (the audit's), copied with the database, hold
+ * what the new log does not: emptied, as a fold of the new log, which has no checkpoint yet, gives.
+ */
+async function emptyCheckpointReadModels(target: Tally): Promise<void> {
+  const ofCheckpoints = target.engine.projections.filter((p) => p.eventTypes.some((type) => type === CHECKPOINT_SIGNED || type === CHECKPOINT_HEADS));
+  for (const p of ofCheckpoints) for (const table of p.tables) await target.sql.query(`DELETE FROM ${table}`);
 }
 
 /** The streams' heads of a log, as events go by. */

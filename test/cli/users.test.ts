@@ -17,7 +17,7 @@ describe('tally users erase', () => {
   before(async () => {
     app = await startTestApp();
     acme = await createPartner(app.http, 'Acme');
-    config = cliConfig({ databaseUrl: app.config.databaseUrl });
+    config = cliConfig({ databaseUrl: app.config.databaseUrl, dataDir: app.config.dataDir });
   });
   after(() => app.close());
 
