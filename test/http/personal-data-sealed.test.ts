@@ -7,6 +7,7 @@ import { capture, cliConfig } from '../cli/support';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, login } from '../support/identity';
+import { fund, PAYOUT_DESTINATION } from '../support/ledger';
 
 type App = Awaited<ReturnType<typeof startTestApp>>;
 
@@ -20,6 +21,8 @@ const PERSON = {
   addressLine1: 'Avenida Secreta 1093',
   annualSalary: '97531.24',
   occupation: 'Cartographer',
+  /** The bank account a payout goes to, the person's own. */
+  bankAccountNumber: '770011223344',
 };
 
 const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -43,7 +46,7 @@ describe('personal data sealed in the log', function () {
     const registered = await app.http.post('/api/v1/partner/users').set(partner.headers).send({ email, countryCode: 'CO', phoneNumber: PERSON.phoneNumber });
     expect(registered.status, registered.text).to.equal(201);
     const userId = registered.body.data.user.id as string;
-    const { phoneNumber: _, ...fields } = PERSON;
+    const { phoneNumber: _, bankAccountNumber: __, ...fields } = PERSON;
     const profile = await app.http
       .post('/api/v1/user/profile')
       .set(partner.headers)
@@ -54,7 +57,29 @@ describe('personal data sealed in the log', function () {
     expect((await app.http.post(`/sandbox/v1/kyc/${kyc.body.inquiryId}/complete`).set(partner.headers).send({ outcome: 'approved' })).status).to.equal(202);
     const bearer = { Authorization: `Bearer ${(await login(app.http, partner, email)).accessToken}` };
     await issuedCard(app.http, partner, bearer, { 'x-idempotency-key': randomUUID() });
-    return { userId, email, bearer };
+    // Money in, and a payout to the person's own bank account, named and numbered as they are.
+    const accountId = (await app.http.get('/api/v1/user/accounts').set(bearer)).body.items[0].id as number;
+    await fund(app.http, partner, { id: userId, email, token: '', bearer, accountId }, '100');
+    const payoutId = randomUUID();
+    const payout = await app.http
+      .post('/api/v1/user/payout')
+      .set(bearer)
+      .send({
+        transactionId: payoutId,
+        amount: 40000,
+        asset: 'COP',
+        provider: 'mock',
+        source: { metadata: { fundingId: 'f1' } },
+        destination: {
+          ...PAYOUT_DESTINATION,
+          accountNumber: PERSON.bankAccountNumber,
+          ownerName: `${PERSON.firstName} ${PERSON.lastName}`,
+          ownerDocumentNumber: PERSON.governmentIdNumber,
+        },
+      });
+    expect(payout.status, payout.text).to.equal(200);
+    expect((await app.http.post(`/sandbox/v1/payouts/${payout.body.paymentId}/settle`).set(partner.headers).send()).status).to.equal(202);
+    return { userId, email, bearer, payoutId };
   }
 
   const storedRows = (streams: string[]) =>

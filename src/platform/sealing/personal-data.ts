@@ -41,9 +41,16 @@ export class PersonalData {
     }
   }
 
-  /** Whether any of `events` has a type with personal fields. */
-  concerns(events: ReadonlyArray<{ type: string }>): boolean {
-    for (const e of events) if (this.byType.has(e.type)) return true;
+  /**
+   * Whether any of `events` has a value at one of its type's personal paths: an event of a declared
+   * type that carries none (a transfer's TransactionCreated: only a payout's names a bank account
+   * holder) costs a Map lookup and a walk of its paths, and no await.
+   */
+  concerns(events: ReadonlyArray<{ type: string; data: JsonObject }>): boolean {
+    for (const e of events) {
+      const declared = this.byType.get(e.type);
+      if (declared && carries(e.data, declared.paths)) return true;
+    }
     return false;
   }
 
@@ -57,7 +64,7 @@ export class PersonalData {
     const keys = new Map<string, DataKey | null>();
     for (const e of events) {
       const declared = this.byType.get(e.type);
-      if (declared) {
+      if (declared && carries(e.data, declared.paths)) {
         const owner = declared.owner(e.data);
         if (!keys.has(owner)) keys.set(owner, await this.keyOf(owner));
       }
@@ -140,6 +147,16 @@ function opens(text: string, boundTo: string, keys: Map<string, DataKey | 'erase
     return undefined;
   }
   return JSON.parse(plaintext) as Json;
+}
+
+/** Whether `data` has a value (not null) at one of the paths. */
+function carries(data: JsonObject, paths: Segments[]): boolean {
+  let found = false;
+  mapPaths(data, paths, (value) => {
+    found = true;
+    return value;
+  });
+  return found;
 }
 
 /**

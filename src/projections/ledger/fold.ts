@@ -15,13 +15,24 @@ const balance = (a: Row[string] | undefined): Amount => (BigNumber.isBigNumber(a
 const add = (a: Row[string] | undefined, b: string) => balance(a).plus(money(b));
 const sub = (a: Row[string] | undefined, b: string) => balance(a).minus(money(b));
 
+/**
+ * A transaction's details as its reads need them: a payout's `request` (the source and the bank
+ * account handed to the provider, with the holder's name and document) is left in the log, sealed,
+ * where the payout's hand-over reads it; no read shows it.
+ */
+function readDetails(details: Record<string, unknown>): Record<string, unknown> {
+  const { request: _, ...kept } = details;
+  return kept;
+}
+
 const EVENT_TYPES = ['AccountOpened', 'FundsCredited', 'FundsDebited', 'HoldPosted', 'TransactionCreated', 'TransactionStatusChanged', 'PayoutAccepted'];
 
 /** Accounts with their balances, and ledger transactions, as the account and transaction routes read them. */
 const rowLedger = rowProjection({
   name: 'ledger',
   // 3: rm_transactions.id lost its UNIQUE index (ids come from a sequence; only the order uses them).
-  version: 3,
+  // 4: details without a payout's request (the bank account as the user gave it: personal data no read shows).
+  version: 4,
   eventTypes: EVENT_TYPES,
   tables: {
     rm_accounts: {
@@ -121,7 +132,7 @@ const rowLedger = rowProjection({
           credit_account_id: d.creditAccountId,
           user_id: d.userId,
           partner_id: d.partnerId,
-          details: d.details,
+          details: readDetails(d.details),
           created: d.at,
           updated: d.at,
         });
