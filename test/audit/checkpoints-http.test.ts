@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import pino from 'pino';
 import { CheckpointService } from '../../src/app/audit';
+import { comparePositions } from '../../src/eventstore/port';
 import { AuditQueries } from '../../src/projections/audit';
 import { type Checkpoint, type CheckpointProof, signedText } from '../../src/platform/audit/checkpoint';
 import { leafInput } from '../../src/platform/audit/merkle-stream';
@@ -106,6 +107,7 @@ describe('audit checkpoints over HTTP', () => {
 
   it('signs on its timer only when the log grew by other than checkpoints, and two nodes never fork the chain', async () => {
     const log = pino({ level: 'silent' });
+    // Rounds of 0 ms: each call is a round after the last checkpoint's (the minute between them is not waited here).
     const node = (): CheckpointService =>
       new CheckpointService({
         store: app.tally.store,
@@ -113,6 +115,7 @@ describe('audit checkpoints over HTTP', () => {
         log,
         queries: new AuditQueries(app.tally.sql),
         readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
+        intervalMs: 0,
       });
     const a = node();
     const b = node();
@@ -179,5 +182,25 @@ describe('audit checkpoints over HTTP', () => {
     } finally {
       await app.tally.sql.query(`UPDATE rm_audit_heads SET leaf = decode($2, 'hex') WHERE stream = $1`, [row?.stream, row?.leaf]);
     }
+  });
+
+  it('skips a timer round while another node signed within it: one pass over the streams per minute, not one per node', async () => {
+    const node = () =>
+      new CheckpointService({
+        store: app.tally.store,
+        keys: app.tally.keys.audit,
+        log: pino({ level: 'silent' }),
+        queries: new AuditQueries(app.tally.sql),
+        readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
+        intervalMs: 60_000,
+      });
+    const [a, b] = [node(), node()];
+    await registerUser(app.http, acme);
+    const signed = await a.now();
+    await registerUser(app.http, acme);
+    // The log grew since, but a's checkpoint is seconds old: b's round leaves the minute to it.
+    expect(await b.checkpointer.checkpointIfGrown()).to.equal(null);
+    // On demand, b signs whatever the age.
+    expect(comparePositions((await b.now()).position, signed.position)).to.equal(1);
   });
 });

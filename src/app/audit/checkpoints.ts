@@ -21,6 +21,8 @@ export interface CheckpointServiceDeps {
   queries: AuditQueries;
   /** Waits for the audit read model to pass a position (read-your-writes of an on-demand checkpoint). */
   readYourWrites: WaitForReadModels;
+  /** The timer's round (CHECKPOINT_INTERVAL_MS unless a test says otherwise). */
+  intervalMs?: number;
 }
 
 /** Signed checkpoints: taken (every minute the log grew, or now), read back, proved, and the keys that verify them. */
@@ -35,7 +37,7 @@ export class CheckpointService {
     this.checkpointer = new Checkpointer({
       ...deps,
       heads: deps.queries,
-      intervalMs: CHECKPOINT_INTERVAL_MS,
+      intervalMs: deps.intervalMs ?? CHECKPOINT_INTERVAL_MS,
       onSigned: (checkpoint, tree) => this.reads.remember(checkpoint.id, tree),
     });
     this.publicKeys = deps.keys.map(publicJwkOf);
