@@ -107,10 +107,7 @@ export class Tally {
     readonly sealer: Sealer,
   ) {
     // First: anything built below that meets the store out of reach may report to it.
-    this.outage = new Outage(log, async () => {
-      await store.ping();
-      await sql.query('SELECT 1');
-    });
+    this.outage = new Outage(log, () => pingBoth(store, sql));
     this.stateCache.snapshots = new SnapshotStore(sql, log);
     const { stateCache } = this;
     const events = sealedStore(store, new PersonalData(sealer.keys, personalData));
@@ -118,9 +115,8 @@ export class Tally {
     this.commands = new CommandHandler(events, stateCache);
     const { commands } = this;
     this.engine = projectionsFor(config, { stored: store, events }, sql, log, keys);
-    const thread = this.engine;
-    if (thread instanceof ProjectionThread) sealer.keys.onForget((owner) => thread.forgetKey(owner));
     const engine = this.engine;
+    if (engine instanceof ProjectionThread) sealer.keys.onForget((owner) => engine.forgetKey(owner));
     this.reads = new ReadYourWrites(engine, config.readYourWritesTimeoutMs, log);
     // Called through the object, so that a bench or a test may wrap its methods.
     const readYourWrites: WaitForReadModels = (position, names) => this.reads.waitFor(position, names);
@@ -160,13 +156,8 @@ export class Tally {
       ledgerWaitMs: config.readYourWritesTimeoutMs,
     });
     this.auditors = new AuditorService({ commands });
-    this.checkpoints = new CheckpointService({
-      store,
-      keys: keys.audit,
-      log: log.child({ component: 'checkpoints' }),
-      queries: new AuditQueries(sql),
-      readYourWrites,
-    });
+    const checkpointsLog = log.child({ component: 'checkpoints' });
+    this.checkpoints = new CheckpointService({ store, keys: keys.audit, log: checkpointsLog, queries: new AuditQueries(sql), readYourWrites });
     this.auditReads = new AuditReads({ store });
     this.reactors = new Reactors(events, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
   }
@@ -226,6 +217,12 @@ function projectionsFor(config: Config, stores: { stored: EventStore; events: Ev
   const engine = new ProjectionEngine(stores.events, sql, allProjections, log);
   engine.paceMs = config.projectionsPaceMs;
   return engine;
+}
+
+/** The store and the read models' database both answer (how an outage learns that it is over). */
+async function pingBoth(store: EventStore, sql: Sql): Promise<void> {
+  await store.ping();
+  await sql.query('SELECT 1');
 }
 
 /** The module the projection thread's worker loads the projections from (allProjections). */
