@@ -7,7 +7,7 @@ import { capture, cliConfig } from '../cli/support';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, login } from '../support/identity';
-import { type Customer, customer, fund, PAYOUT_DESTINATION } from '../support/ledger';
+import { type Customer, customer, fund, PAYOUT_DESTINATION, payoutRequest } from '../support/ledger';
 
 type App = Awaited<ReturnType<typeof startTestApp>>;
 
@@ -83,14 +83,11 @@ describe('personal data, everywhere the service writes', function () {
     const payout = await app.http
       .post('/api/v1/user/payout')
       .set(bearer)
-      .send({
-        transactionId: randomUUID(),
-        amount: 40000,
-        asset: 'COP',
-        provider: 'mock',
-        source: { metadata: { fundingId: 'f1' } },
-        destination: { ...PAYOUT_DESTINATION, ownerName: `${PERSON.firstName} ${PERSON.lastName}`, ownerDocumentNumber: PERSON.governmentIdNumber },
-      });
+      .send(
+        payoutRequest({
+          destination: { ...PAYOUT_DESTINATION, ownerName: `${PERSON.firstName} ${PERSON.lastName}`, ownerDocumentNumber: PERSON.governmentIdNumber },
+        }),
+      );
     expect(payout.status, payout.text).to.equal(200);
     expect((await app.http.post(`/sandbox/v1/payouts/${payout.body.paymentId}/settle`).set(partner.headers).send()).status).to.equal(202);
     const card = await issuedCard(app.http, partner, bearer, { 'x-idempotency-key': randomUUID() });

@@ -7,7 +7,7 @@ import { capture, cliConfig } from '../cli/support';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, login } from '../support/identity';
-import { fund, PAYOUT_DESTINATION } from '../support/ledger';
+import { fund, PAYOUT_DESTINATION, payoutRequest } from '../support/ledger';
 
 type App = Awaited<ReturnType<typeof startTestApp>>;
 
@@ -64,19 +64,17 @@ describe('personal data sealed in the log', function () {
     const payout = await app.http
       .post('/api/v1/user/payout')
       .set(bearer)
-      .send({
-        transactionId: payoutId,
-        amount: 40000,
-        asset: 'COP',
-        provider: 'mock',
-        source: { metadata: { fundingId: 'f1' } },
-        destination: {
-          ...PAYOUT_DESTINATION,
-          accountNumber: PERSON.bankAccountNumber,
-          ownerName: `${PERSON.firstName} ${PERSON.lastName}`,
-          ownerDocumentNumber: PERSON.governmentIdNumber,
-        },
-      });
+      .send(
+        payoutRequest({
+          transactionId: payoutId,
+          destination: {
+            ...PAYOUT_DESTINATION,
+            accountNumber: PERSON.bankAccountNumber,
+            ownerName: `${PERSON.firstName} ${PERSON.lastName}`,
+            ownerDocumentNumber: PERSON.governmentIdNumber,
+          },
+        }),
+      );
     expect(payout.status, payout.text).to.equal(200);
     expect((await app.http.post(`/sandbox/v1/payouts/${payout.body.paymentId}/settle`).set(partner.headers).send()).status).to.equal(202);
     return { userId, email, bearer, payoutId };

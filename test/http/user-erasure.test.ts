@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import type { JsonObject } from '../../src/eventstore/port';
 import { expect } from 'chai';
 import { userDecider, userStream } from '../../src/domain/identity';
 import { CHECKPOINT_STREAM } from '../../src/platform/audit/checkpoint';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, kycStartedUser, latestCode, login } from '../support/identity';
-import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
+import { balanceOf, type Customer, customer, fund, PAYER, payoutRequest } from '../support/ledger';
 
 const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 
@@ -58,17 +59,7 @@ describe('erasing a user (partner and operator API)', () => {
       const who = await customer(app.http, acme);
       await fund(app.http, acme, who, '10');
       // 40,000 COP at 4,000 COP per USDC: the whole 10 USDC held, so credits equal debits and only the hold refuses.
-      const payout = await app.http
-        .post('/api/v1/user/payout')
-        .set(who.bearer)
-        .send({
-          transactionId: randomUUID(),
-          amount: 40000,
-          asset: 'COP',
-          provider: 'mock',
-          source: { metadata: { fundingId: 'f1' } },
-          destination: PAYOUT_DESTINATION,
-        });
+      const payout = await app.http.post('/api/v1/user/payout').set(who.bearer).send(payoutRequest());
       expect(payout.status, payout.text).to.equal(200);
       await refused(who.id, { status: 409, error: 'User has pending transactions', code: 'user_has_pending_transactions' });
     });
@@ -297,6 +288,13 @@ describe('erasing a user (partner and operator API)', () => {
   });
 });
 
+/** Appends, as a new stream, an event the projection cannot apply, and waits until it is stopped on it (at most 15 s). */
+async function stopProjection(app: Awaited<ReturnType<typeof startTestApp>>, projection: string, stream: string, type: string, data: JsonObject) {
+  await app.tally.store.append(stream, [{ id: randomUUID(), type, data, metadata: { actor: { kind: 'system', id: 'test' } } }], 'no_stream');
+  for (let i = 0; i < 300 && !app.tally.engine.isStopped(projection); i++) await new Promise((r) => setTimeout(r, 50));
+  expect(app.tally.engine.isStopped(projection)).to.equal(true);
+}
+
 /** The users read model stopped on an event it cannot apply (so it lags for good): erasure still holds, from the user's stream. */
 describe('erasing a user while the users read model lags', () => {
   let app: Awaited<ReturnType<typeof startTestApp>>;
@@ -315,13 +313,7 @@ describe('erasing a user while the users read model lags', () => {
     // Stop the users projection: a UserRegistered it cannot apply (no partner).
     const id = randomUUID();
     const data = { userId: id, email: `${id}@example.com`, countryCode: 'CO', language: 'en' };
-    await app.tally.store.append(
-      `user-${id}`,
-      [{ id: randomUUID(), type: 'UserRegistered', data, metadata: { actor: { kind: 'system', id: 'test' } } }],
-      'no_stream',
-    );
-    for (let i = 0; i < 300 && !app.tally.engine.isStopped('users'); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(app.tally.engine.isStopped('users')).to.equal(true);
+    await stopProjection(app, 'users', `user-${id}`, 'UserRegistered', data);
 
     expect((await app.http.post(`/api/v1/partner/users/${ada.id}/erase`).set(acme.headers).send()).status).to.equal(200);
     // The read model missed the erasure: it still lists the user with its email.
@@ -349,13 +341,7 @@ describe('erasing a user while the ledger read model cannot catch up', () => {
     const who = await customer(app.http, acme);
     // Stop the ledger projection: an AccountOpened it cannot apply (no account id).
     const data = { userId: who.id, partnerId: acme.id, asset: 'USDC', type: 'LIABILITY', at: new Date().toISOString() };
-    await app.tally.store.append(
-      `account-${randomUUID()}`,
-      [{ id: randomUUID(), type: 'AccountOpened', data, metadata: { actor: { kind: 'system', id: 'test' } } }],
-      'no_stream',
-    );
-    for (let i = 0; i < 300 && !app.tally.engine.isStopped('ledger'); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(app.tally.engine.isStopped('ledger')).to.equal(true);
+    await stopProjection(app, 'ledger', `account-${randomUUID()}`, 'AccountOpened', data);
     const res = await app.http.post(`/api/v1/partner/users/${who.id}/erase`).set(acme.headers).send();
     expect([res.status, res.body.error, res.body.code]).to.deep.equal([503, 'Service unavailable', 'service_unavailable']);
     expect((await app.http.get(`/api/v1/partner/users/${who.id}`).set(acme.headers)).status).to.equal(200);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type supertest from 'supertest';
 import { createPartner, type PartnerCredentials, startTestApp } from './app';
 import { activeUser, login } from './identity';
@@ -48,6 +49,17 @@ export const PAYOUT_DESTINATION = {
   ownerDocumentType: 'CC',
   ownerDocumentNumber: '1020304050',
 };
+
+/** A payout request's body: 40,000 COP (10 USDC at the sandbox's rate) by the mock provider to PAYOUT_DESTINATION, a fresh transactionId; `overrides` replace fields. */
+export const payoutRequest = (overrides: Record<string, unknown> = {}) => ({
+  transactionId: randomUUID(),
+  amount: 40000,
+  asset: 'COP',
+  provider: 'mock',
+  source: { metadata: { fundingId: 'f1' } },
+  destination: PAYOUT_DESTINATION,
+  ...overrides,
+});
 
 /** The app with a partner and two of its active, logged-in users: Ada, funded with 100 USDC, and Bob. */
 export async function startWithCustomers(
