@@ -3,6 +3,7 @@ import { runCardsBench } from './cards';
 import { runCheckpointsBench } from './checkpoints';
 import { runCompareBench } from './compare';
 import { runLedgerBench } from './ledger';
+import { runPersonalDataBench } from './personal-data';
 import { runStoreBench } from './store';
 import { runWebhooksBench } from './webhooks';
 
@@ -39,8 +40,13 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
   },
   checkpoints: {
     description:
-      "an audit checkpoint's tree with 1,000,000 streams (synthetic heads fed to the tree, no store): the first root, then 1,000 heads moved, 1,000 new streams, one new stream, a proof and the signature; time and memory",
+      'audit checkpoints with 1,000,000 streams in the audit read model on a durable PostgreSQL, through the real Checkpointer: the first after a start, then with 1,000 streams changed (half new); time, event-loop holds, heap and the heads the node holds; proofs on the node that signed and on another',
     run: runCheckpointsBench,
+  },
+  'personal-data': {
+    description:
+      "the sealed store against the same store unwrapped, in alternating rounds on a durable PostgreSQL: a profile written (new user, key held), a profile read, and a transfer's TransactionCreated; ops/s and node CPU per op",
+    run: runPersonalDataBench,
   },
 };
 
@@ -59,6 +65,7 @@ function usage(): string {
     '  audit-export: BENCH_EXPORT_EVENTS (default 1000000)',
     '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_OPEN_RATES (default 25%,50%,75%,90% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE',
     '  checkpoints: BENCH_CHECKPOINT_STREAMS (default 1000000), BENCH_CHECKPOINT_CHANGED (default 1000)',
+    '  personal-data: BENCH_SECONDS (per round and side, default 2), BENCH_ROUNDS (default 5)',
   ].join('\n');
 }
 

@@ -40,8 +40,20 @@ export function sealWith(key: Buffer, keyId: string, plaintext: Buffer, boundTo:
  * same thing" (an event's binding names its stream, event and field); two plaintexts share an IV
  * only by a 96-bit collision.
  */
+/** Each data key's synthetic-IV key, derived once per key in memory (an HKDF costs about 15 us; a profile seals 18 values). */
+const ivKeys = new WeakMap<Buffer, Buffer>();
+
+function ivKeyOf(key: Buffer): Buffer {
+  let ivKey = ivKeys.get(key);
+  if (!ivKey) {
+    ivKey = Buffer.from(hkdfSync('sha256', key, 'tally', 'synthetic-iv', 32));
+    ivKeys.set(key, ivKey);
+  }
+  return ivKey;
+}
+
 export function sealDeterministic(key: Buffer, keyId: string, plaintext: Buffer, boundTo: string): string {
-  const ivKey = Buffer.from(hkdfSync('sha256', key, 'tally', 'synthetic-iv', 32));
+  const ivKey = ivKeyOf(key);
   const binding = Buffer.from(boundTo, 'utf8');
   const length = Buffer.alloc(4);
   length.writeUInt32BE(binding.length);
