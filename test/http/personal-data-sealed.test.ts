@@ -209,11 +209,9 @@ describe('personal data sealed in the log', function () {
       [{ id: randomUUID(), type: 'ProfileCreated', data: { userId, partnerId: partner.id, fields: { firstName: 'Clementine', lastName: 'Oldlog' } } }],
       'no_stream',
     );
-    let user = await app.http.get(`/api/v1/partner/users/${userId}`).set(partner.headers);
-    for (let tries = 0; user.status === 404 && tries < 100; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      user = await app.http.get(`/api/v1/partner/users/${userId}`).set(partner.headers);
-    }
+    // Appended beside the API: the reads wait for the read models themselves (users and profiles, each at its own pace).
+    await app.tally.reads.waitFor(await app.tally.store.headPosition(), ['users', 'profiles']);
+    const user = await app.http.get(`/api/v1/partner/users/${userId}`).set(partner.headers);
     expect(user.status, user.text).to.equal(200);
     expect(user.body.data.user).to.include({ email, phoneNumber: '+573019998877' });
     const profile = await app.http.get(`/api/v1/user/profile?userId=${userId}`).set(partner.headers);
