@@ -15,7 +15,8 @@ import { type RunningServer, startServer } from '../src/server';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials } from '../test/support/app';
 import { login } from '../test/support/identity';
 import { type Customer, customer, fund } from '../test/support/ledger';
-import { startTestCluster } from '../test/support/postgres';
+import { startTestCluster, type TestCluster } from '../test/support/postgres';
+import { type PeerRun, pgbenchPeer } from './peer';
 import {
   CallTimings,
   type CpuSnapshot,
@@ -35,6 +36,8 @@ import {
   type WalSnapshot,
   walSince,
   walSnapshot,
+  LOAD_THREAD_SOURCE,
+  markLoadThread,
 } from './support';
 import {
   type CpuPerRequest,
@@ -76,6 +79,7 @@ import {
  *   BENCH_CATCHUP   1: also the projections' catch-up alone, after a 50-account loop run with them stopped (CPU per transfer)
  *   BENCH_CPU_PROFILE directory for a CPU profile of the server's main thread during each measured loop
  *   BENCH_PG_SETTINGS extra settings of the throwaway cluster, `;`-separated (e.g. shared_preload_libraries=pg_stat_statements)
+ *   BENCH_PEER      0: no part 1c (pgbench in a closed loop and at 25% of its rate, beside the open loop at 25%)
  * The HTTP clients run in a worker thread (a keep-alive HTTP/1.1 connection each) so that their CPU is not
  * spent on the server's event loop; the worker still shares the machine's CPUs.
  */
@@ -328,7 +332,10 @@ export class LoadClient {
   readonly worker: Worker;
 
   constructor(url: string, source = CLIENT_SOURCE) {
-    this.worker = new Worker(source, { eval: true, workerData: { url } });
+    this.worker = new Worker(LOAD_THREAD_SOURCE + source, { eval: true, workerData: { url } });
+    this.worker.on('message', (msg: { type: string; tid?: string }) => {
+      if (msg.type === 'tid' && msg.tid) markLoadThread(msg.tid);
+    });
   }
 
   run<T>(message: Record<string, unknown>, onWarm: (warm: { ok?: number; seconds?: number }) => Promise<void>): Promise<T> {
@@ -583,7 +590,7 @@ async function openLoops(b: Bench, accounts: Customer[], closed: LoopResult, opt
   for (const rate of options.openRates)
     results.push(await openLoop(b, accounts, offeredOf(rate, closed.rate), 'fraction' in rate ? rate.fraction : undefined, options));
   printTable(
-    ['offered/s', 'achieved/s', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'sent late', 'node us/transfer', 'postgres us/transfer'],
+    ['offered/s', 'achieved/s', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'sent late', 'server node us/transfer', 'postgres us/transfer'],
     [
       ['closed loop', fmtInt(closed.rate), fmtMs(closed.p50), fmtMs(closed.p99), '-', '-', '-', fmtInt(closed.cpu.nodeUs), fmtInt(closed.cpu.postgresUs)],
       ...results.map((r) => [
@@ -600,7 +607,7 @@ async function openLoops(b: Bench, accounts: Customer[], closed: LoopResult, opt
     ],
   );
   console.log(
-    `  (node: this process, the server and its load client's worker thread; "sent late": written more than ${LATE_MS} ms after due, or waiting for a connection)`,
+    `  (server node: this process's threads but the load client's worker thread; "sent late": written more than ${LATE_MS} ms after due, or waiting for a connection)`,
   );
   return results;
 }
@@ -1133,6 +1140,14 @@ async function embeddedPart(options: BenchOptions, postgres: LoopResult[]): Prom
   }
 }
 
+/** Part 1c: pgbench in a closed loop and at 25% of its rate, on a fresh database of the same cluster (bench/peer.ts). */
+async function peerPart(cluster: TestCluster, seconds: number): Promise<PeerRun[]> {
+  console.log(
+    `\n1c. The machine's own price of light load: pgbench -N (PostgreSQL's C client, an UPDATE, a SELECT and an INSERT per transaction) on the same cluster, a closed loop of 64 clients and then 25% of its rate; ${seconds} s each`,
+  );
+  return pgbenchPeer(await cluster.freshDatabase(), seconds, 0.25);
+}
+
 export async function runLedgerBench(): Promise<void> {
   const options = benchOptions();
   const load0 = loadavg();
@@ -1161,9 +1176,15 @@ export async function runLedgerBench(): Promise<void> {
     // BENCH_POSTGRES=0: the embedded part alone (to compare two builds of it, run back to back).
     const { loops, open, hist }: { loops: LoopResult[]; open: OpenLoopResult[]; hist?: HistoryResult } =
       process.env.BENCH_POSTGRES === '0' ? { loops: [], open: [] } : await postgresParts(config, options, options.embeddedClients, load0);
+    const peer = open.some((o) => o.fraction === 0.25) && process.env.BENCH_PEER !== '0' ? await peerPart(cluster, options.openSeconds) : [];
     stopCluster();
     const embedded = options.embeddedClients > 0 ? await embeddedPart(options, loops) : [];
     printSummary(loops, open, hist, embedded);
+    const [peerClosed, peerLow] = peer;
+    if (peerClosed && peerLow)
+      console.log(
+        `  beside the 25% rows, the machine's own price of light load (part 1c, pgbench on the same cluster): pgbench ${(peerLow.pgbenchUs / peerClosed.pgbenchUs).toFixed(2)}x, postgres ${(peerLow.postgresUs / peerClosed.postgresUs).toFixed(2)}x`,
+      );
     const load1 = loadavg();
     console.log(`\nload average at the end ${load1.map((x) => x.toFixed(2)).join(' ')} (${availableParallelism()} CPUs)`);
   } finally {

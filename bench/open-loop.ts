@@ -102,7 +102,7 @@ export function openRates(raw: string | undefined, fallback: number[]): OpenRate
 
 export const offeredOf = (rate: OpenRate, closedRate: number): number => ('perSecond' in rate ? rate.perSecond : rate.fraction * closedRate);
 
-/** CPU per request in microseconds: this process (server and load client) and postgres. */
+/** CPU per request in microseconds: the server's threads of this process (not the load client's) and postgres. */
 export interface CpuPerRequest {
   nodeUs: number;
   postgresUs: number;
@@ -120,7 +120,7 @@ export interface OpenFigures {
 /**
  * The targets of open-loop capacity (every bench with an open loop prints them): at 90% of the closed
  * loop's rate, served at the offered rate (within 2%) with p99 under 50 ms; at 25%, CPU per request
- * at most 1.3x the closed loop's, for this process and for postgres each. Rows of [figure, measured,
+ * at most 1.3x the closed loop's, for the server's threads of this process and for postgres each. Rows of [figure, measured,
  * target, met]; a rate not run has no row.
  */
 export function openTargetRows(what: string, closed: { cpu: CpuPerRequest }, open: OpenFigures[]): string[][] {
@@ -137,7 +137,7 @@ export function openTargetRows(what: string, closed: { cpu: CpuPerRequest }, ope
   const low = at(0.25);
   if (low) {
     for (const [name, key] of [
-      ['node', 'nodeUs'],
+      ['server node', 'nodeUs'],
       ['postgres', 'postgresUs'],
     ] as const) {
       const ratio = low.cpu[key] / closed.cpu[key];

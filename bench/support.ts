@@ -153,6 +153,29 @@ export interface CpuSnapshot {
   threads: Map<string, { name: string; cpuMs: number }>;
 }
 
+/**
+ * Threads of this process that generate load (the benches' HTTP clients, the webhook receiver): their
+ * CPU is the load's, not the server's, so the figures per request leave it out and name it apart.
+ */
+const loadThreads = new Set<string>();
+
+/** Marks a load thread by the tid it reported (see LOAD_THREAD_SOURCE). */
+export function markLoadThread(tid: string): void {
+  loadThreads.add(tid);
+}
+
+/**
+ * Plain JavaScript for the top of a load worker's source: it posts `{type: 'tid', tid}` (its thread's
+ * id, from /proc/thread-self) first, so that the bench can tell its CPU from the server's (Linux).
+ */
+export const LOAD_THREAD_SOURCE = `
+try {
+  require('node:worker_threads').parentPort.postMessage({ type: 'tid', tid: require('node:fs').readlinkSync('/proc/thread-self').split('/').pop() });
+} catch {}
+`;
+
+const LOAD_CLIENT = 'load client';
+
 let clockTicks: number | undefined;
 const ticksToMs = (ticks: number) => {
   clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -213,23 +236,37 @@ export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
   }
   for (const tid of tids) {
     const stat = procStat(`self/task/${tid}`);
-    if (stat) threads.set(tid, { name: tid === String(process.pid) ? 'main' : stat.comm, cpuMs: stat.cpuMs });
+    if (stat) threads.set(tid, { name: tid === String(process.pid) ? 'main' : loadThreads.has(tid) ? LOAD_CLIENT : stat.comm, cpuMs: stat.cpuMs });
   }
   return { at: performance.now(), nodeMs: (user + system) / 1_000, postgresMs, machineBusyMs: ticksToMs(busy), stealMs: ticksToMs(jiffies[7] ?? 0), threads };
 }
 
-/** CPU per operation between two snapshots, in microseconds: this process (server and load client), its main thread, and postgres (NaN when not local). */
-export function cpuPerOp(before: CpuSnapshot, after: CpuSnapshot, ops: number): { nodeUs: number; mainUs: number; postgresUs: number } {
+/**
+ * CPU per operation between two snapshots, in microseconds: the server's share of this process (its
+ * threads but the load's), its main thread, the load threads, and postgres (NaN when not local).
+ */
+export function cpuPerOp(before: CpuSnapshot, after: CpuSnapshot, ops: number): { nodeUs: number; mainUs: number; loadUs: number; postgresUs: number } {
   let pg = 0;
   for (const [pid, ms] of after.postgresMs) pg += ms - (before.postgresMs.get(pid) ?? 0);
   let main = 0;
-  for (const [tid, t] of after.threads) if (t.name === 'main') main += t.cpuMs - (before.threads.get(tid)?.cpuMs ?? 0);
+  let load = 0;
+  for (const [tid, t] of after.threads) {
+    const ms = t.cpuMs - (before.threads.get(tid)?.cpuMs ?? 0);
+    if (t.name === 'main') main += ms;
+    else if (t.name === LOAD_CLIENT) load += ms;
+  }
   const per = (ms: number) => (ms * 1_000) / Math.max(1, ops);
-  return { nodeUs: per(after.nodeMs - before.nodeMs), mainUs: per(main), postgresUs: after.postgresMs.size > 0 ? per(pg) : Number.NaN };
+  return {
+    nodeUs: per(after.nodeMs - before.nodeMs - load),
+    mainUs: per(main),
+    loadUs: per(load),
+    postgresUs: after.postgresMs.size > 0 ? per(pg) : Number.NaN,
+  };
 }
 
 /**
- * e.g. "CPU/op: node 120 us, postgres 340 us; 2 CPUs 97% busy (other processes 12%)". Postgres time
+ * e.g. "CPU/op: server node 120 us (main 90 us, node 30 us), postgres 340 us; load client 50 us, not
+ * counted; 2 CPUs 97% busy (other processes 12%)". Postgres time
  * is summed per process still alive at the end (a pooled connection closed meanwhile loses its share).
  */
 export function describeCpu(before: CpuSnapshot, after: CpuSnapshot, ops: number): string {
@@ -245,13 +282,14 @@ export function describeCpu(before: CpuSnapshot, after: CpuSnapshot, ops: number
   const byName = new Map<string, number>();
   for (const [tid, t] of after.threads) byName.set(t.name, (byName.get(t.name) ?? 0) + t.cpuMs - (before.threads.get(tid)?.cpuMs ?? 0));
   const threads = [...byName]
-    .filter(([, ms]) => ms * 1_000 >= ops)
+    .filter(([name, ms]) => name !== LOAD_CLIENT && ms * 1_000 >= ops)
     .sort((a, b) => b[1] - a[1])
     .map(([name, ms]) => `${name} ${us(ms)}`)
     .join(', ');
   const steal = after.stealMs - before.stealMs;
   const stolen = steal > 0 ? `, ${pct(steal)} stolen by the hypervisor` : '';
-  return `CPU/op: node ${fmtInt(perOp.nodeUs)} us${threads ? ` (${threads})` : ''}${postgres}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(Math.max(0, others - steal))}${stolen})`;
+  const load = byName.has(LOAD_CLIENT) ? `; load client ${fmtInt(perOp.loadUs)} us, not counted` : '';
+  return `CPU/op: server node ${fmtInt(perOp.nodeUs)} us${threads ? ` (${threads})` : ''}${postgres}${load}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(Math.max(0, others - steal))}${stolen})`;
 }
 
 /** Latency of an 8 kB write + fdatasync in the temp dir (where the throwaway cluster lives): the floor of a durable commit. */
