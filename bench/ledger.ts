@@ -24,6 +24,7 @@ import {
   cpuPerOp,
   cpuSnapshot,
   describeCpu,
+  describePostgresSplit,
   envNumber,
   fmtInt,
   fmtMs,
@@ -487,7 +488,11 @@ async function after(b: Bench, from: Around, ops: number): Promise<{ lines: stri
   const cpu = `${describeCpu(from.cpu, now, ops)}; machine speed check ${fmtMs(cpuCalibration())} ms (20,000 SHA-256, lower is faster)`;
   const serverElu = performance.eventLoopUtilization(from.serverElu).utilization;
   const clientElu = b.client.elu(from.clientElu).utilization;
-  const lines = [`${cpu}`, `event loop busy: server (main thread) ${(100 * serverElu).toFixed(0)}%, HTTP clients (worker) ${(100 * clientElu).toFixed(0)}%`];
+  const lines = [
+    `${cpu}`,
+    await describePostgresSplit(b.tally.sql, from.cpu, now, ops),
+    `event loop busy: server (main thread) ${(100 * serverElu).toFixed(0)}%, HTTP clients (worker) ${(100 * clientElu).toFixed(0)}%`,
+  ];
   const append = appendStats(b.tally);
   const batches = append && from.append ? append.batches - from.append.batches : 0;
   const groupCommit =

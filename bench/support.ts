@@ -265,6 +265,30 @@ export function cpuPerOp(before: CpuSnapshot, after: CpuSnapshot, ops: number): 
 }
 
 /**
+ * Postgres CPU per operation by process, as pg_stat_activity names it (a client backend by its pool's
+ * application_name, the others by backend type): which consumer of the service the database works for.
+ * e.g. "postgres by process: tally 800 us, tally-projections 300 us, walwriter 12 us". Processes
+ * that ended meanwhile are not named (their share is in the total only).
+ */
+export async function describePostgresSplit(sql: SqlQueryable, before: CpuSnapshot, after: CpuSnapshot, ops: number): Promise<string> {
+  if (after.postgresMs.size === 0) return 'postgres by process: not local';
+  const rows = await sql.query<{ pid: number; name: string }>(
+    `SELECT pid, CASE WHEN backend_type = 'client backend' THEN coalesce(nullif(application_name, ''), 'client') ELSE backend_type END AS name FROM pg_stat_activity`,
+  );
+  const nameOf = new Map(rows.map((r) => [String(r.pid), r.name]));
+  const byName = new Map<string, number>();
+  for (const [pid, ms] of after.postgresMs) {
+    const name = nameOf.get(pid) ?? 'unlisted (postmaster, logger)';
+    byName.set(name, (byName.get(name) ?? 0) + ms - (before.postgresMs.get(pid) ?? 0));
+  }
+  const parts = [...byName]
+    .filter(([, ms]) => ms * 1_000 >= ops)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `${name} ${fmtInt((ms * 1_000) / Math.max(1, ops))} us`);
+  return `postgres by process: ${parts.join(', ') || 'none above 1 us'}`;
+}
+
+/**
  * e.g. "CPU/op: server node 120 us (main 90 us, node 30 us), postgres 340 us; load client 50 us, not
  * counted; 2 CPUs 97% busy (other processes 12%)". Postgres time
  * is summed per process still alive at the end (a pooled connection closed meanwhile loses its share).
