@@ -142,6 +142,7 @@ export class Tally {
       config,
       providers,
       serviceKeys: keys,
+      dataKeys: sealer.keys,
       profiles: this.profiles,
       users: this.users,
       ledger: this.ledger,
