@@ -96,6 +96,23 @@ describe('erasure heard by every node at once (the forget signal)', () => {
     expect(holderOf(created?.data.spend ?? {})).to.deep.equal([null, null, null]);
   });
 
+  it('names nobody once the holder’s key is destroyed, even where the read models still show the holder (they lag the erasure)', async () => {
+    // The state of a node between an erasure's destroying the key and its read models folding the
+    // erasure: the key destroyed, the users and profiles read models unchanged.
+    const carol = await customer(first.http, acme);
+    const card = (await issuedCard(first.http, acme, carol.bearer)).id;
+    const authorizeCarol = () =>
+      second.http
+        .post(`/sandbox/v1/cards/${card}/authorizations`)
+        .set(acme.headers)
+        .send({ amount: '1.00', currency: 'USD', merchantName: 'Cafe', merchantCategoryCode: '5814' });
+    expect(holderOf((await authorizeCarol()).body.data.spend)).to.deep.equal(['Ada', 'Lovelace', carol.email]);
+    await first.tally.sealer.keys.destroy(keyOwner.user(carol.id));
+    await within(2_000, 'the second node forgets the key', () => !second.tally.sealer.keys.holds(keyOwner.user(carol.id)));
+    expect((await first.http.get(`/api/v1/partner/users/${carol.id}`).set(acme.headers)).status, 'the users read model still has her').to.equal(200);
+    expect(holderOf((await authorizeCarol()).body.data.spend)).to.deep.equal([null, null, null]);
+  });
+
   it('a node whose listening connection is cut listens again and forgets every key it held', async () => {
     const bob = await customer(first.http, acme);
     const owner = keyOwner.user(bob.id);

@@ -28,7 +28,7 @@ import type { StateCache } from '../../platform/commands/commands';
 import type { NoteWrite } from '../../platform/consumers/read-your-writes';
 import type { ProfileService, UserService } from '../identity';
 import { CARD_REFUSALS, refuseSettlement } from '../../domain/cards';
-import { EVERY_OWNER } from '../../platform/sealing/data-keys';
+import { ErasedKeyError, EVERY_OWNER } from '../../platform/sealing/data-keys';
 import { keyOwner } from '../../platform/sealing/sealer';
 
 /** An authorization as the card network sends it (the sandbox route's body, checked). */
@@ -62,8 +62,11 @@ export interface CardSpendingDeps {
   noteWrite: NoteWrite;
   profiles: Pick<ProfileService, 'get'>;
   users: Pick<UserService, 'get'>;
-  /** Tells of each data key this node forgets (destroyed here or elsewhere): its owner's names go with it. */
-  dataKeys: { onForget(listener: (owner: string) => void): void };
+  /**
+   * The holders' data keys: whether one is still alive, and each this node forgets (destroyed here or
+   * elsewhere), whose owner's names go with it.
+   */
+  dataKeys: { onForget(listener: (owner: string) => void): void; forOwner(owner: string): Promise<unknown> };
 }
 
 /**
@@ -213,20 +216,31 @@ export class CardSpending {
    * no decision). They are fixed before any card exists (the names once KYC is approved, which a
    * card application needs; the email until erasure), so once read they are kept until the holder's
    * data key is forgotten on this node (erasure destroys it: see the constructor). An erased holder
-   * (the users read model no longer has them) has null for each.
+   * has null for each: the users read model no longer has them, or their key is destroyed (checked
+   * last, with nothing awaited before they are kept: the read models may lag the erasure's notice).
    */
   private async holder(partnerId: string, userId: string): Promise<CardHolder> {
     const owner = keyOwner.user(userId);
     const known = this.holders.get(owner);
     if (known?.partnerId === partnerId) return known.holder;
     const [user, profile] = await Promise.all([this.deps.users.get(partnerId, userId), this.deps.profiles.get(userId)]);
-    if (!user) return { firstName: null, lastName: null, email: null };
+    if (!user || !(await this.keyAlive(owner))) return { firstName: null, lastName: null, email: null };
     const holder = { firstName: profile?.firstName ?? '', lastName: profile?.lastName ?? null, email: user.email };
     if (profile?.firstName) {
       if (this.holders.size >= MAX_HOLDERS) this.holders.clear();
       this.holders.set(owner, { partnerId, holder });
     }
     return holder;
+  }
+
+  private async keyAlive(owner: string): Promise<boolean> {
+    try {
+      await this.deps.dataKeys.forOwner(owner);
+      return true;
+    } catch (error) {
+      if (error instanceof ErasedKeyError) return false;
+      throw error;
+    }
   }
 
   /** The authorization moved money (ledger) and made a card transaction (cards): the partner's next reads of either wait for it. */
