@@ -31,6 +31,8 @@ import { SNAPSHOTS_SCHEMA, SnapshotStore } from '../platform/commands/snapshots'
 import { TokenService } from '../app/identity/tokens';
 import { UserService } from '../app/identity/users';
 import { PersonalData } from '../platform/sealing/personal-data';
+import type { DataKeys } from '../platform/sealing/data-keys';
+import { type DestroyedKeySignal, DestroyedKeysListener } from '../platform/sealing/destroyed-keys';
 import { sealedStore } from '../platform/sealing/sealed-store';
 import { personalData } from './personal-data';
 import { UserErasure } from '../app/identity';
@@ -92,6 +94,8 @@ export class Tally {
   readonly events: EventStore;
   /** Hands stale held payouts to their provider again (Payouts.resubmitStale), while the server runs. */
   private sweeper: NodeJS.Timeout | undefined;
+  /** Tells this node's data keys of those destroyed on other nodes, while the server runs (see destroyedKeySignal). */
+  private destroyedKeys: DestroyedKeySignal | undefined;
 
   constructor(
     readonly config: Config,
@@ -138,6 +142,7 @@ export class Tally {
       config,
       providers,
       serviceKeys: keys,
+      dataKeys: sealer.keys,
       profiles: this.profiles,
       users: this.users,
       ledger: this.ledger,
@@ -172,6 +177,8 @@ export class Tally {
     await this.notifications.prepare();
     await this.reactors.prepare();
     if (options.runProjections) {
+      this.destroyedKeys = destroyedKeySignal(this.config, this.sql, this.sealer.keys, this.log);
+      await this.destroyedKeys?.start();
       this.engine.start();
       this.reactors.start();
       this.notifications.start();
@@ -188,6 +195,7 @@ export class Tally {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    await this.destroyedKeys?.stop();
     this.outage.close();
     await this.reactors.stop();
     await this.notifications.stop();
@@ -217,6 +225,17 @@ function projectionsFor(config: Config, stores: { stored: EventStore; events: Ev
   const engine = new ProjectionEngine(stores.events, sql, allProjections, log);
   engine.paceMs = config.projectionsPaceMs;
   return engine;
+}
+
+/**
+ * Where a running node hears of data keys destroyed on other nodes sharing its database: on Postgres,
+ * a LISTEN connection of its own (platform/sealing/destroyed-keys.ts). The embedded store is one
+ * process's, which forgets what it destroys itself. A CLI command does not listen: a key's time to
+ * live bounds what it holds.
+ */
+function destroyedKeySignal(config: Config, sql: Sql, keys: DataKeys, log: Logger): DestroyedKeySignal | undefined {
+  if (sql.kind !== 'postgres' || !config.databaseUrl) return undefined;
+  return new DestroyedKeysListener(config.databaseUrl, keys, log.child({ component: 'data-keys' }));
 }
 
 /** The store and the read models' database both answer (how an outage learns that it is over). */

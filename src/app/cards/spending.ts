@@ -28,6 +28,8 @@ import type { StateCache } from '../../platform/commands/commands';
 import type { NoteWrite } from '../../platform/consumers/read-your-writes';
 import type { ProfileService, UserService } from '../identity';
 import { CARD_REFUSALS, refuseSettlement } from '../../domain/cards';
+import { ErasedKeyError, EVERY_OWNER } from '../../platform/sealing/data-keys';
+import { keyOwner } from '../../platform/sealing/sealer';
 
 /** An authorization as the card network sends it (the sandbox route's body, checked). */
 export interface AuthorizationInput {
@@ -60,6 +62,11 @@ export interface CardSpendingDeps {
   noteWrite: NoteWrite;
   profiles: Pick<ProfileService, 'get'>;
   users: Pick<UserService, 'get'>;
+  /**
+   * The holders' data keys: whether one is still alive, and each this node forgets (destroyed here or
+   * elsewhere), whose owner's names go with it.
+   */
+  dataKeys: { onForget(listener: (owner: string) => void): void; forOwner(owner: string): Promise<unknown> };
 }
 
 /**
@@ -72,8 +79,8 @@ export class CardSpending {
   clock: () => string = () => new Date().toISOString();
   readonly queries: CardQueries;
   private readonly authorizations: Batches<Asked, AuthorizationDecided>;
-  /** Card holders already read, by partner and user (see `holder`). */
-  private readonly holders = new Map<string, CardHolder>();
+  /** Card holders already read, by their data key's owner (`user:<id>`), with their partner (see `holder`). */
+  private readonly holders = new Map<string, { partnerId: string; holder: CardHolder }>();
 
   constructor(
     private readonly deps: CardSpendingDeps,
@@ -81,6 +88,8 @@ export class CardSpending {
   ) {
     this.queries = new CardQueries(deps.sql);
     this.authorizations = deps.commands.batches((asked, reads) => this.decideBatch(asked, reads));
+    // The names and email were read under the holder's key: forgotten with it, on every node at once.
+    deps.dataKeys.onForget((owner) => (owner === EVERY_OWNER ? this.holders.clear() : this.holders.delete(owner)));
   }
 
   /** A sandbox authorization on one of the partner's cards: 201 the card transaction, pending or declined. */
@@ -205,19 +214,33 @@ export class CardSpending {
   /**
    * The card holder's name and email, as the card transaction shows them (read models: display only,
    * no decision). They are fixed before any card exists (the names once KYC is approved, which a
-   * card application needs; the email for good), so once read they are kept.
+   * card application needs; the email until erasure), so once read they are kept until the holder's
+   * data key is forgotten on this node (erasure destroys it: see the constructor). An erased holder
+   * has null for each: the users read model no longer has them, or their key is destroyed (checked
+   * last, with nothing awaited before they are kept: the read models may lag the erasure's notice).
    */
   private async holder(partnerId: string, userId: string): Promise<CardHolder> {
-    const key = `${partnerId}|${userId}`;
-    const known = this.holders.get(key);
-    if (known) return known;
+    const owner = keyOwner.user(userId);
+    const known = this.holders.get(owner);
+    if (known?.partnerId === partnerId) return known.holder;
     const [user, profile] = await Promise.all([this.deps.users.get(partnerId, userId), this.deps.profiles.get(userId)]);
-    const holder = { firstName: profile?.firstName ?? '', lastName: profile?.lastName ?? null, email: user?.email ?? '' };
-    if (user && profile?.firstName) {
+    if (!user || !(await this.keyAlive(owner))) return { firstName: null, lastName: null, email: null };
+    const holder = { firstName: profile?.firstName ?? '', lastName: profile?.lastName ?? null, email: user.email };
+    if (profile?.firstName) {
       if (this.holders.size >= MAX_HOLDERS) this.holders.clear();
-      this.holders.set(key, holder);
+      this.holders.set(owner, { partnerId, holder });
     }
     return holder;
+  }
+
+  private async keyAlive(owner: string): Promise<boolean> {
+    try {
+      await this.deps.dataKeys.forOwner(owner);
+      return true;
+    } catch (error) {
+      if (error instanceof ErasedKeyError) return false;
+      throw error;
+    }
   }
 
   /** The authorization moved money (ledger) and made a card transaction (cards): the partner's next reads of either wait for it. */

@@ -45,9 +45,9 @@ export const CardTransaction = Type.Object(
         cardType: StringEnum(['virtual', 'physical'] as const, { description: 'That card’s kind: `virtual` or `physical`' }),
         companyId: Type.String({ description: 'The partner the card holder belongs to' }),
         userId: Type.String({ format: 'uuid', description: 'The card holder' }),
-        userFirstName: Type.String({ description: 'The holder’s first name, from their profile (empty when it has none)' }),
-        userLastName: Nullable(Type.String(), 'The holder’s last name, from their profile; null when it has none'),
-        userEmail: Type.String({ description: 'The holder’s email address' }),
+        userFirstName: Nullable(Type.String(), 'The holder’s first name, from their profile (empty when it has none); null once the holder is erased'),
+        userLastName: Nullable(Type.String(), 'The holder’s last name, from their profile; null when it has none, and once the holder is erased'),
+        userEmail: Nullable(Type.String(), 'The holder’s email address; null once the holder is erased'),
         status: StringEnum(['pending', 'completed', 'declined', 'reversed'] as const, {
           description: '`pending` (authorized, its amount held), `completed` (cleared), `declined` (nothing held) or `reversed` (the hold returned)',
         }),

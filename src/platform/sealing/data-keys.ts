@@ -62,6 +62,13 @@ interface Entry {
 }
 
 const COLUMNS = 'id, owner, kek_id, wrapped';
+/** The channel a destroyed key's owner is told on (pg_notify, at its commit): see destroyed-keys.ts. */
+export const DESTROYED_KEYS_CHANNEL = 'tally_data_keys';
+/**
+ * What `forget` is given to drop every key held, and what its listeners then hear (so the projection
+ * thread's DataKeys drops all of its own too). Owners are `user:<id>` or `partner:<id>`, never this.
+ */
+export const EVERY_OWNER = '*';
 /** A wrapped key is bound to its row: it cannot be moved to another owner. */
 const wrapBinding = (id: string, owner: string) => `data-key:${id}:${owner}`;
 
@@ -72,6 +79,11 @@ export class DataKeys {
   /** One read (or making) per owner at a time on this node. */
   private readonly reading = new Map<string, Promise<Entry>>();
   private readonly forgetListeners: Array<(owner: string) => void> = [];
+  /**
+   * Moves at every forget: a read of a row that started before it does not keep what it read (the
+   * row may predate a destroy whose notice was the forget), it only hands it to its caller.
+   */
+  private generation = 0;
 
   constructor(
     private readonly sql: Sql,
@@ -109,34 +121,59 @@ export class DataKeys {
     return entry.key ? { id: entry.id, key: entry.key } : 'erased';
   }
 
-  /** `listener` hears each owner forgotten here: a projection thread's own DataKeys forgets it at once too. */
+  /**
+   * `listener` hears each owner forgotten here (EVERY_OWNER when all were): a projection thread's own
+   * DataKeys forgets it at once too, and so does what keeps anything read under the key (the card
+   * holders' names).
+   */
   onForget(listener: (owner: string) => void): void {
     this.forgetListeners.push(listener);
   }
 
   /**
-   * Drops the owner's key from this node's memory: its next use reads the row again. Erasure calls
-   * it through destroy; another node learns of a destroyed key within `ttlMs`, or at once if told
-   * (the hook for a node-wide signal: call forget(owner) on each node, see docs/operations.md).
+   * Drops the owner's key (every key for EVERY_OWNER) from this node's memory: its next use reads
+   * the row again. The node that destroys a key calls it through destroy; every other node on the
+   * database when told by the destroy's notice (destroyed-keys.ts), and all of them when it may have
+   * missed one. A node told nothing (the notice lost with its connection) reads the row within `ttlMs`.
    */
   forget(owner: string): void {
-    const id = this.idOfOwner.get(owner);
-    this.idOfOwner.delete(owner);
-    if (id !== undefined) this.entries.delete(id);
+    this.generation++;
+    this.reading.clear();
+    if (owner === EVERY_OWNER) {
+      this.entries.clear();
+      this.idOfOwner.clear();
+    } else {
+      const id = this.idOfOwner.get(owner);
+      this.idOfOwner.delete(owner);
+      if (id !== undefined) this.entries.delete(id);
+    }
     for (const listener of this.forgetListeners) listener(owner);
+  }
+
+  /** Whether this node holds the owner's key (or the news it is destroyed) in memory, within its time to live. */
+  holds(owner: string): boolean {
+    const id = this.idOfOwner.get(owner);
+    const entry = id === undefined ? undefined : this.entries.get(id);
+    return entry !== undefined && Date.now() - entry.readAtMs < this.options.ttlMs;
   }
 
   /**
    * Destroys the owner's key (crypto-shredding): every value sealed under it is unopenable from now
-   * on, and the owner never gets another. Idempotent; true when this call destroyed it.
+   * on, and the owner never gets another. The same transaction notifies DESTROYED_KEYS_CHANNEL with
+   * the owner, which Postgres delivers to every listening node at the commit, and not before (each
+   * then forgets the key); a repeated call notifies again. Idempotent; true when this call destroyed it.
    */
   async destroy(owner: string): Promise<boolean> {
-    const rows = await this.sql.query<{ id: string }>(
-      `INSERT INTO data_keys (id, owner, destroyed_at) VALUES ($1, $2, now())
-       ON CONFLICT (owner) DO UPDATE SET wrapped = NULL, kek_id = NULL, destroyed_at = now() WHERE data_keys.destroyed_at IS NULL
-       RETURNING id`,
-      [uuidV7(), owner],
-    );
+    const rows = await this.sql.transaction(async (tx) => {
+      const destroyed = await tx.query<{ id: string }>(
+        `INSERT INTO data_keys (id, owner, destroyed_at) VALUES ($1, $2, now())
+         ON CONFLICT (owner) DO UPDATE SET wrapped = NULL, kek_id = NULL, destroyed_at = now() WHERE data_keys.destroyed_at IS NULL
+         RETURNING id`,
+        [uuidV7(), owner],
+      );
+      await tx.query('SELECT pg_notify($1, $2)', [DESTROYED_KEYS_CHANNEL, owner]);
+      return destroyed;
+    });
     this.forget(owner);
     return rows.length > 0;
   }
@@ -218,7 +255,10 @@ export class DataKeys {
   private async once<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const pending = this.reading.get(key) as Promise<T> | undefined;
     if (pending) return pending;
-    const started = fn().finally(() => this.reading.delete(key));
+    const started = fn().finally(() => {
+      // A forget meanwhile may have let a newer read of the same key start: that one stays.
+      if (this.reading.get(key) === started) this.reading.delete(key);
+    });
     this.reading.set(key, started as Promise<never>);
     return started;
   }
@@ -241,16 +281,18 @@ export class DataKeys {
   }
 
   private async read(by: 'id' | 'owner', value: string): Promise<Entry | undefined> {
+    const generation = this.generation;
     const rows = await this.sql.query<Row>(`SELECT ${COLUMNS} FROM data_keys WHERE ${by === 'id' ? 'id' : 'owner'} = $1`, [value]);
     const row = rows[0];
-    return row ? this.remember(row) : undefined;
+    if (!row) return undefined;
+    const entry: Entry = { id: row.id, owner: row.owner, key: row.wrapped === null ? null : this.unwrap(row), readAtMs: Date.now() };
+    return generation === this.generation ? this.remember(entry) : entry;
   }
 
-  private remember(row: Row): Entry {
-    const entry: Entry = { id: row.id, owner: row.owner, key: row.wrapped === null ? null : this.unwrap(row), readAtMs: Date.now() };
-    this.entries.delete(row.id);
-    this.entries.set(row.id, entry);
-    this.idOfOwner.set(row.owner, row.id);
+  private remember(entry: Entry): Entry {
+    this.entries.delete(entry.id);
+    this.entries.set(entry.id, entry);
+    this.idOfOwner.set(entry.owner, entry.id);
     while (this.entries.size > this.options.maxEntries) {
       const [oldest] = this.entries.values();
       if (!oldest) break;

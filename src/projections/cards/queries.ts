@@ -27,9 +27,9 @@ export interface CardTransactionView {
     cardType: string;
     companyId: string;
     userId: string;
-    userFirstName: string;
+    userFirstName: string | null;
     userLastName: string | null;
-    userEmail: string;
+    userEmail: string | null;
     status: 'pending' | 'completed' | 'declined' | 'reversed';
     declinedReason: string | null;
     authorizedAt: string;
@@ -58,10 +58,11 @@ export interface CardTransactionFacts {
   postedAt: string | null;
 }
 
+/** The names and email a card transaction shows: each null once the holder is erased (their personal data is gone). */
 export interface CardHolder {
-  firstName: string;
+  firstName: string | null;
   lastName: string | null;
-  email: string;
+  email: string | null;
 }
 
 /** `companyId` is the partner the card's user belongs to; the enrichment fields stay null (no enrichment source). */
@@ -133,8 +134,8 @@ interface Row {
   authorization_method: string | null;
   authorized_at: string;
   posted_at: string | null;
-  email: string;
-  first_name: string;
+  email: string | null;
+  first_name: string | null;
   last_name: string | null;
 }
 

@@ -222,10 +222,11 @@ export class ProfileQueries {
 /**
  * The holder of another read model's row, joined in that read model's own statement (one round
  * trip, not two): `columns` (email, first_name, last_name) to select, `joins` to follow its FROM,
- * `userId` the row's user id column. The aliases u and p are taken.
+ * `userId` the row's user id column. The aliases u and p are taken. An erased holder (email null)
+ * has null for each; any other has first_name '' when their profile has none.
  */
 export const holderJoin = (userId: string) => ({
-  columns: `coalesce(u.email, '') AS email, coalesce(p.fields->>'firstName', '') AS first_name, p.fields->>'lastName' AS last_name`,
+  columns: `u.email, CASE WHEN u.email IS NULL THEN NULL ELSE coalesce(p.fields->>'firstName', '') END AS first_name, p.fields->>'lastName' AS last_name`,
   joins: `LEFT JOIN rm_users u ON u.user_id = ${userId} LEFT JOIN rm_profiles p ON p.user_id = ${userId}`,
 });
 
