@@ -1,5 +1,5 @@
-import { accountCreditStream, accountDecider, accountStream } from '../../domain/ledger/account';
-import { checkDeposit, decideDeposit, decidePaymentVerdict } from '../../domain/ledger/deposit';
+import { accountCreditStream, accountDecider } from '../../domain/ledger/account';
+import { checkDeposit, decideDeposit, decidePaymentVerdict, expectDeposit } from '../../domain/ledger/deposit';
 import { fixed, money } from '../../domain/ledger/money';
 import { storedUnderKey, transactionDecider, transactionStream } from '../../domain/ledger/transaction';
 import { uuidV7 } from '../../platform/ids';
@@ -78,7 +78,7 @@ export class Deposits {
   ): Promise<DepositDone> {
     const { uuid, requestHash } = key;
     const done = await this.deps.commands.run(ctx, async (reads) => {
-      const destination = await reads.stream(accountStream(input.toAccountId), accountDecider);
+      const destination = await readAccount(reads, input.toAccountId);
       checkDeposit(destination.state, { ...user, currency: input.currency });
       const provider = this.deps.providers.payments.get(input.provider);
       if (!provider) throw LEDGER_REFUSALS.unsupportedPaymentProvider(input.provider);
@@ -99,8 +99,13 @@ export class Deposits {
         payment: { provider: provider.name, paymentId: payment.paymentId, payerDocumentType: input.payer.documentType },
         at: new Date().toISOString(),
       });
+      // The account expects it, at its credit stream's revision: an erasure closing the account meanwhile conflicts with it.
+      const expected = expectDeposit(destination.state, events);
       return {
-        appends: [{ stream: transactionStream(uuid), events, expected: at(txn) }],
+        appends: [
+          { stream: transactionStream(uuid), events, expected: at(txn) },
+          { stream: accountCreditStream(input.toAccountId), events: expected, expected: at(destination.credits), cached: accountDecider },
+        ],
         result: { transactionId: uuid, paymentLink: payment.paymentLink, replayed: false },
       };
     });
@@ -141,7 +146,8 @@ export class Deposits {
       return {
         appends: [
           { stream: transactionStream(event.transactionId), events: decided.transaction, expected: at(txn) },
-          { stream: accountCreditStream(accountId), events: decided.credit, expected: 'any', cached: accountDecider },
+          // At the revision read: an account closed meanwhile makes this decide again (and fail a deposit it did not expect).
+          { stream: accountCreditStream(accountId), events: decided.credit, expected: at(account.credits), cached: accountDecider },
         ],
         result: undefined,
       };

@@ -119,11 +119,15 @@ export class TransactionIds {
   }
 }
 
-/** An account as debits are decided on it: its stream at its revision, with its credit stream's credits. */
-export async function readAccount(reads: Reads, accountId: number): Promise<Loaded<AccountState>> {
+/**
+ * An account as debits are decided on it: its stream at its revision, with its credit stream's
+ * credits. `credits`: the credit stream as read, for a credit that must not land on an account
+ * closed meanwhile (appended at its revision: the closing is appended there too).
+ */
+export async function readAccount(reads: Reads, accountId: number): Promise<Loaded<AccountState> & { credits: Loaded<AccountState> }> {
   const [main, credits] = await Promise.all([
     reads.stream(accountStream(accountId), accountDecider),
     reads.stream(accountCreditStream(accountId), accountDecider),
   ]);
-  return { state: withCredits(main.state, credits.state), revision: main.revision };
+  return { state: withCredits(main.state, credits.state), revision: main.revision, credits };
 }

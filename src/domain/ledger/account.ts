@@ -49,7 +49,20 @@ export type AccountEvent =
        * this is the UTC day of its debit: that day's outgoing total no longer counts it.
        */
       data: { accountId: number; transactionId: string; amount: string; at: string; returnedDay?: string };
-    };
+    }
+  /**
+   * The account takes no money in or out any more (its user was erased): appended to both of its
+   * streams, the account stream and the credit stream, each at the revision the closing was decided
+   * at, so what is appended there at a revision decided before it conflicts and is decided again.
+   */
+  | { type: 'AccountClosed'; data: { accountId: number; reason: 'user_erased'; at: string } }
+  /**
+   * On the credit stream, at its revision: a deposit was made to the account and awaits its provider
+   * (credited by its FundsCredited, or dropped by DepositFailed). The account itself knows its money
+   * on the way, so a closing decided on it sees the deposit, or conflicts with it.
+   */
+  | { type: 'DepositExpected'; data: { accountId: number; transactionId: string; amount: string; at: string } }
+  | { type: 'DepositFailed'; data: { accountId: number; transactionId: string; at: string } };
 
 /** One per user, appended with "no stream": two concurrent first logins cannot open two accounts. */
 export type AccountReservationEvent = { type: 'UserAccountReserved'; data: { userId: string; accountId: number } };
@@ -59,10 +72,17 @@ export type AccountCommand =
   | { type: 'Credit'; transactionId: string; amount: string; reason: CreditReason; at: string }
   | { type: 'Debit'; transactionId: string; amount: string; reason: DebitReason; pending: boolean; at: string; limits: Limits | null }
   /** `returnedDay`: the money comes back (see HoldPosted), debited on that UTC day. */
-  | { type: 'PostHold'; transactionId: string; at: string; returnedDay?: string };
+  | { type: 'PostHold'; transactionId: string; at: string; returnedDay?: string }
+  /** Only an account with nothing on it and nothing held or expected is closed (the caller refuses otherwise; here it is a bug). */
+  | { type: 'Close'; reason: 'user_erased'; at: string }
+  | { type: 'ExpectDeposit'; transactionId: string; amount: string; at: string }
+  /** The deposit failed: no longer expected (a deposit made before deposits were expected on the account: nothing). */
+  | { type: 'DropDeposit'; transactionId: string; at: string };
 
 export interface AccountState {
   opened: boolean;
+  /** Closed for good: credits and debits are refused as for an unknown account; its history stays. */
+  closed: boolean;
   accountId: number | null;
   userId: string | null;
   partnerId: string | null;
@@ -72,6 +92,8 @@ export interface AccountState {
   debitsPending: Amount;
   /** Pending debits by transaction, to post exactly what was held. */
   holds: Record<string, string>;
+  /** Deposits awaiting their provider, by transaction (on the credit stream). */
+  deposits: Record<string, string>;
   /** Outgoing total of one UTC day, for the daily limit. */
   day: string;
   dayOutgoing: Amount;
@@ -92,6 +114,17 @@ function snapshotAmount(value: unknown): Amount {
   return amount;
 }
 
+/** Amounts by transaction, from a snapshot (none: an empty record). */
+const amountsOf = (value: unknown): Record<string, string> =>
+  Object.fromEntries(Object.entries((value ?? {}) as Record<string, unknown>).map(([k, v]) => [k, fixed(snapshotAmount(v))]));
+
+const without = (amounts: Record<string, string>, key: string): Record<string, string> => {
+  const { [key]: _gone, ...rest } = amounts;
+  return rest;
+};
+
+const isEmpty = (amounts: Record<string, string>) => Object.keys(amounts).length === 0;
+
 export const available = (s: AccountState) => s.creditsPosted.minus(s.debitsPosted).minus(s.debitsPending);
 
 const utcDay = (iso: string) => iso.slice(0, 10);
@@ -99,9 +132,12 @@ const utcDay = (iso: string) => iso.slice(0, 10);
 export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent> = {
   snapshot: {
     kind: 'account@1',
-    // Amounts as plain decimal strings, every digit kept.
+    // Amounts as plain decimal strings, every digit kept. `closed` and `deposits` only when set: the
+    // snapshots written before accounts had them stay the fold of their streams (the audit compares them).
     encode: (s) => ({
       opened: s.opened,
+      ...(s.closed ? { closed: true } : {}),
+      ...(isEmpty(s.deposits) ? {} : { deposits: s.deposits }),
       accountId: s.accountId,
       userId: s.userId,
       partnerId: s.partnerId,
@@ -115,13 +151,15 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     // Strict: anything but plain decimals is refused, and the load then folds from the start.
     decode: (j) => ({
       opened: j.opened === true,
+      closed: j.closed === true,
       accountId: typeof j.accountId === 'number' ? j.accountId : null,
       userId: typeof j.userId === 'string' ? j.userId : null,
       partnerId: typeof j.partnerId === 'string' ? j.partnerId : null,
       creditsPosted: snapshotAmount(j.creditsPosted),
       debitsPosted: snapshotAmount(j.debitsPosted),
       debitsPending: snapshotAmount(j.debitsPending),
-      holds: Object.fromEntries(Object.entries((j.holds ?? {}) as Record<string, unknown>).map(([k, v]) => [k, fixed(snapshotAmount(v))])),
+      holds: amountsOf(j.holds),
+      deposits: amountsOf(j.deposits),
       day: typeof j.day === 'string' ? j.day : '',
       dayOutgoing: snapshotAmount(j.dayOutgoing),
     }),
@@ -129,6 +167,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
 
   initialState: () => ({
     opened: false,
+    closed: false,
     accountId: null,
     userId: null,
     partnerId: null,
@@ -136,6 +175,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     debitsPosted: ZERO,
     debitsPending: ZERO,
     holds: {},
+    deposits: {},
     day: '',
     dayOutgoing: ZERO,
   }),
@@ -144,8 +184,11 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     switch (event.type) {
       case 'AccountOpened':
         return { ...state, opened: true, accountId: event.data.accountId, userId: event.data.userId, partnerId: event.data.partnerId };
-      case 'FundsCredited':
-        return { ...state, creditsPosted: state.creditsPosted.plus(money(event.data.amount)) };
+      case 'FundsCredited': {
+        const creditsPosted = state.creditsPosted.plus(money(event.data.amount));
+        if (event.data.reason !== 'deposit' || !(event.data.transactionId in state.deposits)) return { ...state, creditsPosted };
+        return { ...state, creditsPosted, deposits: without(state.deposits, event.data.transactionId) };
+      }
       case 'FundsDebited': {
         const day = utcDay(event.data.at);
         const amount = money(event.data.amount);
@@ -174,6 +217,12 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
           ...(returnedToday ? { dayOutgoing: state.dayOutgoing.lt(amount) ? ZERO : state.dayOutgoing.minus(amount) } : {}),
         };
       }
+      case 'AccountClosed':
+        return { ...state, closed: true };
+      case 'DepositExpected':
+        return { ...state, deposits: { ...state.deposits, [event.data.transactionId]: event.data.amount } };
+      case 'DepositFailed':
+        return { ...state, deposits: without(state.deposits, event.data.transactionId) };
     }
   },
 
@@ -196,7 +245,18 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     }
     if (!state.opened || state.accountId === null) throw LEDGER_REFUSALS.accountNotFound();
     const accountId = state.accountId;
+    // A closed account is, to whoever would move money on it, an account that is not there.
+    if (state.closed && (command.type === 'Credit' || command.type === 'Debit' || command.type === 'ExpectDeposit')) throw LEDGER_REFUSALS.accountNotFound();
     switch (command.type) {
+      case 'Close':
+        if (state.closed) return [];
+        invariant(available(state).eq(0) && isEmpty(state.holds) && isEmpty(state.deposits), 'a closed account has no money on it, held or on the way');
+        return [{ type: 'AccountClosed', data: { accountId, reason: command.reason, at: command.at } }];
+      case 'ExpectDeposit':
+        return [{ type: 'DepositExpected', data: { accountId, transactionId: command.transactionId, amount: fixed(money(command.amount)), at: command.at } }];
+      case 'DropDeposit':
+        if (!(command.transactionId in state.deposits)) return [];
+        return [{ type: 'DepositFailed', data: { accountId, transactionId: command.transactionId, at: command.at } }];
       case 'Credit':
         invariant(money(command.amount).gt(0), 'a credit is positive');
         return [
@@ -259,6 +319,8 @@ export function requireOwnAccount(account: AccountState, user: { userId: string;
 /** The account as it is seen when debits are decided: its stream's state with the credits of its credit stream. */
 export const withCredits = (main: AccountState, credits: AccountState): AccountState => ({
   ...main,
+  closed: main.closed || credits.closed,
+  deposits: credits.deposits,
   creditsPosted: main.creditsPosted.plus(credits.creditsPosted),
 });
 

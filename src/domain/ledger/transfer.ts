@@ -23,7 +23,7 @@ export interface TransferRequest {
 
 /** What a transfer's decision needs besides the source account: the destination and the user's limits. */
 export interface TransferFacts {
-  /** The destination account's state (its owner; a credit needs nothing else of it). */
+  /** The destination account's state (its owner, and whether it is closed; a credit needs nothing else of it). */
   destination: AccountState;
   limits: Limits;
 }
@@ -38,8 +38,11 @@ export interface TransferDecided {
   transaction: TransactionEvent[];
 }
 
-/** An account this partner's users may move money between: opened, and the partner's. */
-const openedFor = (account: AccountState, partnerId: string) => account.opened && account.partnerId === partnerId;
+/**
+ * An account this partner's users may move money between: opened, not closed, and the partner's. A
+ * closed account (its user erased) is refused as an unknown one: its id tells nothing of its user.
+ */
+const openedFor = (account: AccountState, partnerId: string) => account.opened && !account.closed && account.partnerId === partnerId;
 
 /** Who may move money from where: the same account, an unknown or foreign account, another user's. */
 function checkParties(source: AccountState, request: TransferRequest, destination: AccountState): void {
