@@ -67,7 +67,7 @@ export interface LoopOptions {
 /** The projections' loop: batches of up to 2,000 events, gathered for 100 ms. */
 export const PROJECTION_LOOP: LoopOptions = { label: 'projections', ...LIMITS.consumers.projections, durable: false };
 
-/** The reactors' loop: smaller batches (each reads app data for its effects), gathered for 40 ms. */
+/** The reactors' loop: smaller batches (each reads app data for its effects), gathered for 100 ms (see LIMITS). */
 export const REACTOR_LOOP: LoopOptions = { label: 'reactors', ...LIMITS.consumers.reactors, durable: true };
 
 /** A node's id in the consumers' leases. */
