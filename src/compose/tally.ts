@@ -35,8 +35,8 @@ import type { DataKeys } from '../platform/sealing/data-keys';
 import { type DestroyedKeySignal, DestroyedKeysListener } from '../platform/sealing/destroyed-keys';
 import { sealedStore } from '../platform/sealing/sealed-store';
 import { personalData } from './personal-data';
-import { UserErasure } from '../app/identity';
-import { erasureFollowUps } from './erasure';
+import type { UserErasure } from '../app/identity';
+import { userErasure } from './erasure';
 
 /** Tables that belong to no projection: id allocation and operational counters (login's send counter is login's own). */
 const SERVICE_SCHEMA = `
@@ -152,19 +152,13 @@ export class Tally {
       log,
       engine.nodeId,
     );
-    this.erasure = new UserErasure({
-      ...kit,
-      readModels: engine,
-      dataKeys: sealer.keys,
-      pendingInLedger: (accountId) => this.ledger.reads.hasPending(accountId),
-      followUps: erasureFollowUps({ cards: this.cards, notifications: this.notifications, providers }),
-      ledgerWaitMs: config.readYourWritesTimeoutMs,
-    });
+    this.reactors = new Reactors(events, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
+    const erasureParts = { cards: this.cards, notifications: this.notifications, reactors: this.reactors, ledger: this.ledger, providers, store };
+    this.erasure = userErasure({ ...kit, readModels: engine, dataKeys: sealer.keys }, { ...erasureParts, waitMs: config.readYourWritesTimeoutMs });
     this.auditors = new AuditorService({ commands });
     const checkpointsLog = log.child({ component: 'checkpoints' });
     this.checkpoints = new CheckpointService({ store, keys: keys.audit, log: checkpointsLog, queries: new AuditQueries(sql), readYourWrites });
     this.auditReads = new AuditReads({ store });
-    this.reactors = new Reactors(events, sql, [this.notifications.outbox], log.child({ component: 'reactors' }), engine.nodeId);
   }
 
   /** Creates read-model tables; `runProjections` starts following the log (the server does, the CLI does not). */

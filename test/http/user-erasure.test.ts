@@ -347,3 +347,69 @@ describe('erasing a user while the ledger read model cannot catch up', () => {
     expect((await app.http.get(`/api/v1/partner/users/${who.id}`).set(acme.headers)).status).to.equal(200);
   });
 });
+
+/**
+ * A notification the outbox built from the read models before they had the erasure (the user's email
+ * in it) and writes after the erasure's scrub ran would keep the email: the erasure waits for the
+ * outbox to pass the log's head before it scrubs. Forced here by holding the outbox's batch between
+ * its build and its commit.
+ */
+describe('erasing a user while the outbox holds a notification about them', () => {
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  let acme: PartnerCredentials;
+
+  before(async () => {
+    app = await startTestApp();
+    acme = await createPartner(app.http, 'Acme');
+  });
+  after(() => app.close());
+
+  it('scrubs it once the outbox has written it: no notification keeps the email', async () => {
+    const ada = await customer(app.http, acme);
+    const outbox = app.tally.notifications.outbox;
+    const handle = outbox.handle.bind(outbox);
+    let built: () => void = () => {};
+    const wasBuilt = new Promise<void>((resolve) => {
+      built = resolve;
+    });
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    outbox.handle = async (events) => {
+      const writes = await handle(events);
+      if (events.some((e) => e.type === 'UserStatusChanged' && e.stream === userStream(ada.id))) {
+        built();
+        await released;
+      }
+      return writes;
+    };
+    try {
+      const suspended = await app.http.post(`/admin/v1/users/${ada.id}/suspend`).set(admin).send({ reason: 'erasure test' });
+      expect(suspended.status, suspended.text).to.equal(200);
+      await wasBuilt;
+      // Sent now (a supertest request starts when awaited or then'd).
+      const erasing = app.http
+        .post(`/api/v1/partner/users/${ada.id}/erase`)
+        .set(acme.headers)
+        .send()
+        .then((res) => res);
+      // The erasure has appended and is waiting for the outbox; the held batch (the email in it) goes on.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      release();
+      const erased = await erasing;
+      expect(erased.status, erased.text).to.equal(200);
+    } finally {
+      release();
+      outbox.handle = handle;
+    }
+    // Whatever the outbox held is written by now.
+    expect(await app.tally.reactors.passed('outbox', await app.tally.store.headPosition(), 5_000)).to.equal(true);
+    const [stored] = await app.tally.sql.query<{ n: string; about: string }>(
+      `SELECT count(*) FILTER (WHERE strpos(body, $1) > 0)::text AS n, count(*) FILTER (WHERE strpos(body, $2) > 0)::text AS about FROM notification_events`,
+      [ada.email, ada.id],
+    );
+    expect(Number(stored?.about), 'notifications about the user, the suspension’s among them').to.be.at.least(4);
+    expect(stored?.n, 'notifications keeping the email').to.equal('0');
+  });
+});

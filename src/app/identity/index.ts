@@ -6,5 +6,5 @@ export { ProfileService, type ProfileServiceDeps, type ProfileView } from './pro
 export { TooManySecretChecks } from './secret-checks';
 export { SessionGate } from './session-gate';
 export { type AccessClaims, TokenService } from './tokens';
-export { type ErasedUser, UserErasure } from './erasure';
+export { type ErasedUser, type ErasureDeps, UserErasure } from './erasure';
 export { emailStream, summary, type UserListQuery, type UserRecord, UserService, type UserServiceDeps, type UserSummary } from './users';

@@ -129,6 +129,15 @@ export class Checkpoints {
     );
   }
 
+  /** Whether some node holds a live lease on `name`: it is running (a batch of it may be in flight). */
+  async leased(name: string): Promise<boolean> {
+    const rows = await this.sql.query<{ live: boolean }>(
+      'SELECT owner IS NOT NULL AND lease_until > now() AS live FROM projection_checkpoints WHERE name = $1',
+      [name],
+    );
+    return rows[0]?.live === true;
+  }
+
   async release(name: string): Promise<void> {
     await this.sql.query(`UPDATE projection_checkpoints SET owner = NULL, lease_until = NULL WHERE name = $1 AND owner = $2`, [name, this.nodeId]);
   }

@@ -3,6 +3,7 @@ import type { EventStore } from '../../eventstore/port';
 import type { Sql, SqlQueryable } from '../../eventstore/sql';
 import { LogConsumer } from './engine';
 import { type LogHandler, REACTOR_LOOP } from './handler';
+import { waitForPositions } from './read-your-writes';
 import { consumerStatus, type ProjectionStatus } from './status';
 
 /**
@@ -69,6 +70,16 @@ export class Reactors {
   /** One batch by hand (tests): see LogConsumer.step. */
   step(): Promise<boolean> {
     return this.consumer.step();
+  }
+
+  /**
+   * True once `name` has passed `position`, or when no node runs it (no live lease: no batch of it
+   * is in flight, and the next will read what is there then); false when it is stopped on an event
+   * or `timeoutMs` ran out. Owned elsewhere, its checkpoint row is read (see waitForPositions).
+   */
+  async passed(name: string, position: string, timeoutMs: number): Promise<boolean> {
+    if (!this.consumer.owned.has(name) && !(await this.consumer.checkpoints.leased(name))) return true;
+    return waitForPositions(position, [name], timeoutMs, this.consumer.known);
   }
 
   isStopped(name: string): boolean {
