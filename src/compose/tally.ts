@@ -16,7 +16,7 @@ import { Notifications } from '../app/notifications';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from '../platform/keys';
 import { AuditorService, AuditReads, CheckpointService } from '../app/audit';
-import type { Sealer } from '../platform/sealing/sealer';
+import { keyOwner, type Sealer } from '../platform/sealing/sealer';
 import { CardsService } from '../app/cards';
 import { CommandHandler } from '../platform/commands/command-handler';
 import { StateCache } from '../platform/commands/commands';
@@ -31,7 +31,7 @@ import { SNAPSHOTS_SCHEMA, SnapshotStore } from '../platform/commands/snapshots'
 import { TokenService } from '../app/identity/tokens';
 import { UserService } from '../app/identity/users';
 import { PersonalData } from '../platform/sealing/personal-data';
-import type { DataKeys } from '../platform/sealing/data-keys';
+import { type DataKeys, EVERY_OWNER } from '../platform/sealing/data-keys';
 import { type DestroyedKeySignal, DestroyedKeysListener } from '../platform/sealing/destroyed-keys';
 import { sealedStore } from '../platform/sealing/sealed-store';
 import { personalData } from './personal-data';
@@ -121,6 +121,7 @@ export class Tally {
     this.engine = projectionsFor(config, { stored: store, events }, sql, log, keys);
     const engine = this.engine;
     if (engine instanceof ProjectionThread) sealer.keys.onForget((owner) => engine.forgetKey(owner));
+    forgetStatesWithUserKeys(sealer.keys, stateCache);
     this.reads = new ReadYourWrites(engine, config.readYourWritesTimeoutMs, log);
     // Called through the object, so that a bench or a test may wrap its methods.
     const readYourWrites: WaitForReadModels = (position, names) => this.reads.waitFor(position, names);
@@ -242,3 +243,16 @@ async function pingBoth(store: EventStore, sql: Sql): Promise<void> {
 const PROJECTIONS_MODULE = require.resolve('../projections');
 /** The module the projection thread's worker loads the personal fields from (personalData). */
 const PERSONAL_DATA_MODULE = require.resolve('./personal-data');
+
+/**
+ * A user's key forgotten (an erasure, heard from any node through the destroyed-key signal) drops
+ * the folded states this node keeps: the erased user's account is closed in the log, and a transfer's
+ * first attempt trusts the cache for its destination (the credit, appended at any revision, would not
+ * correct it). Erasures are rare, and the cache refills from the log (docs/privacy.md).
+ */
+function forgetStatesWithUserKeys(keys: DataKeys, cache: StateCache): void {
+  const users = keyOwner.user('');
+  keys.onForget((owner) => {
+    if (owner === EVERY_OWNER || owner.startsWith(users)) cache.clear();
+  });
+}

@@ -4,7 +4,7 @@ import { userStream } from '../../src/domain/identity';
 import { keyOwner } from '../../src/platform/sealing/sealer';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { issuedCard } from '../support/cards';
-import { type Customer, customer } from '../support/ledger';
+import { balanceOf, type Customer, customer, fund } from '../support/ledger';
 
 type Node = Awaited<ReturnType<typeof startTestApp>>;
 
@@ -132,5 +132,49 @@ describe('erasure heard by every node at once (the forget signal)', () => {
     });
     await within(2_000, 'the second node forgets what it held', () => !second.tally.sealer.keys.holds(owner));
     expect(await emailSeenBy(second, bob.id), 'read again, the key opens what it sealed').to.equal(bob.email);
+  });
+});
+
+/**
+ * A node that had an erased user's account open in its state cache (a transfer's first attempt trusts
+ * the cache, and a credit is appended at any revision, so nothing would correct it) drops its cached
+ * states when it hears of the destroyed key: its next transfer to the account is refused.
+ */
+describe('a transfer on another node to the account of a user erased meanwhile', () => {
+  let first: Node;
+  let second: Node;
+  let acme: PartnerCredentials;
+
+  before(async () => {
+    first = await startTestApp();
+    second = await startTestApp({ databaseUrl: first.config.databaseUrl });
+    acme = await createPartner(first.http, 'Acme');
+  });
+  after(async () => {
+    await second?.close();
+    await first?.close();
+  });
+
+  const transfer = (node: Node, from: Customer, to: Customer) =>
+    node.http
+      .post('/api/v1/transactions/transfer')
+      .set(from.bearer)
+      .send({ fromAccountId: from.accountId, toAccountId: to.accountId, amount: '1', description: 'to an erased user?' });
+
+  it('is refused as to an unknown account, and moves nothing', async () => {
+    const ada = await customer(first.http, acme);
+    const bob = await customer(first.http, acme);
+    await fund(first.http, acme, bob, '10');
+    // The second node decides transfers to and from Ada's account: its state cache has it open.
+    expect((await transfer(second, bob, ada)).status).to.equal(201);
+    expect((await transfer(second, ada, bob)).status).to.equal(201);
+    const erased = await first.http.post(`/api/v1/partner/users/${ada.id}/erase`).set(acme.headers).send();
+    expect(erased.status, erased.text).to.equal(200);
+    const owner = keyOwner.user(ada.id);
+    await within(2_000, 'the second node hears of the destroyed key', () => !second.tally.sealer.keys.holds(owner));
+    const refused = await transfer(second, bob, ada);
+    expect([refused.status, refused.body.code]).to.deep.equal([400, 'accounts_not_found']);
+    const { credits, debits } = await balanceOf(second.http, bob);
+    expect([credits, debits], 'Bob: funded 10, sent 1 to Ada, who sent it back').to.deep.equal(['11.00000000', '1.00000000']);
   });
 });
