@@ -1,8 +1,9 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PgSql } from '../src/eventstore/sql';
-import { fmtInt, localPostmaster, printTable } from './support';
+import { findPgBin } from '../test/support/postgres';
+import { fmtInt, localPostmaster, parseProcStat, printTable, procStat } from './support';
 
 /**
  * The machine's own price of light load, measured beside the service's: pgbench (PostgreSQL's C
@@ -25,33 +26,10 @@ export interface PeerRun {
   postgresUs: number;
 }
 
-/** pgbench of this machine's PostgreSQL (the newest under /usr/lib/postgresql, or on PATH); null when there is none. */
+/** pgbench beside the programs the throwaway cluster runs from; null when they do not ship it. */
 function findPgbench(): string | null {
-  const base = '/usr/lib/postgresql';
-  if (existsSync(base)) {
-    for (const v of readdirSync(base).sort((a, b) => Number(b) - Number(a))) {
-      const bin = join(base, v, 'bin', 'pgbench');
-      if (existsSync(bin)) return bin;
-    }
-  }
-  const found = spawnSync('sh', ['-c', 'command -v pgbench'], { encoding: 'utf8' });
-  return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : null;
-}
-
-let clockTicks: number | undefined;
-const ticksToMs = (ticks: number) => {
-  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  return (ticks * 1_000) / clockTicks;
-};
-
-/** proc(5) stat fields after the command name: [state, ppid, ...]; utime, stime, cutime, cstime are 11-14. */
-function statFields(pid: string): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
+  const bin = join(findPgBin(), 'pgbench');
+  return existsSync(bin) ? bin : null;
 }
 
 /**
@@ -59,13 +37,12 @@ function statFields(pid: string): string[] | undefined {
  * (pgbench's backends end with its run), plus its children still running.
  */
 function clusterCpuMs(postmaster: string): number {
-  let ms = 0;
-  const own = statFields(postmaster);
-  if (own) ms += ticksToMs(Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]));
+  const own = procStat(postmaster);
+  let ms = own ? own.cpuMs + own.childrenCpuMs : 0;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid) || pid === postmaster) continue;
-    const fields = statFields(pid);
-    if (fields?.[1] === postmaster) ms += ticksToMs(Number(fields[11]) + Number(fields[12]));
+    const stat = procStat(pid);
+    if (stat?.ppid === postmaster) ms += stat.cpuMs;
   }
   return ms;
 }
@@ -78,8 +55,7 @@ function pgbench(bin: string, url: string, args: string[]): { output: string; cp
   const script = `"$0" "$@" 2>&1; echo; echo "STAT $(cat /proc/$$/stat)"`;
   const out = execFileSync('sh', ['-c', script, bin, ...args, url], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
   const statLine = out.split('\n').find((l) => l.startsWith('STAT ')) ?? '';
-  const fields = statLine.slice(statLine.lastIndexOf(')') + 2).split(' ');
-  return { output: out, cpuMs: ticksToMs(Number(fields[13]) + Number(fields[14])) };
+  return { output: out, cpuMs: parseProcStat(statLine.slice('STAT '.length)).childrenCpuMs };
 }
 
 function parseRun(label: string, output: string, pgbenchMs: number, postgresMs: number): PeerRun {
@@ -98,7 +74,7 @@ export async function pgbenchPeer(url: string, seconds: number, fraction: number
   const sql = new PgSql(url, { max: 1 });
   const postmaster = await localPostmaster(sql).finally(() => sql.close());
   if (!bin || !postmaster) {
-    console.log(`  skipped: ${bin ? 'the cluster is not on this machine' : 'no pgbench on this machine'}`);
+    console.log(`  skipped: ${bin ? 'the cluster is not on this machine' : 'no pgbench beside the cluster’s programs'}`);
     return [];
   }
   execFileSync(bin, ['-i', '-q', '-s', '10', url], { stdio: 'pipe' });

@@ -182,16 +182,28 @@ const ticksToMs = (ticks: number) => {
   return (ticks * 1_000) / clockTicks;
 };
 
-/** proc(5) stat of one process: its command name, parent pid and CPU ms (utime + stime). */
-function procStat(pid: string): { comm: string; ppid: string; cpuMs: number } | undefined {
+/**
+ * proc(5) stat of one process (or `pid/task/tid`): its command name, parent pid, CPU ms (utime +
+ * stime), and the CPU ms of the children it has waited for (cutime + cstime).
+ */
+export function procStat(pid: string): { comm: string; ppid: string; cpuMs: number; childrenCpuMs: number } | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const close = stat.lastIndexOf(')');
-    const fields = stat.slice(close + 2).split(' ');
-    return { comm: stat.slice(stat.indexOf('(') + 1, close), ppid: fields[1] ?? '', cpuMs: ticksToMs(Number(fields[11]) + Number(fields[12])) };
+    return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return undefined; // ended meanwhile, or not on this machine
   }
+}
+
+/** A proc(5) stat line, as procStat reads it. */
+export function parseProcStat(stat: string): { comm: string; ppid: string; cpuMs: number; childrenCpuMs: number } {
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
+  return {
+    comm: stat.slice(stat.indexOf('(') + 1, close),
+    ppid: fields[1] ?? '',
+    cpuMs: ticksToMs(Number(fields[11]) + Number(fields[12])),
+    childrenCpuMs: ticksToMs(Number(fields[13]) + Number(fields[14])),
+  };
 }
 
 /** CPU ms of another process on this machine: its main thread, and its other threads together (Linux). */

@@ -124,37 +124,23 @@ async function drained(tally: Tally): Promise<number> {
 }
 
 /** Closed-loop transfers in every partner at once; the measured window starts when all have warmed up. */
-async function transfers(loads: PartnerLoad[], clients: number, seconds: number, onWarm: () => Promise<void>): Promise<Array<Outcome & { seconds: number }>> {
-  let warm = 0;
-  let release: () => void = () => {};
-  const all = new Promise<void>((resolve) => {
-    release = resolve;
-  });
+function transfers(loads: PartnerLoad[], clients: number, seconds: number, onWarm: () => Promise<void>): Promise<Array<Outcome & { seconds: number }>> {
   const perPartner = Math.max(1, Math.round(clients / loads.length));
-  return Promise.all(
-    loads.map((l) =>
-      l.client.run<Outcome & { seconds: number }>(
-        {
-          type: 'loop',
-          accounts: l.accounts.map((c): ClientAccount => ({ accountId: c.accountId, token: c.token })),
-          clients: perPartner,
-          warmUpSeconds: Math.min(2, seconds * 0.2),
-          seconds,
-        },
-        async () => {
-          if (++warm === loads.length) {
-            await onWarm();
-            release();
-          }
-          await all;
-        },
-      ),
-    ),
-  );
+  return inEveryPartner(loads, seconds, onWarm, { type: 'loop', clients: perPartner });
 }
 
 /** Open-loop transfers in every partner at once, `rate` per second in all, each partner its share. */
-async function openTransfers(loads: PartnerLoad[], rate: number, seconds: number, onWarm: () => Promise<void>): Promise<Array<Outcome & { seconds: number }>> {
+function openTransfers(loads: PartnerLoad[], rate: number, seconds: number, onWarm: () => Promise<void>): Promise<Array<Outcome & { seconds: number }>> {
+  return inEveryPartner(loads, seconds, onWarm, { type: 'open', rate: rate / loads.length, maxConnections: 256, lateMs: LATE_MS });
+}
+
+/** One load client's run per partner over its accounts, `onWarm` once every one has warmed up, then all measured together. */
+async function inEveryPartner(
+  loads: PartnerLoad[],
+  seconds: number,
+  onWarm: () => Promise<void>,
+  run: Record<string, unknown>,
+): Promise<Array<Outcome & { seconds: number }>> {
   let warm = 0;
   let release: () => void = () => {};
   const all = new Promise<void>((resolve) => {
@@ -164,11 +150,8 @@ async function openTransfers(loads: PartnerLoad[], rate: number, seconds: number
     loads.map((l) =>
       l.client.run<Outcome & { seconds: number }>(
         {
-          type: 'open',
+          ...run,
           accounts: l.accounts.map((c): ClientAccount => ({ accountId: c.accountId, token: c.token })),
-          rate: rate / loads.length,
-          maxConnections: 256,
-          lateMs: LATE_MS,
           warmUpSeconds: Math.min(2, seconds * 0.2),
           seconds,
         },

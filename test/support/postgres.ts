@@ -151,7 +151,8 @@ function readableByAll(path: string): void {
 
 let pgBin: string | undefined;
 
-function findPgBin(): string {
+/** The bin directory of the PostgreSQL the tests' clusters run from (this machine's, or the npm package's). */
+export function findPgBin(): string {
   if (pgBin) return pgBin;
   const wanted = process.env.TALLY_TEST_PG;
   if (wanted && wanted !== 'embedded' && wanted !== 'system') throw new Error(`TALLY_TEST_PG=${wanted}: use embedded or system`);
