@@ -5,21 +5,12 @@ import { keyOwner } from '../../src/platform/sealing/sealer';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { balanceOf, type Customer, customer, fund } from '../support/ledger';
+import { within } from '../support/wait';
 
 type Node = Awaited<ReturnType<typeof startTestApp>>;
 
 /** A node's time to live of a data key (DataKeys' default): what held a destroyed key on another node before the signal. */
 const TTL_MS = 30_000;
-
-/** Polls `check` every 10 ms until it holds; fails after `withinMs`. Returns how long it took. */
-async function within(withinMs: number, what: string, check: () => boolean | Promise<boolean>): Promise<number> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > withinMs) throw new Error(`${what}: not within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return Date.now() - started;
-}
 
 /**
  * The node-wide forget signal, with two nodes on one Postgres: a node that holds a user's data key

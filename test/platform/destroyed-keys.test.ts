@@ -8,19 +8,10 @@ import { DestroyedKeysListener } from '../../src/platform/sealing/destroyed-keys
 import { Keks } from '../../src/platform/sealing/keks';
 import { keyOwner, Sealer } from '../../src/platform/sealing/sealer';
 import { sharedCluster } from '../support/postgres';
+import { within } from '../support/wait';
 
 /** Ten minutes: within a test, only the signal can make a node let go of a key it read. */
 const LONG_TTL = { maxEntries: 1_000, ttlMs: 600_000 };
-
-/** Polls `check` every 10 ms until it holds; fails after `withinMs`. Returns how long it took. */
-async function within(withinMs: number, what: string, check: () => boolean | Promise<boolean>): Promise<number> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > withinMs) throw new Error(`${what}: not within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return Date.now() - started;
-}
 
 /**
  * The node-wide forget signal on a real Postgres: a key destroyed through one DataKeys is forgotten
