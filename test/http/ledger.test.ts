@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
-import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
+import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION, payoutRequest } from '../support/ledger';
 import { type PayoutProvider, PayoutRefused } from '../../src/providers/ledger/payouts/port';
 
 describe('ledger over HTTP', () => {
@@ -489,19 +489,7 @@ describe('ledger over HTTP', () => {
   });
 
   describe('payouts', () => {
-    const payout = (who: Customer, body: Record<string, unknown> = {}) =>
-      app.http
-        .post('/api/v1/user/payout')
-        .set(who.bearer)
-        .send({
-          transactionId: randomUUID(),
-          amount: 40000,
-          asset: 'COP',
-          provider: 'mock',
-          source: { metadata: { fundingId: 'f1' } },
-          destination: PAYOUT_DESTINATION,
-          ...body,
-        });
+    const payout = (who: Customer, body: Record<string, unknown> = {}) => app.http.post('/api/v1/user/payout').set(who.bearer).send(payoutRequest(body));
 
     it('holds the converted USDC at acceptance and settles later', async () => {
       const who = await customer(app.http, acme);
