@@ -2,7 +2,16 @@ import type { NotificationType } from '../../domain/notifications/endpoint';
 import type { RecordedEvent } from '../../eventstore/port';
 import { createdView, type LedgerQueries } from '../../projections/ledger';
 import type { TransactionCreatedData } from '../../domain/ledger';
-import { CARD_APPLICATION_EVENTS, CARD_EVENTS, CARD_TRANSACTION_EVENTS, cardApplicationUpdated, cardTransaction, cardUpdated } from './card-builders';
+import {
+  CARD_APPLICATION_EVENTS,
+  CARD_EVENTS,
+  CARD_TRANSACTION_EVENTS,
+  type CardTransactionReads,
+  cardApplicationUpdated,
+  cardTransaction,
+  cardTransactionIds,
+  cardUpdated,
+} from './card-builders';
 import type { Notification, NotificationSources } from './notification';
 
 /** The events the outbox turns into notifications. */
@@ -49,7 +58,7 @@ export async function notificationFor(sources: NotificationSources, event: Recor
     default:
       if (CARD_APPLICATION_EVENTS.includes(event.type)) return cardApplicationUpdated(sources, event);
       if (CARD_EVENTS.includes(event.type)) return cardUpdated(sources, event);
-      if (CARD_TRANSACTION_EVENTS.includes(event.type)) return cardTransaction(sources, event);
+      if (CARD_TRANSACTION_EVENTS.includes(event.type)) return cardTransaction(sources, event, batch.cardTransactions);
       return null;
   }
 }
@@ -79,13 +88,17 @@ async function kycStatus(sources: NotificationSources, event: RecordedEvent, bat
 
 type FoundTransaction = NonNullable<Awaited<ReturnType<LedgerQueries['transaction']>>>;
 
-/** What a batch of events is read ahead for, in one query each: their transactions (by uuid) and their users' partners. */
+/**
+ * What a batch of events is read ahead for, in one query each: their transactions (by uuid), their
+ * users' partners and their card transactions (by id).
+ */
 export interface BatchReads {
   transactions: Map<string, FoundTransaction>;
   userPartners: Map<string, string>;
+  cardTransactions: CardTransactionReads;
 }
 
-const NO_BATCH: BatchReads = { transactions: new Map(), userPartners: new Map() };
+const NO_BATCH: BatchReads = { transactions: new Map(), userPartners: new Map(), cardTransactions: new Map() };
 
 /** Whether notificationFor reads the event's transaction (a transfer's creation carries all its notification shows). */
 const readsTransaction = (e: RecordedEvent) => {
@@ -108,11 +121,12 @@ const userOf = (e: RecordedEvent): string | undefined => {
 export async function batchReads(sources: NotificationSources, events: RecordedEvent[]): Promise<BatchReads> {
   const uuids = [...new Set(events.filter(readsTransaction).map((e) => String((e.data as { uuid: unknown }).uuid)))];
   const users = [...new Set(events.map(userOf).filter((u) => u !== undefined))];
-  const [transactions, userPartners] = await Promise.all([
+  const [transactions, userPartners, cardTransactions] = await Promise.all([
     uuids.length > 0 ? sources.ledger.reads.transactions(uuids) : new Map<string, FoundTransaction>(),
     users.length > 0 ? sources.userQueries.partnersOf(users) : new Map<string, string>(),
+    sources.cards.spending.queries.byIds(cardTransactionIds(events)),
   ]);
-  return { transactions, userPartners };
+  return { transactions, userPartners, cardTransactions };
 }
 
 async function found(read: (uuid: string) => Promise<FoundTransaction | null>, event: RecordedEvent, uuid: string): Promise<FoundTransaction> {

@@ -57,16 +57,26 @@ async function foldUpTo<State, E extends DomainEvent>(
   return state;
 }
 
+/** Card transactions read ahead for a batch of events, by id (CardQueries.byIds). */
+export type CardTransactionReads = Awaited<ReturnType<NotificationSources['cards']['spending']['queries']['byIds']>>;
+
+/** The card transaction ids a batch's notifications read. */
+export const cardTransactionIds = (events: RecordedEvent[]): string[] => [
+  ...new Set(events.filter((e) => CARD_TRANSACTION_EVENTS.includes(e.type)).map((e) => (e.data as CardSpendData).transactionId)),
+];
+
 /**
- * The card transaction as the card routes answer it, read from the cards read model. A creation
- * carries the transaction as it was made (the event's own facts), even when it has been cleared or
- * reversed since; a clearing or reversal is final, so the read is the transaction just after it.
+ * The card transaction as the card routes answer it, read from the cards read model (read ahead
+ * for the batch, or alone). A creation carries the transaction as it was made (the event's own
+ * facts), even when it has been cleared or reversed since; a clearing or reversal is final, so the
+ * read is the transaction just after it.
  */
-export async function cardTransaction(sources: NotificationSources, event: RecordedEvent): Promise<Notification> {
+export async function cardTransaction(sources: NotificationSources, event: RecordedEvent, batch?: CardTransactionReads): Promise<Notification> {
   const e = { type: event.type, data: event.data } as CardSpendEvent;
-  const partnerId = await sources.cards.spending.queries.partnerOf(e.data.transactionId);
-  const read = partnerId && (await sources.cards.spending.queries.get(partnerId, e.data.transactionId));
-  if (!partnerId || !read) throw new Error(`card transaction ${e.data.transactionId} of event ${event.id} is not in the cards read model`);
+  const id = e.data.transactionId;
+  const found = batch?.get(id) ?? (await sources.cards.spending.queries.byIds([id])).get(id);
+  if (!found) throw new Error(`card transaction ${id} of event ${event.id} is not in the cards read model`);
+  const { partnerId, view: read } = found;
   if (e.type !== 'CardSpendAuthorized' && e.type !== 'CardSpendDeclined') return { partnerId, type: 'card.transaction.updated', eventId: event.id, data: read };
   const d: CardSpendData = e.data;
   const declinedReason = e.type === 'CardSpendDeclined' ? e.data.declinedReason : null;

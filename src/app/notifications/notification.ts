@@ -14,7 +14,7 @@ export interface NotificationSources {
   userQueries: Pick<UserQueries, 'partnerOf' | 'partnersOf'>;
   kyc: Pick<KycService, 'statusView'>;
   ledger: { reads: Pick<LedgerQueries, 'transaction' | 'transactions'> };
-  cards: { spending: { queries: Pick<CardQueries, 'get' | 'partnerOf'> } };
+  cards: { spending: { queries: Pick<CardQueries, 'byIds'> } };
 }
 
 /** One notification to one partner: what the outbox stores and delivery sends as `{id, type, createdAt, sequence, data}`. */

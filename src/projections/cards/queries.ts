@@ -211,10 +211,16 @@ export class CardQueries {
     return money(row?.pending ?? '0');
   }
 
-  /** The partner a card transaction belongs to, or null when unknown. */
-  async partnerOf(id: string): Promise<string | null> {
-    const [row] = await this.sql.query<{ partner_id: string }>('SELECT partner_id::text FROM rm_card_transactions WHERE id = $1', [id]);
-    return row ? row.partner_id : null;
+  /**
+   * Card transactions by id, each with the partner it belongs to, in one round trip (the outbox
+   * reads a batch's at once); an id the read model does not hold is absent.
+   */
+  async byIds(ids: readonly string[]): Promise<Map<string, { partnerId: string; view: CardTransactionView }>> {
+    const found = new Map<string, { partnerId: string; view: CardTransactionView }>();
+    if (ids.length === 0) return found;
+    const rows = await this.sql.query<Row>(`${SELECT} WHERE t.id = ANY($1::uuid[])`, [ids]);
+    for (const r of rows) found.set(r.id, { partnerId: r.partner_id, view: viewOf(r) });
+    return found;
   }
 
   /** One card transaction of the partner's users, or null. */
