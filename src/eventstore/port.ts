@@ -132,6 +132,12 @@ export interface EventStore {
   subscribe(options: SubscribeOptions): Subscription;
   /** The position of the last event a reader can see now ('' when the log is empty). */
   headPosition(): Promise<string>;
+  /**
+   * readAll and headPosition as of one moment, in one round trip (a consumer's batch needs both):
+   * every event of the read's types up to `head` is in `events`, unless `maxCount` cut the read
+   * short. Optional: readAllWithHead (below) reads the head, then the events, without it.
+   */
+  readAllWithHead?(options?: ReadAllOptions): Promise<{ head: string; events: RecordedEvent[] }>;
   /** Resolves when something was appended through this process, or after `timeoutMs`. */
   waitForAppend(timeoutMs: number): Promise<void>;
   ping(): Promise<void>;
@@ -139,6 +145,13 @@ export interface EventStore {
 }
 
 export const START_POSITION = '';
+
+/** The store's readAllWithHead, or the head read first and then the events (later, so they hold all up to it). */
+export async function readAllWithHead(store: EventStore, options?: ReadAllOptions): Promise<{ head: string; events: RecordedEvent[] }> {
+  if (store.readAllWithHead) return store.readAllWithHead(options);
+  const head = await store.headPosition();
+  return { head, events: await store.readAll(options) };
+}
 
 export function comparePositions(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

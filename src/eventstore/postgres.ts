@@ -55,6 +55,39 @@ const PREVIOUS_HASH = `(SELECT p.hash FROM es_events p WHERE p.stream_id = es_ev
 
 /** Only rows of transactions older than every running one: see postgres-schema.ts. */
 const VISIBLE = 'transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
+/** The position of the last visible event, as one row (`head` null when the log is empty). */
+const HEAD = `SELECT (SELECT lpad(transaction_id::text, 20, '0') || ':' || lpad(global_position::text, 20, '0')
+    FROM es_events WHERE ${VISIBLE} ORDER BY transaction_id DESC, global_position DESC LIMIT 1) AS head`;
+
+/** readAll's columns, conditions and parameters (the last one its limit). */
+function readAllQuery(options: ReadAllOptions): { columns: string; where: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const conditions = [VISIBLE];
+  if (options.fromPosition) {
+    const [xid, gp] = positionParts(options.fromPosition);
+    params.push(xid, gp);
+    conditions.push(`(transaction_id, global_position) > ($${params.length - 1}::xid8, $${params.length}::bigint)`);
+  }
+  const prefixes = options.filter?.streamPrefixes;
+  if (prefixes?.length) {
+    params.push(prefixes.map(escapeLike));
+    conditions.push(`stream_id LIKE ANY($${params.length}::text[])`);
+  }
+  const types = options.filter?.eventTypes;
+  if (types?.length) {
+    params.push(types);
+    conditions.push(`type = ANY($${params.length}::text[])`);
+  }
+  params.push(Math.min(options.maxCount ?? MAX_READ_BATCH, MAX_READ_BATCH * 10));
+  const columns = options.projectionOnly
+    ? BASE_COLUMNS
+    : options.headsOnly
+      ? HEAD_COLUMNS
+      : options.withPreviousHash
+        ? `${EVENT_COLUMNS}, ${PREVIOUS_HASH}`
+        : EVENT_COLUMNS;
+  return { columns, where: conditions.join(' AND '), params };
+}
 
 /**
  * Rows as recorded events. The events of one append share its transaction id and instant, and are
@@ -540,38 +573,30 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
-    const params: unknown[] = [];
-    const conditions = [VISIBLE];
-    if (options.fromPosition) {
-      const [xid, gp] = positionParts(options.fromPosition);
-      params.push(xid, gp);
-      conditions.push(`(transaction_id, global_position) > ($${params.length - 1}::xid8, $${params.length}::bigint)`);
-    }
-    const prefixes = options.filter?.streamPrefixes;
-    if (prefixes?.length) {
-      params.push(prefixes.map(escapeLike));
-      conditions.push(`stream_id LIKE ANY($${params.length}::text[])`);
-    }
-    const types = options.filter?.eventTypes;
-    if (types?.length) {
-      params.push(types);
-      conditions.push(`type = ANY($${params.length}::text[])`);
-    }
-    params.push(Math.min(options.maxCount ?? MAX_READ_BATCH, MAX_READ_BATCH * 10));
-    const columns = options.projectionOnly
-      ? BASE_COLUMNS
-      : options.headsOnly
-        ? HEAD_COLUMNS
-        : options.withPreviousHash
-          ? `${EVENT_COLUMNS}, ${PREVIOUS_HASH}`
-          : EVENT_COLUMNS;
+    const { columns, where, params } = readAllQuery(options);
     const rows = await this.guard(() =>
-      this.sql.query<EventRow>(
-        `SELECT ${columns} FROM es_events WHERE ${conditions.join(' AND ')} ORDER BY transaction_id, global_position LIMIT $${params.length}`,
+      this.sql.query<EventRow>(`SELECT ${columns} FROM es_events WHERE ${where} ORDER BY transaction_id, global_position LIMIT $${params.length}`, params),
+    );
+    return toRecorded(rows);
+  }
+
+  /**
+   * One statement, so one snapshot for both: the head (a row even when no event follows) beside the
+   * events read as readAll reads them.
+   */
+  async readAllWithHead(options: ReadAllOptions = {}): Promise<{ head: string; events: RecordedEvent[] }> {
+    const { columns, where, params } = readAllQuery(options);
+    const rows = await this.guard(() =>
+      this.sql.query<EventRow & { head: string | null }>(
+        `SELECT h.head, e.* FROM (${HEAD}) h
+           LEFT JOIN LATERAL (SELECT ${columns}, transaction_id AS o_xid, global_position AS o_gp FROM es_events WHERE ${where}
+                               ORDER BY transaction_id, global_position LIMIT $${params.length}) e ON true
+          ORDER BY e.o_xid, e.o_gp`,
         params,
       ),
     );
-    return toRecorded(rows);
+    const head = rows[0]?.head ?? '';
+    return { head, events: rows[0]?.gp == null ? [] : toRecorded(rows) };
   }
 
   subscribe(options: SubscribeOptions): Subscription {
@@ -579,13 +604,8 @@ export class PostgresEventStore implements EventStore {
   }
 
   async headPosition(): Promise<string> {
-    const rows = await this.guard(() =>
-      this.sql.query<{ position: string }>(
-        `SELECT lpad(transaction_id::text, 20, '0') || ':' || lpad(global_position::text, 20, '0') AS position
-           FROM es_events WHERE ${VISIBLE} ORDER BY transaction_id DESC, global_position DESC LIMIT 1`,
-      ),
-    );
-    return rows[0]?.position ?? '';
+    const rows = await this.guard(() => this.sql.query<{ head: string | null }>(HEAD));
+    return rows[0]?.head ?? '';
   }
 
   /**

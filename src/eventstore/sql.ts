@@ -21,11 +21,21 @@ export interface SqlCounts {
   transactions: number;
 }
 
+export interface TransactionOptions {
+  asynchronousCommit?: boolean;
+}
+
+const BEGIN_ASYNCHRONOUS = 'BEGIN; SET LOCAL synchronous_commit = off';
+
 export interface Sql extends SqlQueryable {
   readonly kind: 'postgres' | 'pglite';
   readonly counts: SqlCounts;
-  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. With
+   * `asynchronousCommit`, its commit does not wait for the WAL flush (SET LOCAL synchronous_commit =
+   * off, sent with the BEGIN: one round trip): for writes the log can make again, read models.
+   */
+  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Runs several statements separated by semicolons, without parameters (schema set-up). */
   exec(text: string): Promise<void>;
   close(): Promise<void>;
@@ -55,7 +65,7 @@ export class PgSql implements Sql {
     return result.rows as Row[];
   }
 
-  async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     this.counts.transactions++;
     const client = await this.pool.connect();
     // Checked out, the client has no listener of the pool's: a server that goes away now (a restart,
@@ -67,7 +77,8 @@ export class PgSql implements Sql {
     };
     client.on('error', onError);
     try {
-      await client.query('BEGIN');
+      // Without parameters, so the simple protocol: both statements in one message.
+      await client.query(options.asynchronousCommit ? BEGIN_ASYNCHRONOUS : 'BEGIN');
       const tx: SqlQueryable = {
         query: async <Row>(text: string, params?: unknown[]) => {
           this.counts.statements++;
@@ -119,9 +130,10 @@ export class PgliteSql implements Sql {
     return result.rows;
   }
 
-  async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     this.counts.transactions++;
     return this.db.transaction(async (t) => {
+      if (options.asynchronousCommit) await t.query('SET LOCAL synchronous_commit = off');
       const tx: SqlQueryable = {
         query: async <Row>(text: string, params?: unknown[]) => {
           this.counts.statements++;

@@ -9,6 +9,7 @@ import {
   type JsonObject,
   type NewEvent,
   type RecordedEvent,
+  readAllWithHead,
   WrongExpectedRevisionError,
 } from '../../src/eventstore/port';
 
@@ -381,6 +382,28 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
         expect(comparePositions(await store.headPosition(), all[2]?.position ?? '')).to.be.at.least(0);
       });
 
+      it('reads the log and its head as of one moment (readAllWithHead): the events readAll gives, the head headPosition gives', async () => {
+        const category = `head${randomUUID().slice(0, 8)}`;
+        const a = uniqueStream(category);
+        await store.append(a, [ev('X'), ev('Y')], 'no_stream');
+        await store.append(uniqueStream(category), [ev('Y')], 'no_stream');
+        const options = { filter: { streamPrefixes: [`${category}-`] } };
+        const both = await readAllWithHead(store, options);
+        const all = await store.readAll(options);
+        expect(both.events.map((e) => [e.id, e.position, e.type, e.revision])).to.deep.equal(all.map((e) => [e.id, e.position, e.type, e.revision]));
+        expect(both.events.map((e) => e.data)).to.deep.equal(all.map((e) => e.data));
+        expect(both.head).to.equal(await store.headPosition());
+        expect(comparePositions(both.head, all[2]?.position ?? '')).to.be.at.least(0);
+        const cut = await readAllWithHead(store, { ...options, maxCount: 1 });
+        expect(cut.events.map((e) => e.id)).to.deep.equal([all[0]?.id]);
+        expect(cut.head).to.equal(both.head);
+        const none = await readAllWithHead(store, { ...options, fromPosition: all[2]?.position });
+        expect(none.events).to.deep.equal([]);
+        expect(none.head).to.equal(both.head);
+        const onlyY = await readAllWithHead(store, { filter: { streamPrefixes: [`${category}-`], eventTypes: ['Y'] } });
+        expect(onlyY.events.map((e) => e.type)).to.deep.equal(['Y', 'Y']);
+      });
+
       it('gives each event the hash of the one before it in its stream when asked (withPreviousHash), or leaves it out', async () => {
         const category = `prev${randomUUID().slice(0, 8)}`;
         const a = uniqueStream(category);
@@ -454,6 +477,11 @@ export function eventStoreConformance(name: string, target: ConformanceTarget): 
           // A reader now must not see 'fast' yet: if it did and checkpointed it, 'slow' would be skipped.
           const whileOpen = await store.readAll({ filter });
           expect(whileOpen.map((e) => e.type)).to.deep.equal([]);
+          // Nor may the head pass it: a consumer moves its checkpoint up to the head of a short read.
+          const withHead = await readAllWithHead(store, { filter });
+          expect(withHead.events).to.deep.equal([]);
+          const fastPosition = (await store.readStream(fast))[0]?.position ?? '';
+          expect(comparePositions(withHead.head, fastPosition)).to.equal(-1);
           await pending.commit();
           const afterCommit = await store.readAll({ filter });
           expect(afterCommit.map((e) => e.type)).to.deep.equal(['slow', 'fast']);

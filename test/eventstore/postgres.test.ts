@@ -113,3 +113,47 @@ describe('textArrayLiteral (the append batch writes its own array parameters)', 
     }
   });
 });
+
+describe('Sql transactions with an asynchronous commit (read models: the log can make them again)', () => {
+  const opened: PgSql[] = [];
+  after(async () => {
+    for (const sql of opened) await sql.close();
+  });
+
+  for (const [name, open] of [
+    [
+      'postgres server',
+      async (): Promise<Sql> => {
+        const url = await (await sharedCluster()).freshDatabase();
+        // The test cluster runs with synchronous_commit off: on for this database, so that off shows.
+        const setUp = new PgSql(url);
+        await setUp.query(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = on', current_database()); END $$`);
+        await setUp.close();
+        const sql = new PgSql(url);
+        opened.push(sql);
+        return sql;
+      },
+    ],
+    ['pglite (embedded)', async (): Promise<Sql> => PgliteSql.open()],
+  ] as const) {
+    it(`${name}: sets synchronous_commit off for that transaction only, and commits what it wrote`, async () => {
+      const sql = await open();
+      try {
+        await sql.exec('CREATE TABLE kept (n int)');
+        const inside = await sql.transaction(
+          async (tx) => {
+            await tx.query('INSERT INTO kept VALUES (1)');
+            return (await tx.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`))[0]?.s;
+          },
+          { asynchronousCommit: true },
+        );
+        const plain = await sql.transaction(async (tx) => (await tx.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`))[0]?.s);
+        const after = (await sql.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`))[0]?.s;
+        expect([inside, plain, after]).to.deep.equal(['off', 'on', 'on']);
+        expect(await sql.query('SELECT n FROM kept')).to.deep.equal([{ n: 1 }]);
+      } finally {
+        if (sql.kind === 'pglite') await sql.close();
+      }
+    });
+  }
+});

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { comparePositions, type EventStore, type RecordedEvent } from '../../eventstore/port';
+import { comparePositions, type EventStore, type RecordedEvent, readAllWithHead } from '../../eventstore/port';
 import type { Sql } from '../../eventstore/sql';
 import type { Checkpoints } from './checkpoints';
 import { type Failures, isTransientFailure } from './failures';
@@ -43,12 +43,17 @@ export async function runBatch(loop: Loop, contain: boolean): Promise<Batch> {
   const selections = await selectionsOf(owned);
   const { batchSize } = loop.options;
   const maxCount = Math.min(batchSize, ...selections.map((s) => s.maxCount ?? batchSize));
-  const head = await loop.store.headPosition();
   const types = [...new Set(selections.flatMap((s) => s.eventTypes))];
-  const events = await loop.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: types }, maxCount, projectionOnly: true });
+  const { head, events } = await readAllWithHead(loop.store, {
+    fromPosition: from || undefined,
+    filter: { eventTypes: types },
+    maxCount,
+    projectionOnly: true,
+  });
   const last = events[events.length - 1]?.position ?? from;
-  // A short read drained every visible event of these types: all of them up to `head` (read
-  // before) are in it, so the checkpoints may move to the head, past events nobody here needs.
+  // A short read drained every visible event of these types: all of them up to `head` (read in
+  // the same snapshot, or before) are in it, so the checkpoints may move to the head, past events
+  // nobody here needs.
   const to = events.length < maxCount && comparePositions(head, last) > 0 ? head : last;
   const behind = owned.filter((h) => comparePositions(loop.positions.get(h.name) ?? '', to) < 0);
   if (behind.length === 0) return 'idle';
@@ -87,12 +92,14 @@ async function commit(loop: Loop, handlers: LogHandler[], to: string, events: Re
     if (mine.length) writes.push(await h.handle(mine));
   }
   const moved = await loop.sql
-    .transaction(async (tx) => {
-      if (!loop.options.durable) await tx.query('SET LOCAL synchronous_commit = off');
-      if (!(await loop.checkpoints.move(tx, names, from, to))) throw new CheckpointMoved();
-      for (const write of writes) await write(tx);
-      return true;
-    })
+    .transaction(
+      async (tx) => {
+        if (!(await loop.checkpoints.move(tx, names, from, to))) throw new CheckpointMoved();
+        for (const write of writes) await write(tx);
+        return true;
+      },
+      { asynchronousCommit: !loop.options.durable },
+    )
     .catch((error) => {
       if (error instanceof CheckpointMoved) return false;
       throw error;

@@ -75,11 +75,7 @@ async function foldLog(
   const memory = new BuildMemory(ctx.buildMemoryRows);
   const read = (from: string) =>
     ctx.store.readAll({ fromPosition: from || undefined, filter: { eventTypes: p.eventTypes }, maxCount: REBUILD_BATCH, projectionOnly: true });
-  const inTransaction = (fn: (tx: SqlQueryable) => Promise<void>) =>
-    ctx.sql.transaction(async (tx) => {
-      await tx.query('SET LOCAL synchronous_commit = off');
-      await fn(tx);
-    });
+  const inTransaction = (fn: (tx: SqlQueryable) => Promise<void>) => ctx.sql.transaction(fn, { asynchronousCommit: true });
   // The read ahead and the write behind are awaited later, where their errors are thrown to the
   // rebuild's caller; handled now too, so that one failing while this awaits something else is not
   // an unhandled rejection. Logged at debug only: an error that is not thrown where awaited follows

@@ -178,6 +178,10 @@ function withAppends(store: PostgresEventStore, appends: Appends): EventStore {
     appends.reading();
     return store.readAll(options);
   };
+  view.readAllWithHead = (options) => {
+    appends.reading();
+    return store.readAllWithHead(options);
+  };
   view.waitForAppend = (timeoutMs: number) => appends.wait(timeoutMs);
   return view;
 }

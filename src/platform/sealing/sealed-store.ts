@@ -26,6 +26,14 @@ export function sealedStore(store: EventStore, personal: PersonalData, erasedAs:
     readAll: (options?: ReadAllOptions) => (options?.headsOnly ? store.readAll(options) : store.readAll(options).then(opened)),
     subscribe: (options: SubscribeOptions) => store.subscribe({ ...options, onEvents: async (events) => options.onEvents(await opened(events)) }),
     headPosition: () => store.headPosition(),
+    ...(store.readAllWithHead
+      ? {
+          readAllWithHead: async (options?: ReadAllOptions) => {
+            const read = await (store.readAllWithHead as NonNullable<EventStore['readAllWithHead']>)(options);
+            return options?.headsOnly ? read : { head: read.head, events: await opened(read.events) };
+          },
+        }
+      : {}),
     waitForAppend: (timeoutMs) => store.waitForAppend(timeoutMs),
     ping: () => store.ping(),
     close: () => store.close(),
