@@ -3,6 +3,7 @@ import { assertStorable } from './storable';
 import { canonicalJson, eventDigestOfTexts } from './hash';
 import { EVENT_LOG_SCHEMA } from './postgres-schema';
 import {
+  comparePositions,
   type AppendResult,
   EventIdConflictError,
   type EventMetadata,
@@ -582,21 +583,29 @@ export class PostgresEventStore implements EventStore {
 
   /**
    * One statement, so one snapshot for both: the head (a row even when no event follows) beside the
-   * events read as readAll reads them.
+   * events read as readAll reads them. The join of one row to the ordered read keeps its order, which
+   * is checked here rather than sorted again in SQL (a sort of the rows with their data costs the
+   * server more than the round trip it saves).
    */
   async readAllWithHead(options: ReadAllOptions = {}): Promise<{ head: string; events: RecordedEvent[] }> {
     const { columns, where, params } = readAllQuery(options);
     const rows = await this.guard(() =>
       this.sql.query<EventRow & { head: string | null }>(
         `SELECT h.head, e.* FROM (${HEAD}) h
-           LEFT JOIN LATERAL (SELECT ${columns}, transaction_id AS o_xid, global_position AS o_gp FROM es_events WHERE ${where}
-                               ORDER BY transaction_id, global_position LIMIT $${params.length}) e ON true
-          ORDER BY e.o_xid, e.o_gp`,
+           LEFT JOIN LATERAL (SELECT ${columns} FROM es_events WHERE ${where} ORDER BY transaction_id, global_position LIMIT $${params.length}) e ON true`,
         params,
       ),
     );
     const head = rows[0]?.head ?? '';
-    return { head, events: rows[0]?.gp == null ? [] : toRecorded(rows) };
+    if (rows[0]?.gp == null) return { head, events: [] };
+    const events = toRecorded(rows);
+    for (let i = 1; i < events.length; i++) {
+      if (comparePositions((events[i - 1] as RecordedEvent).position, (events[i] as RecordedEvent).position) >= 0) {
+        events.sort((a, b) => comparePositions(a.position, b.position));
+        break;
+      }
+    }
+    return { head, events };
   }
 
   subscribe(options: SubscribeOptions): Subscription {
