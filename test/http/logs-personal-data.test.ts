@@ -114,7 +114,11 @@ describe('logs carry no personal data or secrets', function () {
       'the 500 was logged, with its code',
     ).to.equal(true);
     expect(lines.filter((l) => l.includes('"msg":"request"')).length, 'every request has its line').to.be.greaterThan(15);
-    for (const [name, value] of Object.entries(secrets)) expect(log.includes(value), `the log shows the ${name}`).to.equal(false);
+    // A few digits (the CVC, the PIN, the login code; strings in the API) are sought as a value of
+    // their own: inside a longer run of digits or hex (a timestamp, a uuid) or as a bare JSON number
+    // (a status, a duration) they are only a coincidence.
+    const shows = (value: string) => (/^\d{1,7}$/.test(value) ? new RegExp(`(?<![0-9a-fA-F])(?<!":)${value}(?![0-9a-fA-F])`).test(log) : log.includes(value));
+    for (const [name, value] of Object.entries(secrets)) expect(shows(value), `the log shows the ${name}`).to.equal(false);
     expect(log.includes(email.split('@')[0] ?? email), 'the local part of the email').to.equal(false);
     expect(log.includes(PERSON.phoneNumber.slice(1)), 'the phone without its +').to.equal(false);
   });
