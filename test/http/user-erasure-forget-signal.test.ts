@@ -2,12 +2,12 @@ import { expect } from 'chai';
 import type { JsonObject } from '../../src/eventstore/port';
 import { userStream } from '../../src/domain/identity';
 import { keyOwner } from '../../src/platform/sealing/sealer';
-import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { createPartner, type PartnerCredentials, startTwoNodes, type TestApp } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { balanceOf, type Customer, customer, fund } from '../support/ledger';
 import { within } from '../support/wait';
 
-type Node = Awaited<ReturnType<typeof startTestApp>>;
+type Node = TestApp;
 
 /** A node's time to live of a data key (DataKeys' default): what held a destroyed key on another node before the signal. */
 const TTL_MS = 30_000;
@@ -22,6 +22,7 @@ const TTL_MS = 30_000;
 describe('erasure heard by every node at once (the forget signal)', () => {
   let first: Node;
   let second: Node;
+  let nodes: Awaited<ReturnType<typeof startTwoNodes>>;
   let acme: PartnerCredentials;
   let ada: Customer;
   let cardId: string;
@@ -29,16 +30,13 @@ describe('erasure heard by every node at once (the forget signal)', () => {
   let declinedAfterErasure: string;
 
   before(async () => {
-    first = await startTestApp();
-    second = await startTestApp({ databaseUrl: first.config.databaseUrl });
+    nodes = await startTwoNodes();
+    ({ first, second } = nodes);
     acme = await createPartner(first.http, 'Acme');
     ada = await customer(first.http, acme);
     cardId = (await issuedCard(first.http, acme, ada.bearer)).id;
   });
-  after(async () => {
-    await second?.close();
-    await first?.close();
-  });
+  after(() => nodes?.close());
 
   /** The user's own events as the node's sealed view of the log opens them: the registration's email. */
   const emailSeenBy = async (node: Node, userId: string) => {
@@ -134,17 +132,15 @@ describe('erasure heard by every node at once (the forget signal)', () => {
 describe('a transfer on another node to the account of a user erased meanwhile', () => {
   let first: Node;
   let second: Node;
+  let nodes: Awaited<ReturnType<typeof startTwoNodes>>;
   let acme: PartnerCredentials;
 
   before(async () => {
-    first = await startTestApp();
-    second = await startTestApp({ databaseUrl: first.config.databaseUrl });
+    nodes = await startTwoNodes();
+    ({ first, second } = nodes);
     acme = await createPartner(first.http, 'Acme');
   });
-  after(async () => {
-    await second?.close();
-    await first?.close();
-  });
+  after(() => nodes?.close());
 
   const transfer = (node: Node, from: Customer, to: Customer) =>
     node.http

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTwoNodes, type TestApp } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { type Customer, customer } from '../support/ledger';
 
@@ -10,23 +10,21 @@ import { type Customer, customer } from '../support/ledger';
  * passed the erasure before it answered) or the card (canceled in its stream before it answered).
  */
 describe('erasure on two nodes', () => {
-  let first: Awaited<ReturnType<typeof startTestApp>>;
-  let second: Awaited<ReturnType<typeof startTestApp>>;
+  let first: TestApp;
+  let second: TestApp;
+  let nodes: Awaited<ReturnType<typeof startTwoNodes>>;
   let acme: PartnerCredentials;
   let ada: Customer;
   let cardId: string;
 
   before(async () => {
-    first = await startTestApp();
-    second = await startTestApp({ databaseUrl: first.config.databaseUrl });
+    nodes = await startTwoNodes();
+    ({ first, second } = nodes);
     acme = await createPartner(first.http, 'Acme');
     ada = await customer(first.http, acme);
     cardId = (await issuedCard(first.http, acme, ada.bearer)).id;
   });
-  after(async () => {
-    await second?.close();
-    await first?.close();
-  });
+  after(() => nodes?.close());
 
   it('the other node, which used the key a moment before, refuses every use of it as soon as the erasure answered', async () => {
     const reveal = (node: typeof first) => node.http.get('/api/v1/cards/secrets').set(ada.bearer);

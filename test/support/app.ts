@@ -26,6 +26,25 @@ export async function startTestApp(
   return { ...running, config, http: recordingAnswers(supertest.agent(running.url)) };
 }
 
+export type TestApp = Awaited<ReturnType<typeof startTestApp>>;
+
+/** Two nodes of one deployment: two apps on one database. `close` stops the second, then the first. */
+export async function startTwoNodes(): Promise<{ first: TestApp; second: TestApp; close(): Promise<void> }> {
+  const first = await startTestApp();
+  const second = await startTestApp({ databaseUrl: first.config.databaseUrl }).catch(async (error: unknown) => {
+    await first.close();
+    throw error;
+  });
+  return {
+    first,
+    second,
+    async close() {
+      await second.close();
+      await first.close();
+    },
+  };
+}
+
 export interface PartnerCredentials {
   id: string;
   apiKey: string;
