@@ -1,4 +1,12 @@
-import type { EventStore, NewEvent, ReadAllOptions, RecordedEvent, StreamAppend, SubscribeOptions } from '../../eventstore/port';
+import {
+  type EventStore,
+  type NewEvent,
+  type ReadAllOptions,
+  type RecordedEvent,
+  readAllWithHead,
+  type StreamAppend,
+  type SubscribeOptions,
+} from '../../eventstore/port';
 import type { ErasedAs, PersonalData } from './personal-data';
 
 /**
@@ -9,6 +17,8 @@ import type { ErasedAs, PersonalData } from './personal-data';
  */
 export function sealedStore(store: EventStore, personal: PersonalData, erasedAs: ErasedAs = null): EventStore {
   const opened = (events: RecordedEvent[]) => (personal.concerns(events) ? personal.open(events, erasedAs) : events);
+  // A head carries no data: nothing to open.
+  const openedRead = (options: ReadAllOptions | undefined, events: RecordedEvent[]) => (options?.headsOnly ? events : opened(events));
   const sealedAppends = async (appends: StreamAppend[]) =>
     Promise.all(appends.map(async (a) => (personal.concerns(a.events) ? { ...a, events: await personal.seal(a.stream, a.events) } : a)));
   return {
@@ -22,18 +32,13 @@ export function sealedStore(store: EventStore, personal: PersonalData, erasedAs:
       return sealedAppends(appends).then((sealed) => store.appendMany(sealed));
     },
     readStream: (stream, options) => store.readStream(stream, options).then(opened),
-    // A head carries no data: nothing to open.
-    readAll: (options?: ReadAllOptions) => (options?.headsOnly ? store.readAll(options) : store.readAll(options).then(opened)),
+    readAll: (options?: ReadAllOptions) => store.readAll(options).then((events) => openedRead(options, events)),
     subscribe: (options: SubscribeOptions) => store.subscribe({ ...options, onEvents: async (events) => options.onEvents(await opened(events)) }),
     headPosition: () => store.headPosition(),
-    ...(store.readAllWithHead
-      ? {
-          readAllWithHead: async (options?: ReadAllOptions) => {
-            const read = await (store.readAllWithHead as NonNullable<EventStore['readAllWithHead']>)(options);
-            return options?.headsOnly ? read : { head: read.head, events: await opened(read.events) };
-          },
-        }
-      : {}),
+    readAllWithHead: async (options?: ReadAllOptions) => {
+      const read = await readAllWithHead(store, options);
+      return { head: read.head, events: await openedRead(options, read.events) };
+    },
     waitForAppend: (timeoutMs) => store.waitForAppend(timeoutMs),
     ping: () => store.ping(),
     close: () => store.close(),
