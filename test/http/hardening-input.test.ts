@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { JsonObject } from '../../src/eventstore/port';
 import { UnstorableEventError } from '../../src/eventstore/storable';
-import { createPartner, type PartnerCredentials, type startTestApp, uniqueEmail } from '../support/app';
+import { createPartner, lastWritten, type PartnerCredentials, type startTestApp, uniqueEmail } from '../support/app';
 import { COMPLETE_PROFILE, registerUser } from '../support/identity';
 import { type Customer, PAYOUT_DESTINATION, startWithCustomers } from '../support/ledger';
 
@@ -23,6 +23,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
   after(() => app?.close());
 
   const head = () => app.tally.store.headPosition();
+  const written = () => lastWritten(app);
 
   /** Every projection has reached the log's head (none is stuck on an event). */
   async function projectionsCaughtUp(): Promise<void> {
@@ -40,7 +41,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
 
   it('refuses a transfer whose description the store could not hold, writes nothing, and every projection stays live', async () => {
     for (const [name, text] of BAD_TEXTS) {
-      const before = await head();
+      const before = await written();
       const res = await app.http
         .post('/api/v1/transactions/transfer')
         .set(ada.bearer)
@@ -54,7 +55,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
         param: 'description',
         requestId: res.headers['x-request-id'],
       });
-      expect(await head(), name).to.equal(before);
+      expect(await written(), name).to.equal(before);
     }
     // Tab, line feed, carriage return and any well-formed text (astral characters included) are fine.
     const ok = await app.http
@@ -98,11 +99,11 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
       ['query', () => app.http.get('/api/v1/partner/users').query({ q: 'a\u0000' }).set(acme.headers), 'q'],
     ];
     for (const [name, send, field] of cases) {
-      const before = await head();
+      const before = await written();
       const res = await send();
       expect(res.status, name).to.equal(400);
       expect(res.body.error, name).to.equal(`${field} contains characters that are not allowed`);
-      expect(await head(), name).to.equal(before);
+      expect(await written(), name).to.equal(before);
     }
     await projectionsCaughtUp();
   });
@@ -110,7 +111,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
   it('refuses a body nested deeper than any field needs (5,000 levels was a 500)', async () => {
     // Written out by hand: JSON.stringify itself runs out of stack on it.
     const metadata = `${'{"a":'.repeat(5_000)}1${'}'.repeat(5_000)}`;
-    const before = await head();
+    const before = await written();
     const res = await app.http
       .post('/api/v1/user/payout')
       .set(ada.bearer)
@@ -120,11 +121,11 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
       );
     expect(res.status).to.equal(400);
     expect(res.body.error).to.equal('source is nested too deeply (at most 16 levels)');
-    expect(await head()).to.equal(before);
+    expect(await written()).to.equal(before);
   });
 
   it('judges a JSON number on its own text: 1.0000000000000001 is not 1', async () => {
-    const before = await head();
+    const before = await written();
     const res = await app.http
       .post('/api/v1/transactions/transfer')
       .set(ada.bearer)
@@ -139,7 +140,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
       .send(`{"fromAccountId": ${ada.accountId}, "toAccountId": ${bob.accountId}, "amount": 1e400}`);
     expect(huge.status).to.equal(400);
     expect(huge.body.error).to.equal('amount has more precision than a JSON number can carry; send it as a decimal string');
-    expect(await head()).to.equal(before);
+    expect(await written()).to.equal(before);
     // Numbers a double carries exactly go through as before, and so does the decimal string.
     for (const amount of ['0.1', '2.50000000', '"1.0000000000000001"']) {
       const res = await app.http
@@ -152,7 +153,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
   });
 
   it('judges numbers on the very text parsed: after a byte order mark, never in another charset, and deep down (each was a 500 or a pass)', async () => {
-    const before = await head();
+    const before = await written();
     const transfer = (body: Buffer | string, type = 'application/json') =>
       app.http.post('/api/v1/transactions/transfer').set(ada.bearer).set('Content-Type', type).send(body);
     const inexact = `{"fromAccountId": ${ada.accountId}, "toAccountId": ${bob.accountId}, "amount": 1.0000000000000001, "description": "x"}`;
@@ -170,7 +171,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
     );
     expect(deep.status).to.equal(400);
     expect(deep.body.error).to.equal('amount is nested too deeply (at most 16 levels)');
-    expect(await head()).to.equal(before);
+    expect(await written()).to.equal(before);
   });
 
   it('ignores body fields the route does not declare: never stored, never echoed', async () => {
@@ -202,7 +203,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
   });
 
   it('takes JSON only on JSON routes (415), and forms only where the hosted pages post them', async () => {
-    const before = await head();
+    const before = await written();
     const form = await app.http
       .post('/api/v1/partner/users')
       .set(acme.headers)
@@ -212,7 +213,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
     expect(form.body).to.include({ success: false, error: 'Content-Type must be application/json' });
     const text = await app.http.post('/api/v1/partner/users').set(acme.headers).set('Content-Type', 'text/plain').send('{"email":"a@b.co"}');
     expect(text.status).to.equal(415);
-    expect(await head()).to.equal(before);
+    expect(await written()).to.equal(before);
   });
 
   it('sends nosniff and no-store on every answer, and keeps hosted pages out of frames', async () => {
@@ -242,7 +243,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
   });
 
   it('the store itself refuses to append what it could not hold (a bug, not a 4xx), and nothing is written', async () => {
-    const before = await head();
+    const before = await written();
     const stream = `hardening-${randomUUID()}`;
     for (const data of [{ note: 'a\u0000b' }, { 'k\ud800': 1 }, { list: ['ok', '\u0085'] }] as JsonObject[]) {
       let thrown: unknown;
@@ -260,7 +261,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
       thrown = error;
     }
     expect(thrown).to.be.instanceOf(UnstorableEventError);
-    expect(await head()).to.equal(before);
+    expect(await written()).to.equal(before);
     expect(await app.tally.store.readStream(stream)).to.have.length(0);
   });
 });

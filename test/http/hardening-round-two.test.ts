@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
-import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { createPartner, lastWritten, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer } from '../support/ledger';
 
 /**
@@ -41,14 +41,14 @@ describe('hardening, round two: what an attacker still found', function () {
       ];
       for (const [path, headers, fields] of lists) {
         for (const [field, value] of NON_FINITE.filter(([f]) => fields.includes(f))) {
-          const before = await app.tally.store.headPosition();
+          const before = await lastWritten(app);
           const res = await app.http.get(`${path}?${field}=${encodeURIComponent(value)}`).set(headers);
           expect([res.status, res.body.error, res.body.code], `${path} ${field}=${value}`).to.deep.equal([
             400,
             `${field} must be a finite number`,
             'validation_error',
           ]);
-          expect(await app.tally.store.headPosition()).to.equal(before);
+          expect(await lastWritten(app)).to.equal(before);
         }
       }
     });
@@ -136,10 +136,10 @@ describe('hardening, round two: what an attacker still found', function () {
         ['https://hooks.example.com:22/', 'url must use the https port (443)'],
       ];
       for (const [url, error] of refused) {
-        const before = await app.tally.store.headPosition();
+        const before = await lastWritten(app);
         const res = await app.http.put('/api/v1/partner/webhooks').set(acme.headers).send({ url });
         expect([res.status, res.body.error], url).to.deep.equal([400, error]);
-        expect(await app.tally.store.headPosition(), url).to.equal(before);
+        expect(await lastWritten(app), url).to.equal(before);
       }
       const ok = await app.http.put('/api/v1/partner/webhooks').set(acme.headers).send({ url: 'https://hooks.example.com:443/tally' });
       expect([ok.status, ok.body.data?.url]).to.deep.equal([200, 'https://hooks.example.com/tally']);

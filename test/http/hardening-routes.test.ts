@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { PartnerCredentials, startTestApp } from '../support/app';
+import { lastWritten, type PartnerCredentials, type startTestApp } from '../support/app';
 import { activeUser, COMPLETE_PROFILE, kycStartedUser, login, registerUser } from '../support/identity';
 import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION, startWithCustomers } from '../support/ledger';
 
@@ -20,7 +20,7 @@ describe('hardening: route inputs and rules', () => {
   });
   after(() => app?.close());
 
-  const head = () => app.tally.store.headPosition();
+  const head = () => lastWritten(app);
 
   describe('query and path numbers and dates out of range', () => {
     it('answers 400 naming the field for a query integer past its column type (accountId 2^63-1 was a 500)', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { createPartner, lastWritten, type PartnerCredentials, startTestApp } from '../support/app';
 import { balanceOf, type Customer, customer, fund, PAYER, PAYOUT_DESTINATION, payoutRequest } from '../support/ledger';
 import { type PayoutProvider, PayoutRefused } from '../../src/providers/ledger/payouts/port';
 
@@ -747,11 +747,11 @@ describe('ledger over HTTP', () => {
     ];
     for (const [name, body, message, code = 'validation_error'] of invalid) {
       it(`answers 400 "${message}" for ${name}, and writes nothing`, async () => {
-        const head = await app.tally.store.headPosition();
+        const head = await lastWritten(app);
         const res = await payout(alice, body);
         expect(res.status).to.equal(400);
         expect(res.body).to.include({ error: message, code });
-        expect(await app.tally.store.headPosition()).to.equal(head);
+        expect(await lastWritten(app)).to.equal(head);
       });
     }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
 import { accountDecider } from '../../src/domain/ledger/account';
-import { ADMIN_TOKEN, createPartner, type PartnerCredentials, type startTestApp, uniqueEmail } from '../support/app';
+import { ADMIN_TOKEN, createPartner, lastWritten, type PartnerCredentials, type startTestApp, uniqueEmail } from '../support/app';
 import { balanceOf, type Customer, customer, fund, PAYOUT_DESTINATION, startWithCustomers } from '../support/ledger';
 
 /**
@@ -106,10 +106,10 @@ describe('rules held over HTTP: token algorithms, control characters at the rang
 
     for (const [name, character] of REFUSED)
       it(`refuses ${name} in a description (400), and writes nothing`, async () => {
-        const before = await app.tally.store.headPosition();
+        const before = await lastWritten(app);
         const res = await transfer(ada, bob, '0.01', `before${character}after`);
         expect([res.status, res.body.error]).to.deep.equal([400, 'description contains characters that are not allowed']);
-        expect(await app.tally.store.headPosition()).to.equal(before);
+        expect(await lastWritten(app)).to.equal(before);
       });
 
     it('accepts tab, line feed, carriage return and U+00A0, and keeps them as sent', async () => {
@@ -141,7 +141,7 @@ describe('rules held over HTTP: token algorithms, control characters at the rang
       // A decider made wrong: its credits of transfers are a unit larger than asked.
       accountDecider.decide = (command, state) =>
         decide(command.type === 'Credit' && command.reason === 'transfer' ? { ...command, amount: (Number(command.amount) + 1).toFixed(8) } : command, state);
-      const before = { head: await app.tally.store.headPosition(), ada: await balanceOf(app.http, ada), bob: await balanceOf(app.http, bob) };
+      const before = { head: await lastWritten(app), ada: await balanceOf(app.http, ada), bob: await balanceOf(app.http, bob) };
       let res: Awaited<ReturnType<typeof transfer>>;
       try {
         res = await transfer(ada, bob, '1');
@@ -149,7 +149,7 @@ describe('rules held over HTTP: token algorithms, control characters at the rang
         accountDecider.decide = decide;
       }
       expect([res.status, res.body.error]).to.deep.equal([500, 'Internal server error']);
-      expect(await app.tally.store.headPosition()).to.equal(before.head);
+      expect(await lastWritten(app)).to.equal(before.head);
       expect(await balanceOf(app.http, ada)).to.deep.equal(before.ada);
       expect(await balanceOf(app.http, bob)).to.deep.equal(before.bob);
       // The right decider again: the same transfer goes through.

@@ -3,7 +3,7 @@ import type { JsonObject } from '../../src/eventstore/port';
 import { expect } from 'chai';
 import { userDecider, userStream } from '../../src/domain/identity';
 import { CHECKPOINT_STREAM } from '../../src/platform/audit/checkpoint';
-import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { ADMIN_TOKEN, createPartner, lastWritten, type PartnerCredentials, startTestApp, writtenSince } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, kycStartedUser, latestCode, login } from '../support/identity';
 import { balanceOf, type Customer, customer, fund, PAYER, payoutRequest } from '../support/ledger';
@@ -34,13 +34,12 @@ describe('erasing a user (partner and operator API)', () => {
   const mailsTo = async (email: string) =>
     Number((await sql<{ n: string }>('SELECT count(*)::text AS n FROM sandbox_emails WHERE to_address = $1', [email]))[0]?.n);
 
-  /** The events appended since `head`, but the audit checkpoints the service signs by itself every minute the log grew. */
-  const appendedSince = async (head: string) =>
-    (await app.tally.store.readAll({ fromPosition: head })).filter((e) => e.stream !== CHECKPOINT_STREAM).map((e) => `${e.stream} ${e.type}`);
+  /** The events written since `head` (a lastWritten answer), but the audit checkpoints the service signs by itself every minute the log grew. */
+  const appendedSince = async (last: string) => (await writtenSince(app, last)).filter((e) => !e.startsWith(`${CHECKPOINT_STREAM} `));
 
   /** Refused with this status, message and code, and nothing appended to the log. */
   async function refused(userId: string, expected: { status: number; error: string; code: string }) {
-    const head = await app.tally.store.headPosition();
+    const head = await lastWritten(app);
     const res = await erase(userId);
     expect(res.status, res.text).to.equal(expected.status);
     expect(res.body).to.include({ success: false, error: expected.error, code: expected.code });
@@ -88,7 +87,7 @@ describe('erasing a user (partner and operator API)', () => {
 
     it('is 404 `User not found` for another partner’s user, an unknown id and a malformed one', async () => {
       const who = await customer(app.http, acme);
-      const head = await app.tally.store.headPosition();
+      const head = await lastWritten(app);
       for (const [userId, partner] of [
         [who.id, globex],
         [randomUUID(), acme],
@@ -250,7 +249,7 @@ describe('erasing a user (partner and operator API)', () => {
   it('keeps nothing the identity provider says after the erasure (its decision and document of the user’s inquiry)', async () => {
     const started = await kycStartedUser(app.http, acme);
     expect((await erase(started.id)).status).to.equal(200);
-    const head = await app.tally.store.headPosition();
+    const head = await lastWritten(app);
     const done = await app.http.post(`/sandbox/v1/kyc/${started.inquiryId}/complete`).set(acme.headers).send({ outcome: 'approved' });
     expect(done.status, done.text).to.equal(202);
     expect(await appendedSince(head)).to.deep.equal([]);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { createPartner, lastWritten, type PartnerCredentials, startTestApp } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, registerUser } from '../support/identity';
 import { type Customer, customer, fund } from '../support/ledger';
@@ -69,7 +69,7 @@ describe('a user’s data export (partner API)', () => {
   });
 
   it('is 404 `User not found` for another partner’s user, an unknown id and a malformed one, and writes nothing', async () => {
-    const head = await app.tally.store.headPosition();
+    const head = await lastWritten(app);
     for (const [userId, partner] of [
       [ada.id, globex],
       ['0b5e1c7e-8f5a-4c1e-9a57-0d8a3b7e2f11', acme],
@@ -79,6 +79,6 @@ describe('a user’s data export (partner API)', () => {
       expect(res.status, userId).to.equal(404);
       expect(res.body).to.include({ success: false, error: 'User not found', code: 'user_not_found' });
     }
-    expect(await app.tally.store.headPosition()).to.equal(head);
+    expect(await lastWritten(app)).to.equal(head);
   });
 });

@@ -28,6 +28,26 @@ export async function startTestApp(
 
 export type TestApp = Awaited<ReturnType<typeof startTestApp>>;
 
+/**
+ * The global position of the last event written, counting every committed event: "nothing was
+ * written" is judged on this. The store's headPosition is the readers' head, which stops below any
+ * transaction still open (a projection's batch, the outbox's), so it can trail a write already
+ * answered, and a check on it can miss a write or see one that was answered before it began.
+ */
+export async function lastWritten(app: TestApp): Promise<string> {
+  const [row] = await app.tally.sql.query<{ last: string | null }>('SELECT max(global_position)::text AS last FROM es_events');
+  return row?.last ?? '0';
+}
+
+/** Every event written after `last` (a lastWritten answer), in order, as "stream type". */
+export async function writtenSince(app: TestApp, last: string): Promise<string[]> {
+  const rows = await app.tally.sql.query<{ stream_id: string; type: string }>(
+    'SELECT stream_id, type FROM es_events WHERE global_position > $1::bigint ORDER BY global_position',
+    [last],
+  );
+  return rows.map((row) => `${row.stream_id} ${row.type}`);
+}
+
 /** Two nodes of one deployment: two apps on one database. `close` stops the second, then the first. */
 export async function startTwoNodes(): Promise<{ first: TestApp; second: TestApp; close(): Promise<void> }> {
   const first = await startTestApp();
