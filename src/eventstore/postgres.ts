@@ -214,6 +214,8 @@ export interface AppendStats {
   fallbacks: number;
   /** Batches tried again with every event id looked up first (one of their ids was stored). */
   probedAgain: number;
+  /** Times a queued request was left for a later batch, as it shared a stream with a batch in flight. */
+  heldBack: number;
 }
 
 /** One appendMany call waiting for (or in) a batch. */
@@ -333,7 +335,7 @@ function isEventIdRace(error: unknown): boolean {
 
 export class PostgresEventStore implements EventStore {
   readonly kind: 'postgres' | 'pglite';
-  readonly stats: AppendStats = { requests: 0, batches: 0, largestBatch: 0, fallbacks: 0, probedAgain: 0 };
+  readonly stats: AppendStats = { requests: 0, batches: 0, largestBatch: 0, fallbacks: 0, probedAgain: 0, heldBack: 0 };
   private readonly appended = new EventEmitter();
   private readonly maxInFlight: number;
   private readonly minConcurrentBatch: number;
@@ -346,6 +348,8 @@ export class PostgresEventStore implements EventStore {
   /** Requests not yet sent, in call order; a batch takes them from the front. */
   private readonly queue: QueuedAppend[] = [];
   private inFlight = 0;
+  /** The streams of the batches in flight, with how many of them hold each. */
+  private readonly inFlightStreams = new Map<string, number>();
   private readonly sendAtTurnEnd: boolean;
   private sendScheduled = false;
 
@@ -431,26 +435,63 @@ export class PostgresEventStore implements EventStore {
       (this.inFlight === 0 ||
         (this.inFlight < this.maxInFlight && (this.queue.length >= this.minConcurrentBatch || this.queuedEvents >= this.minConcurrentEvents)))
     ) {
-      const batch = this.takeBatch();
+      const batch = this.takeBatch(this.inFlight > 0);
+      if (batch.length === 0) break;
+      const streams = this.hold(batch);
       this.inFlight++;
       void this.sendBatch(batch).finally(() => {
+        this.release(streams);
         this.inFlight--;
         this.flush();
       });
     }
   }
 
-  /** The oldest queued requests, up to the bounds (at least one, even when it alone is over them). */
-  private takeBatch(): QueuedAppend[] {
+  /**
+   * The oldest queued requests, up to the bounds (at least one, even when it alone is over them),
+   * leaving queued those that share a stream with a batch in flight: in a transaction of their own
+   * they would wait for that batch's row locks, held until its commit is flushed, and hold up the
+   * rest of their batch meanwhile. Left with them: every later request sharing a stream with one of
+   * them, so a stream's requests still leave in queue order. `concurrent` (batches are in flight):
+   * empty, and nothing taken, unless what may leave is enough for a batch of its own.
+   */
+  private takeBatch(concurrent: boolean): QueuedAppend[] {
+    const blocked = this.inFlightStreams.size > 0 ? new Set(this.inFlightStreams.keys()) : null;
+    const taken: QueuedAppend[] = [];
+    const left: QueuedAppend[] = [];
     let events = 0;
-    let count = 0;
+    let scanned = 0;
     for (const q of this.queue) {
-      if (count >= this.maxBatchRequests || (count > 0 && events + q.events > this.maxBatchEvents)) break;
+      if (taken.length >= this.maxBatchRequests || (taken.length > 0 && events + q.events > this.maxBatchEvents)) break;
+      scanned++;
+      if (blocked && q.appends.some((a) => blocked.has(a.stream))) {
+        for (const a of q.appends) blocked.add(a.stream);
+        left.push(q);
+        continue;
+      }
+      taken.push(q);
       events += q.events;
-      count++;
     }
+    if (concurrent && taken.length < this.minConcurrentBatch && events < this.minConcurrentEvents) return [];
+    this.stats.heldBack += left.length;
     this.queuedEvents -= events;
-    return this.queue.splice(0, count);
+    this.queue.splice(0, scanned, ...left);
+    return taken;
+  }
+
+  /** Counts the batch's streams as in flight; returns them for release. */
+  private hold(batch: QueuedAppend[]): string[] {
+    const streams = [...new Set(batch.flatMap((q) => q.appends.map((a) => a.stream)))];
+    for (const s of streams) this.inFlightStreams.set(s, (this.inFlightStreams.get(s) ?? 0) + 1);
+    return streams;
+  }
+
+  private release(streams: string[]): void {
+    for (const s of streams) {
+      const n = (this.inFlightStreams.get(s) ?? 1) - 1;
+      if (n === 0) this.inFlightStreams.delete(s);
+      else this.inFlightStreams.set(s, n);
+    }
   }
 
   /** Runs one batch and settles every request in it. Never rejects. */

@@ -263,6 +263,60 @@ for (const target of targets) {
         }
       });
 
+    if (target.name === 'postgres server')
+      it('leaves a request that shares a stream with a batch in flight for after it, and sends the others beside it', async () => {
+        const s = await target.open({ maxInFlight: 4, minConcurrentBatch: 4, minConcurrentEvents: 100 });
+        const holder = new pg.Client({ connectionString: s.url });
+        try {
+          const held = uniqueStream();
+          const beside = uniqueStream();
+          await s.store.append(held, [ev()], 'no_stream');
+          await holder.connect();
+          await holder.query('BEGIN');
+          await holder.query('SELECT 1 FROM es_streams WHERE stream_id = $1 FOR UPDATE', [held]);
+          // In flight, waiting for the row lock (as a batch waits for another's commit to be flushed).
+          const blocked = s.store.append(held, [ev('First')], 0);
+          await new Promise((r) => setTimeout(r, 100));
+          const before = { ...s.store.stats };
+          const settled: string[] = [];
+          const track = (label: string, call: Promise<AppendResult[]>) =>
+            call.then((r) => {
+              settled.push(label);
+              return r;
+            });
+          // Queued in this order: one on the held stream, one on the held stream and another, and
+          // (later in the queue) one on that other stream, then four unrelated ones.
+          const calls = [
+            track('held', s.store.appendMany([{ stream: held, events: [ev('Second')], expectedRevision: 1 }])),
+            track(
+              'held+beside',
+              s.store.appendMany([
+                { stream: held, events: [ev('Third')], expectedRevision: 2 },
+                { stream: beside, events: [ev('B1')], expectedRevision: 'no_stream' },
+              ]),
+            ),
+            track('beside', s.store.appendMany([{ stream: beside, events: [ev('B2')], expectedRevision: 0 }])),
+            ...Array.from({ length: 4 }, (_, i) =>
+              track(`free${i}`, s.store.appendMany([{ stream: uniqueStream(), events: [ev()], expectedRevision: 'no_stream' }])),
+            ),
+          ];
+          await Promise.all(calls.slice(3));
+          // The four unrelated ones went beside the held batch and are done; the other three wait.
+          expect(settled.sort()).to.deep.equal(['free0', 'free1', 'free2', 'free3']);
+          expect(s.store.stats.heldBack - before.heldBack).to.equal(3);
+          await holder.query('COMMIT');
+          expect((await blocked).nextRevision).to.equal(1);
+          const revisions = (await Promise.all(calls.slice(0, 3))).map((results) => results.map((r) => r.nextRevision));
+          expect(revisions).to.deep.equal([[2], [3, 0], [1]]);
+          expect((await s.store.readStream(held)).map((e) => e.type)).to.deep.equal(['Something', 'First', 'Second', 'Third']);
+          expect((await s.store.readStream(beside)).map((e) => e.type)).to.deep.equal(['B1', 'B2']);
+          await expectChainsVerify(s.store, [held, beside]);
+        } finally {
+          await holder.end().catch(() => {});
+          await s.close();
+        }
+      });
+
     // PGlite serves one connection: there is no second node to race with.
     if (target.name === 'postgres server')
       it('lets two nodes that create the same new streams at once end as if one came after the other', async () => {
