@@ -27,6 +27,7 @@ import {
   percentile,
   printTable,
   probeFsync,
+  writebackSettings,
   profiled,
   type WalSnapshot,
   walSince,
@@ -462,6 +463,7 @@ export async function runCardsBench(): Promise<void> {
     console.log(
       `  8 kB write + fdatasync in ${tmpdir()}: p50 ${fmtMs(fsync.p50)} ms, p99 ${fmtMs(fsync.p99)} ms; ${options.seconds}s measured after a warm-up`,
     );
+    console.log(`  ${writebackSettings()}`);
     await measure(databaseUrl, dataDir, options);
     console.log(
       `\nload average at the end ${loadavg()

@@ -32,6 +32,7 @@ import {
   percentile,
   printTable,
   probeFsync,
+  writebackSettings,
   profiled,
   statementStats,
   type WalSnapshot,
@@ -1070,6 +1071,7 @@ async function printHeader(b: Bench, options: BenchOptions, load0: number[]): Pr
   if (clients < 20) console.log(`  NOTE: BENCH_CLIENTS=${clients} is below 20: the closed loop is not the one the targets are stated for`);
   const fsync = probeFsync();
   console.log(`  8 kB write + fdatasync in ${tmpdir()}: p50 ${fmtMs(fsync.p50)} ms, p99 ${fmtMs(fsync.p99)} ms (${fmtInt(fsync.rate)}/s, one at a time)`);
+  console.log(`  ${writebackSettings()}`);
 }
 
 /** Parts 1 and 2 on the throwaway cluster; each loop at `alsoAt` clients too (unless run already), for part 3 to compare with. */

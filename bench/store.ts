@@ -21,6 +21,7 @@ import {
   measure,
   printTable,
   probeFsync,
+  writebackSettings,
   timedStore,
   walSince,
   walSnapshot,
@@ -262,6 +263,7 @@ export async function runStoreBench(): Promise<void> {
     console.log(`  node ${process.version}, ${availableParallelism()} CPUs (shared by node and postgres), pool ${POOL_SIZE}, ${seconds}s per measurement`);
     const fsync = probeFsync();
     console.log(`  8 kB write + fdatasync in ${tmpdir()}: p50 ${fmtMs(fsync.p50)} ms, p99 ${fmtMs(fsync.p99)} ms (${fmtInt(fsync.rate)}/s, one at a time)`);
+    console.log(`  ${writebackSettings()}`);
 
     const postmaster = await localPostmaster(sql);
     const bench: Bench = {

@@ -349,6 +349,28 @@ export function probeFsync(count = 300): Measurement {
   return summarize(latencies, (performance.now() - start) / 1_000);
 }
 
+/**
+ * The kernel's writeback of dirty pages, where it can be read (Linux). PostgreSQL writes its data
+ * files through the page cache without syncing them until a checkpoint; with Linux's defaults
+ * (pages written back once 30 s old, or past 10% of memory) half a minute of them leaves at once,
+ * and the WAL's fdatasync waits behind that burst for 100-250 ms here. A database host bounds it
+ * (vm.dirty_background_bytes of a few MB): docs/scaling.md, "The tails".
+ */
+export function writebackSettings(): string {
+  const read = (name: string) => {
+    try {
+      return readFileSync(`/proc/sys/vm/${name}`, 'utf8').trim();
+    } catch {
+      return null;
+    }
+  };
+  const [expire, ratio, bytes] = [read('dirty_expire_centisecs'), read('dirty_background_ratio'), read('dirty_background_bytes')];
+  if (expire === null) return 'kernel writeback: not readable here';
+  const background = bytes && bytes !== '0' ? `past ${fmtInt(Number(bytes) / 1024)} kB dirty` : `past ${ratio}% of memory dirty`;
+  const bursty = !bytes || bytes === '0' ? ' (bursts: see docs/scaling.md, "The tails")' : '';
+  return `kernel writeback: dirty pages written once ${Number(expire) / 100} s old, in the background ${background}${bursty}`;
+}
+
 export const fmtInt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '-');
 export const fmtMs = (n: number): string => (Number.isFinite(n) ? n.toFixed(2) : '-');
 
