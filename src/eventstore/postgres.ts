@@ -456,7 +456,10 @@ export class PostgresEventStore implements EventStore {
    * empty, and nothing taken, unless what may leave is enough for a batch of its own.
    */
   private takeBatch(concurrent: boolean): QueuedAppend[] {
-    const blocked = this.inFlightStreams.size > 0 ? new Set(this.inFlightStreams.keys()) : null;
+    const inFlight = this.inFlightStreams;
+    /** The streams of the requests left so far (made at the first one left). */
+    let leftStreams: Set<string> | null = null;
+    const busy = (a: StreamAppend) => inFlight.has(a.stream) || leftStreams?.has(a.stream) === true;
     const taken: QueuedAppend[] = [];
     const left: QueuedAppend[] = [];
     let events = 0;
@@ -464,8 +467,9 @@ export class PostgresEventStore implements EventStore {
     for (const q of this.queue) {
       if (taken.length >= this.maxBatchRequests || (taken.length > 0 && events + q.events > this.maxBatchEvents)) break;
       scanned++;
-      if (blocked && q.appends.some((a) => blocked.has(a.stream))) {
-        for (const a of q.appends) blocked.add(a.stream);
+      if (inFlight.size > 0 && q.appends.some(busy)) {
+        leftStreams ??= new Set();
+        for (const a of q.appends) leftStreams.add(a.stream);
         left.push(q);
         continue;
       }

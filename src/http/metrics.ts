@@ -7,7 +7,7 @@ export { type HttpMetrics, httpMetrics } from '../platform/http/metrics';
 /**
  * The domain's figures beside the HTTP ones, read when Prometheus scrapes (no bookkeeping on the
  * request path): each projection's lag and whether it is stopped on an event, the store's
- * availability, and the Postgres log's group commit (appends, batches, fallbacks).
+ * availability, and the Postgres log's group commit (appends, batches, fallbacks, appends held back).
  */
 export function registerDomainMetrics(
   registry: client.Registry,
@@ -63,14 +63,15 @@ export function registerDomainMetrics(
   registerLogAppendMetrics(registry, sources.store);
 }
 
-/** The Postgres log's group commit: appends, batches, fallbacks (other stores keep no such figures). */
+/** The Postgres log's group commit: appends, batches, fallbacks, appends held back (other stores keep no such figures). */
 function registerLogAppendMetrics(registry: client.Registry, store: EventStore): void {
-  const stats = (store as { stats?: { requests: number; batches: number; fallbacks: number } }).stats;
+  const stats = (store as { stats?: { requests: number; batches: number; fallbacks: number; heldBack: number } }).stats;
   if (!stats) return;
   for (const [name, help, key] of [
     ['tally_log_append_requests_total', 'Append requests (appendMany calls) that reached the Postgres log', 'requests'],
     ['tally_log_append_batches_total', 'Group-commit batches written to the Postgres log (requests / batches = mean batch size)', 'batches'],
     ['tally_log_append_fallbacks_total', 'Batches that failed as a whole and were retried request by request', 'fallbacks'],
+    ['tally_log_append_held_back_total', 'Times a queued append waited for a batch in flight that writes one of its streams', 'heldBack'],
   ] as const) {
     let seen = 0;
     new client.Counter({

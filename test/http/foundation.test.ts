@@ -103,6 +103,7 @@ describe('HTTP foundation', () => {
     expect(metrics.text).to.match(/^tally_projections_scrape_ok 1$/m);
     expect(metrics.text).to.match(/^tally_store_available 1$/m);
     expect(metrics.text).to.match(/^tally_log_append_batches_total [1-9]\d*$/m);
+    expect(metrics.text).to.match(/^tally_log_append_held_back_total \d+$/m);
   });
 
   it('documents every served route in OpenAPI 3.1 and renders /docs', async () => {
