@@ -70,6 +70,26 @@ async function expectChainsVerify(store: PostgresEventStore, streams: Iterable<s
   }
 }
 
+/**
+ * A stream of one event whose row another connection holds locked (FOR UPDATE, in an open
+ * transaction), as a batch in flight holds its streams until its commit is flushed: an append to it
+ * waits until `holder` commits.
+ */
+async function lockedStream(store: PostgresEventStore, url: string): Promise<{ held: string; holder: pg.Client }> {
+  const held = uniqueStream();
+  await store.append(held, [ev()], 'no_stream');
+  const holder = new pg.Client({ connectionString: url });
+  try {
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM es_streams WHERE stream_id = $1 FOR UPDATE', [held]);
+  } catch (error) {
+    await holder.end().catch(() => {});
+    throw error;
+  }
+  return { held, holder };
+}
+
 for (const target of targets) {
   describe(`postgres event store group commit: ${target.name}`, () => {
     let opened: Awaited<ReturnType<Target['open']>>;
@@ -230,13 +250,11 @@ for (const target of targets) {
     if (target.name === 'postgres server')
       it('sends a large request beside a batch in flight at once, and holds a small one until enough have queued', async () => {
         const s = await target.open({ maxInFlight: 4, minConcurrentBatch: 8, minConcurrentEvents: 6 });
-        const holder = new pg.Client({ connectionString: s.url });
+        const { held, holder } = await lockedStream(s.store, s.url as string).catch(async (error: unknown) => {
+          await s.close();
+          throw error;
+        });
         try {
-          const held = uniqueStream();
-          await s.store.append(held, [ev()], 'no_stream');
-          await holder.connect();
-          await holder.query('BEGIN');
-          await holder.query('SELECT 1 FROM es_streams WHERE stream_id = $1 FOR UPDATE', [held]);
           // In flight, waiting for the row lock.
           const blocked = s.store.append(held, [ev()], 0);
           await new Promise((r) => setTimeout(r, 100));
@@ -266,14 +284,12 @@ for (const target of targets) {
     if (target.name === 'postgres server')
       it('leaves a request that shares a stream with a batch in flight for after it, and sends the others beside it', async () => {
         const s = await target.open({ maxInFlight: 4, minConcurrentBatch: 4, minConcurrentEvents: 100 });
-        const holder = new pg.Client({ connectionString: s.url });
+        const { held, holder } = await lockedStream(s.store, s.url as string).catch(async (error: unknown) => {
+          await s.close();
+          throw error;
+        });
         try {
-          const held = uniqueStream();
           const beside = uniqueStream();
-          await s.store.append(held, [ev()], 'no_stream');
-          await holder.connect();
-          await holder.query('BEGIN');
-          await holder.query('SELECT 1 FROM es_streams WHERE stream_id = $1 FOR UPDATE', [held]);
           // In flight, waiting for the row lock (as a batch waits for another's commit to be flushed).
           const blocked = s.store.append(held, [ev('First')], 0);
           await new Promise((r) => setTimeout(r, 100));
