@@ -437,7 +437,8 @@ export class PostgresEventStore implements EventStore {
     ) {
       const batch = this.takeBatch(this.inFlight > 0);
       if (batch.length === 0) break;
-      const streams = this.hold(batch);
+      // One batch at a time (PGlite): nothing is ever in flight beside it, nothing to count.
+      const streams = this.maxInFlight > 1 ? this.hold(batch) : [];
       this.inFlight++;
       void this.sendBatch(batch).finally(() => {
         this.release(streams);
