@@ -71,23 +71,32 @@ async function expectChainsVerify(store: PostgresEventStore, streams: Iterable<s
 }
 
 /**
- * A stream of one event whose row another connection holds locked (FOR UPDATE, in an open
- * transaction), as a batch in flight holds its streams until its commit is flushed: an append to it
- * waits until `holder` commits.
+ * A store of the server target on its own log, with a stream of one event whose row another
+ * connection holds locked (FOR UPDATE, in an open transaction), as a batch in flight holds its
+ * streams until its commit is flushed: an append to it waits until `holder` commits. `close` ends
+ * both.
  */
-async function lockedStream(store: PostgresEventStore, url: string): Promise<{ held: string; holder: pg.Client }> {
-  const held = uniqueStream();
-  await store.append(held, [ev()], 'no_stream');
-  const holder = new pg.Client({ connectionString: url });
+async function withLockedStream(
+  target: Target,
+  options: PostgresEventStoreOptions,
+): Promise<{ store: PostgresEventStore; held: string; holder: pg.Client; close(): Promise<void> }> {
+  const s = await target.open(options);
+  const holder = new pg.Client({ connectionString: s.url });
+  const close = async () => {
+    await holder.end().catch(() => {});
+    await s.close();
+  };
   try {
+    const held = uniqueStream();
+    await s.store.append(held, [ev()], 'no_stream');
     await holder.connect();
     await holder.query('BEGIN');
     await holder.query('SELECT 1 FROM es_streams WHERE stream_id = $1 FOR UPDATE', [held]);
+    return { store: s.store, held, holder, close };
   } catch (error) {
-    await holder.end().catch(() => {});
+    await close();
     throw error;
   }
-  return { held, holder };
 }
 
 for (const target of targets) {
@@ -249,11 +258,8 @@ for (const target of targets) {
     // A batch held in flight needs a second connection to hold its row lock.
     if (target.name === 'postgres server')
       it('sends a large request beside a batch in flight at once, and holds a small one until enough have queued', async () => {
-        const s = await target.open({ maxInFlight: 4, minConcurrentBatch: 8, minConcurrentEvents: 6 });
-        const { held, holder } = await lockedStream(s.store, s.url as string).catch(async (error: unknown) => {
-          await s.close();
-          throw error;
-        });
+        const s = await withLockedStream(target, { maxInFlight: 4, minConcurrentBatch: 8, minConcurrentEvents: 6 });
+        const { held, holder } = s;
         try {
           // In flight, waiting for the row lock.
           const blocked = s.store.append(held, [ev()], 0);
@@ -276,18 +282,14 @@ for (const target of targets) {
           expect((await blocked).nextRevision).to.equal(1);
           expect((await small).nextRevision).to.equal(0);
         } finally {
-          await holder.end().catch(() => {});
           await s.close();
         }
       });
 
     if (target.name === 'postgres server')
       it('leaves a request that shares a stream with a batch in flight for after it, and sends the others beside it', async () => {
-        const s = await target.open({ maxInFlight: 4, minConcurrentBatch: 4, minConcurrentEvents: 100 });
-        const { held, holder } = await lockedStream(s.store, s.url as string).catch(async (error: unknown) => {
-          await s.close();
-          throw error;
-        });
+        const s = await withLockedStream(target, { maxInFlight: 4, minConcurrentBatch: 4, minConcurrentEvents: 100 });
+        const { held, holder } = s;
         try {
           const beside = uniqueStream();
           // In flight, waiting for the row lock (as a batch waits for another's commit to be flushed).
@@ -328,7 +330,6 @@ for (const target of targets) {
           expect((await s.store.readStream(beside)).map((e) => e.type)).to.deep.equal(['B1', 'B2']);
           await expectChainsVerify(s.store, [held, beside]);
         } finally {
-          await holder.end().catch(() => {});
           await s.close();
         }
       });
