@@ -20,7 +20,7 @@ describe('hardening: route inputs and rules', () => {
   });
   after(() => app?.close());
 
-  const head = () => lastWritten(app);
+  const written = () => lastWritten(app);
 
   describe('query and path numbers and dates out of range', () => {
     it('answers 400 naming the field for a query integer past its column type (accountId 2^63-1 was a 500)', async () => {
@@ -114,11 +114,11 @@ describe('hardening: route inputs and rules', () => {
 
     it("refuses an amount with more decimal places than the asset's (0.001 COP was accepted), writing nothing", async () => {
       for (const amount of [0.001, '0.001', '1000.125']) {
-        const before = await head();
+        const before = await written();
         const res = await payout({ amount });
         expect(res.status, String(amount)).to.equal(400);
         expect(res.body.error, String(amount)).to.equal('amount must have at most 2 decimal places for COP');
-        expect(await head(), String(amount)).to.equal(before);
+        expect(await written(), String(amount)).to.equal(before);
       }
       // Trailing zeros are not places the amount has; two places are fine.
       for (const amount of ['1000.100', 1000.1, '0.01']) {
@@ -140,7 +140,7 @@ describe('hardening: route inputs and rules', () => {
           .send({ userId: user.id, ...fields });
       const bearerPatch = (fields: Record<string, unknown>) => app.http.patch('/api/v1/auth/profile').set(bearer).send(fields);
       for (const patch of [partnerPatch, bearerPatch]) {
-        const before = await head();
+        const before = await written();
         const one = await patch({ lastName: 'Byron' });
         expect([one.status, one.body.error]).to.deep.equal([409, 'Verified identity fields cannot be changed: lastName']);
         // Every changing identity field named, in the decided order; fields set to their value are not.
@@ -158,7 +158,7 @@ describe('hardening: route inputs and rules', () => {
         expect(many.body.error).to.equal(
           'Verified identity fields cannot be changed: firstName, dateOfBirth, governmentIdType, governmentIdNumber, governmentIdCountry',
         );
-        expect(await head()).to.equal(before);
+        expect(await written()).to.equal(before);
       }
       // The same values, and other fields: fine.
       const same = await partnerPatch({ firstName: 'Ada', nationality: 'co', dateOfBirth: COMPLETE_PROFILE.dateOfBirth, city: 'Cali' });
@@ -214,14 +214,14 @@ describe('hardening: route inputs and rules', () => {
     });
 
     it('refuses both headers with different values (400 naming the header), and an Idempotency-Key that is not a UUID', async () => {
-      const before = await head();
+      const before = await written();
       const both = await transfer(ada, { toAccountId: bob.accountId, amount: '1', description: 'x' })
         .set('Idempotency-Key', randomUUID())
         .set('x-idempotency-key', randomUUID());
       expect([both.status, both.body.error]).to.deep.equal([400, 'Idempotency-Key and x-idempotency-key must be the same when both are sent']);
       const bad = await transfer(ada, { toAccountId: bob.accountId, amount: '1', description: 'x' }).set('Idempotency-Key', 'abc');
       expect([bad.status, bad.body.error]).to.deep.equal([400, 'Idempotency-Key must be a UUID']);
-      expect(await head()).to.equal(before);
+      expect(await written()).to.equal(before);
       // Both, the same key: one request.
       const key = randomUUID();
       const same = await transfer(ada, { toAccountId: bob.accountId, amount: '1', description: 'x' }).set('Idempotency-Key', key).set('x-idempotency-key', key);
