@@ -8,7 +8,8 @@ import { type Customer, customer, fund } from '../test/support/ledger';
 import { startTestCluster } from '../test/support/postgres';
 import { LoadClient, mapLimit, type Outcome } from './ledger';
 import type { DirectLoop } from './compare-server';
-import { cpuSnapshot, envNumber, fmtInt, localPostmaster, printTable, processCpu } from './support';
+import { LATE_MS, type OpenStats, offeredOf, openRates } from './open-loop';
+import { cpuSnapshot, envNumber, fmtInt, fmtMs, localPostmaster, percentile, printTable, processCpu } from './support';
 
 /**
  * `npm run bench -- compare`: two builds side by side on one machine, in short slices taken in turn,
@@ -21,7 +22,11 @@ import { cpuSnapshot, envNumber, fmtInt, localPostmaster, printTable, processCpu
  * and printed with the ratio of this build to the other. BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS
  * (64), BENCH_SLICE_SECONDS (4 per slice, after 1 s of warm-up), BENCH_ROUNDS (6). BENCH_DIRECT=1: each
  * server makes the transfers itself, calling its Transfers service without HTTP: the command path,
- * the store and the projections without the request path's cost.
+ * the store and the projections without the request path's cost. BENCH_OPEN_RATES (e.g. `300,700`,
+ * or `25%,50%` of the two builds' closed loops at the first account count, measured once first):
+ * the slices are open loops at those rates instead (requests offered at fixed times, latency from
+ * each one's due time, as in the ledger bench), and it prints each build's p50 and p99 and CPU per
+ * transfer per rate, with the rounds' ratios: tails and light-load CPU judged side by side.
  * A difference of a few percent needs an A/A run beside it (BENCH_COMPARE_WITH a worktree of this
  * very commit): the build started first ("this") has read a few percent low at 2 accounts whichever
  * build it was (docs/performance.md has the figures).
@@ -41,6 +46,8 @@ const DIRECT = process.env.BENCH_DIRECT === '1';
 
 interface Tally {
   transfers: number;
+  /** Open-loop slices: each transfer's milliseconds from its due time (empty for closed loops). */
+  latencies: number[];
   seconds: number;
   mainMs: number;
   otherMs: number;
@@ -116,6 +123,29 @@ async function slice(b: Build, accounts: number, clients: number, seconds: numbe
   return measured(pid, postmaster, cpu0, pg0, out.statuses['201'] ?? 0, out.seconds);
 }
 
+/** An open-loop slice: `rate` transfers/s offered over the first `accounts` accounts (compare's BENCH_OPEN_RATES). */
+async function openSlice(b: Build, accounts: number, rate: number, seconds: number, postmaster: string | undefined): Promise<Tally> {
+  const pid = b.child.pid as number;
+  let cpu0 = processCpu(pid);
+  let pg0 = cpuSnapshot(postmaster);
+  const out = await b.client.run<Outcome & OpenStats>(
+    {
+      type: 'open',
+      accounts: b.customers.slice(0, accounts).map((c) => ({ accountId: c.accountId, token: c.token })),
+      rate,
+      maxConnections: 1_024,
+      lateMs: LATE_MS,
+      warmUpSeconds: 1,
+      seconds,
+    },
+    async () => {
+      cpu0 = processCpu(pid);
+      pg0 = cpuSnapshot(postmaster);
+    },
+  );
+  return { ...measured(pid, postmaster, cpu0, pg0, out.statuses['201'] ?? 0, out.seconds), latencies: out.latencies };
+}
+
 /** A slice's figures: its transfers, and the CPU the server and postgres spent since the warm-up ended. */
 function measured(
   pid: number,
@@ -129,17 +159,18 @@ function measured(
   const pg1 = cpuSnapshot(postmaster);
   let postgresMs = 0;
   for (const [p, ms] of pg1.postgresMs) postgresMs += ms - (pg0.postgresMs.get(p) ?? 0);
-  return { transfers, seconds, mainMs: cpu1.mainMs - cpu0.mainMs, otherMs: cpu1.otherMs - cpu0.otherMs, postgresMs };
+  return { transfers, latencies: [], seconds, mainMs: cpu1.mainMs - cpu0.mainMs, otherMs: cpu1.otherMs - cpu0.otherMs, postgresMs };
 }
 
 const add = (a: Tally, b: Tally): Tally => ({
   transfers: a.transfers + b.transfers,
+  latencies: a.latencies.concat(b.latencies),
   seconds: a.seconds + b.seconds,
   mainMs: a.mainMs + b.mainMs,
   otherMs: a.otherMs + b.otherMs,
   postgresMs: a.postgresMs + b.postgresMs,
 });
-const ZERO: Tally = { transfers: 0, seconds: 0, mainMs: 0, otherMs: 0, postgresMs: 0 };
+const ZERO: Tally = { transfers: 0, latencies: [], seconds: 0, mainMs: 0, otherMs: 0, postgresMs: 0 };
 /** Ratios of rounds as their geometric mean, with two standard errors of the mean of their logarithms either side. */
 function spread(ratios: number[]): string {
   const logs = ratios.filter((r) => r > 0 && Number.isFinite(r)).map(Math.log);
@@ -153,6 +184,116 @@ function spread(ratios: number[]): string {
 const rate = (t: Tally) => t.transfers / Math.max(t.seconds, 1e-9);
 const perTransfer = (ms: number, t: Tally) => (ms * 1_000) / Math.max(t.transfers, 1);
 
+const p99Of = (t: Tally) => percentile(Float64Array.from(t.latencies).sort(), 0.99);
+const p50Of = (t: Tally) => percentile(Float64Array.from(t.latencies).sort(), 0.5);
+const usOf = (t: Tally) => `${fmtInt(perTransfer(t.mainMs, t))}/${fmtInt(perTransfer(t.otherMs, t))}/${fmtInt(perTransfer(t.postgresMs, t))}`;
+const nodeUs = (t: Tally) => perTransfer(t.mainMs + t.otherMs, t);
+
+interface Plan {
+  builds: Build[];
+  accountCounts: number[];
+  clients: number;
+  seconds: number;
+  rounds: number;
+  postmaster: string | undefined;
+}
+
+/** Rounds of closed-loop slices, per account count: transfers/s and CPU per transfer of each build, and their ratios. */
+async function closedRounds({ builds, accountCounts, clients, seconds, rounds, postmaster }: Plan): Promise<void> {
+  const totals = new Map<string, Tally>();
+  const ratios = new Map<number, Array<{ rate: number; main: number }>>();
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? builds : [...builds].reverse();
+    const line: string[] = [];
+    for (const accounts of accountCounts) {
+      const got = new Map<string, Tally>();
+      for (const b of order) got.set(b.label, await slice(b, accounts, clients, seconds, postmaster));
+      for (const [label, t] of got) totals.set(`${label}|${accounts}`, add(totals.get(`${label}|${accounts}`) ?? ZERO, t));
+      const [mine, theirs] = [got.get('this') as Tally, got.get('other') as Tally];
+      ratios.set(accounts, [
+        ...(ratios.get(accounts) ?? []),
+        { rate: rate(mine) / rate(theirs), main: perTransfer(mine.mainMs, mine) / perTransfer(theirs.mainMs, theirs) },
+      ]);
+      line.push(`${accounts} accounts ${fmtInt(rate(mine))}/${fmtInt(rate(theirs))} = ${(rate(mine) / rate(theirs)).toFixed(2)}x`);
+    }
+    console.log(`  round ${round + 1} (${order.map((b) => b.label).join(' then ')}): ${line.join(', ')}`);
+  }
+  const rows = accountCounts.map((accounts) => {
+    const [mine, theirs] = [totals.get(`this|${accounts}`) as Tally, totals.get(`other|${accounts}`) as Tally];
+    return [String(accounts), fmtInt(rate(mine)), fmtInt(rate(theirs)), `${(rate(mine) / rate(theirs)).toFixed(3)}x`, usOf(mine), usOf(theirs)];
+  });
+  console.log('\nOver all rounds (CPU per transfer: server main thread / its other threads / postgres, us)');
+  printTable(['accounts', 'this/s', 'other/s', 'this/other', 'this CPU', 'other CPU'], rows);
+  console.log('\nPer round, this/other: geometric mean and its range of two standard errors (narrower with more rounds)');
+  printTable(
+    ['accounts', 'transfers/s', 'main thread us per transfer'],
+    accountCounts.map((accounts) => {
+      const list = ratios.get(accounts) ?? [];
+      return [String(accounts), spread(list.map((r) => r.rate)), spread(list.map((r) => r.main))];
+    }),
+  );
+}
+
+/**
+ * Rounds of open-loop slices at each offered rate (over the first account count): each build's
+ * p50 and p99 from the due times and CPU per transfer, pooled over the rounds, and the rounds' ratios.
+ */
+async function openRounds(plan: Plan, offered: number[]): Promise<void> {
+  const { builds, seconds, rounds, postmaster } = plan;
+  const accounts = plan.accountCounts[0] as number;
+  const totals = new Map<string, Tally>();
+  const ratios = new Map<number, Array<{ p99: number; node: number; postgres: number }>>();
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? builds : [...builds].reverse();
+    const line: string[] = [];
+    for (const perSecond of offered) {
+      const got = new Map<string, Tally>();
+      for (const b of order) got.set(b.label, await openSlice(b, accounts, perSecond, seconds, postmaster));
+      for (const [label, t] of got) totals.set(`${label}|${perSecond}`, add(totals.get(`${label}|${perSecond}`) ?? ZERO, t));
+      const [mine, theirs] = [got.get('this') as Tally, got.get('other') as Tally];
+      ratios.set(perSecond, [
+        ...(ratios.get(perSecond) ?? []),
+        {
+          p99: p99Of(mine) / p99Of(theirs),
+          node: nodeUs(mine) / nodeUs(theirs),
+          postgres: perTransfer(mine.postgresMs, mine) / perTransfer(theirs.postgresMs, theirs),
+        },
+      ]);
+      line.push(`${fmtInt(perSecond)}/s p99 ${fmtMs(p99Of(mine))}/${fmtMs(p99Of(theirs))} ms, CPU ${usOf(mine)} against ${usOf(theirs)} us`);
+    }
+    console.log(`  round ${round + 1} (${order.map((b) => b.label).join(' then ')}): ${line.join('; ')}`);
+  }
+  const rows = offered.map((perSecond) => {
+    const [mine, theirs] = [totals.get(`this|${perSecond}`) as Tally, totals.get(`other|${perSecond}`) as Tally];
+    const ms = (t: Tally) => `${fmtMs(p50Of(t))} / ${fmtMs(p99Of(t))}`;
+    return [fmtInt(perSecond), fmtInt(rate(mine)), fmtInt(rate(theirs)), ms(mine), ms(theirs), usOf(mine), usOf(theirs)];
+  });
+  console.log(
+    `\nOver all rounds, ${accounts} accounts (latency from each transfer's due time; CPU per transfer: server main thread / its other threads / postgres, us)`,
+  );
+  printTable(['offered/s', 'this served/s', 'other served/s', 'this p50 / p99 ms', 'other p50 / p99 ms', 'this CPU', 'other CPU'], rows);
+  console.log('\nPer round, this/other: geometric mean and its range of two standard errors (narrower with more rounds)');
+  printTable(
+    ['offered/s', 'p99', 'server node us per transfer', 'postgres us per transfer'],
+    offered.map((perSecond) => {
+      const list = ratios.get(perSecond) ?? [];
+      return [fmtInt(perSecond), spread(list.map((r) => r.p99)), spread(list.map((r) => r.node)), spread(list.map((r) => r.postgres))];
+    }),
+  );
+}
+
+/** BENCH_OPEN_RATES as transfers/s: fractions of the two builds' closed loops (one slice each, at the first account count). */
+async function offeredRates(plan: Plan): Promise<number[]> {
+  const rates = openRates(process.env.BENCH_OPEN_RATES, []);
+  if (!rates.some((r) => 'fraction' in r)) return rates.map((r) => offeredOf(r, 0));
+  const accounts = plan.accountCounts[0] as number;
+  let sum = 0;
+  for (const b of plan.builds) sum += rate(await slice(b, accounts, plan.clients, plan.seconds, plan.postmaster));
+  const closed = sum / plan.builds.length;
+  console.log(`  closed loop at ${accounts} accounts, ${plan.clients} clients (one slice each, the mean of the two): ${fmtInt(closed)} transfers/s`);
+  return rates.map((r) => Math.round(offeredOf(r, closed)));
+}
+
 export async function runCompareBench(): Promise<void> {
   const other = process.env.BENCH_COMPARE_WITH;
   if (!other) throw new Error('BENCH_COMPARE_WITH=<directory of the other build, with its node_modules> is required');
@@ -160,6 +301,7 @@ export async function runCompareBench(): Promise<void> {
   const clients = envNumber('BENCH_CLIENTS', 64, { integer: true });
   const seconds = envNumber('BENCH_SLICE_SECONDS', 4);
   const rounds = envNumber('BENCH_ROUNDS', 6, { integer: true });
+  const open = (process.env.BENCH_OPEN_RATES ?? '').trim() !== '';
   const cluster = await startTestCluster({ durable: true });
   const builds: Build[] = [];
   try {
@@ -171,40 +313,11 @@ export async function runCompareBench(): Promise<void> {
       ['other', resolve(other)],
     ] as const)
       builds.push(await startBuild(label, dir, await cluster.freshDatabase(), Math.max(...accountCounts)));
-    console.log(`Tally compare bench: this build (${ROOT}) against ${resolve(other)}, ${clients} clients, ${rounds} rounds of ${seconds} s slices`);
-    const totals = new Map<string, Tally>();
-    const ratios = new Map<number, Array<{ rate: number; main: number }>>();
-    for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? builds : [...builds].reverse();
-      const line: string[] = [];
-      for (const accounts of accountCounts) {
-        const got = new Map<string, Tally>();
-        for (const b of order) got.set(b.label, await slice(b, accounts, clients, seconds, postmaster));
-        for (const [label, t] of got) totals.set(`${label}|${accounts}`, add(totals.get(`${label}|${accounts}`) ?? ZERO, t));
-        const [mine, theirs] = [got.get('this') as Tally, got.get('other') as Tally];
-        ratios.set(accounts, [
-          ...(ratios.get(accounts) ?? []),
-          { rate: rate(mine) / rate(theirs), main: perTransfer(mine.mainMs, mine) / perTransfer(theirs.mainMs, theirs) },
-        ]);
-        line.push(`${accounts} accounts ${fmtInt(rate(mine))}/${fmtInt(rate(theirs))} = ${(rate(mine) / rate(theirs)).toFixed(2)}x`);
-      }
-      console.log(`  round ${round + 1} (${order.map((b) => b.label).join(' then ')}): ${line.join(', ')}`);
-    }
-    const rows = accountCounts.map((accounts) => {
-      const [mine, theirs] = [totals.get(`this|${accounts}`) as Tally, totals.get(`other|${accounts}`) as Tally];
-      const us = (t: Tally) => `${fmtInt(perTransfer(t.mainMs, t))}/${fmtInt(perTransfer(t.otherMs, t))}/${fmtInt(perTransfer(t.postgresMs, t))}`;
-      return [String(accounts), fmtInt(rate(mine)), fmtInt(rate(theirs)), `${(rate(mine) / rate(theirs)).toFixed(3)}x`, us(mine), us(theirs)];
-    });
-    console.log('\nOver all rounds (CPU per transfer: server main thread / its other threads / postgres, us)');
-    printTable(['accounts', 'this/s', 'other/s', 'this/other', 'this CPU', 'other CPU'], rows);
-    console.log('\nPer round, this/other: geometric mean and its range of two standard errors (narrower with more rounds)');
-    printTable(
-      ['accounts', 'transfers/s', 'main thread us per transfer'],
-      accountCounts.map((accounts) => {
-        const list = ratios.get(accounts) ?? [];
-        return [String(accounts), spread(list.map((r) => r.rate)), spread(list.map((r) => r.main))];
-      }),
-    );
+    const plan: Plan = { builds, accountCounts, clients, seconds, rounds, postmaster };
+    const what = open ? 'open loops (fixed arrival times)' : `${clients} clients`;
+    console.log(`Tally compare bench: this build (${ROOT}) against ${resolve(other)}, ${what}, ${rounds} rounds of ${seconds} s slices`);
+    if (open) await openRounds(plan, await offeredRates(plan));
+    else await closedRounds(plan);
   } finally {
     for (const b of builds) {
       await b.client.stop().catch(() => {});

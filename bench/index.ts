@@ -61,7 +61,7 @@ function usage(): string {
     'Environment: BENCH_SECONDS (per measurement, default 5; ledger 10), BENCH_REBUILD_EVENTS (store, default 1000000), DATABASE_URL',
     '  ledger: BENCH_CLIENTS (default 64), BENCH_OPEN_RATES (part 1b, default 25%,50%,90% of the 50-account closed loop; 0 skips), BENCH_OPEN_SECONDS, BENCH_HISTORY (events of the long account, default 100000), BENCH_SAMPLES (default 500), BENCH_EMBEDDED_CLIENTS (default 32; 0 skips the embedded part), BENCH_POSTGRES=0 (the embedded part alone)',
     '  webhooks: BENCH_CLIENTS (default 32), BENCH_WEBHOOK_PARTNERS (default 4), BENCH_WEBHOOK_ACCOUNTS (per partner, default 10)',
-    '  compare: BENCH_COMPARE_WITH (required: the other checkout, with node_modules), BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS (default 64), BENCH_SLICE_SECONDS (default 4), BENCH_ROUNDS (default 6)',
+    '  compare: BENCH_COMPARE_WITH (required: the other checkout, with node_modules), BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS (default 64), BENCH_SLICE_SECONDS (default 4), BENCH_ROUNDS (default 6), BENCH_OPEN_RATES (open loops instead: transfers/s, or 25% of the closed loop; p50/p99 and CPU per transfer of each build)',
     '  audit-export: BENCH_EXPORT_EVENTS (default 1000000)',
     '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_OPEN_RATES (default 25%,50%,75%,90% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE',
     '  checkpoints: BENCH_CHECKPOINT_STREAMS (default 1000000), BENCH_CHECKPOINT_CHANGED (default 1000)',
