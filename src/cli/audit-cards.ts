@@ -1,6 +1,7 @@
 import { fixed, money, ZERO } from '../domain/ledger/money';
 import type { AuditCheck, AuditFinding } from './audit-types';
 import { foldBooks } from './audit-ledger';
+import { allSpends } from '../domain/cards/spend-book';
 
 type Books = Awaited<ReturnType<typeof foldBooks>>;
 
@@ -23,7 +24,7 @@ export const cardHoldsCheck: AuditCheck = {
     for (const { card, spends: bySpend } of cards.values()) {
       if (!card) continue;
       const holds = accounts.get(card.accountId)?.holds ?? {};
-      for (const spend of Object.values(bySpend)) {
+      for (const spend of allSpends(bySpend)) {
         spends++;
         const subject = `card ${card.cardId} transaction ${spend.transactionId}`;
         const held = holds[spend.transactionId];

@@ -6,6 +6,7 @@ import type { CardState } from '../../src/domain/cards/card';
 import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer, fund } from '../support/ledger';
 import { capture, cliConfig, rawSql } from './support';
+import { allSpends } from '../../src/domain/cards/spend-book';
 
 describe('tally audit verify and events read: cards', function () {
   this.timeout(120_000);
@@ -105,7 +106,7 @@ describe('tally audit verify and events read: cards', function () {
     ]);
     const state = result.state as CardState;
     expect(state.card).to.include({ cardId, status: 'active' });
-    expect(Object.values(state.spends).map((s) => [s.status, s.amount])).to.deep.equal([
+    expect(allSpends(state.spends).map((s) => [s.status, s.amount])).to.deep.equal([
       ['pending', '10.00000000'],
       ['completed', '20.00000000'],
       ['completed', '25.00000000'],

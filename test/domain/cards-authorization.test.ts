@@ -9,6 +9,7 @@ import {
   type SettlementDecided,
 } from '../../src/domain/cards/authorization';
 import { type CardEvent, type CardState, cardDecider } from '../../src/domain/cards/card';
+import { allSpends, spendOf } from '../../src/domain/cards/spend-book';
 import { DomainError } from '../../src/platform/decider';
 import { fixed, money } from '../../src/domain/ledger/money';
 import { type TransactionState, transactionDecider } from '../../src/domain/ledger/transaction';
@@ -133,7 +134,7 @@ describe('card authorizations (decider)', () => {
       const outcome = given([issued()], '100').whenAuthorized(authorization('60'), authorization('60'), authorization('40'));
       expect(outcome.outcomes).to.deep.equal(['approved', 'INSUFFICIENT_FUNDS', 'approved']);
       expect(fixed(available(outcome.account))).to.equal('0.00000000');
-      expect(outcome.account.holds).to.have.keys(Object.keys(outcome.card.spends));
+      expect(outcome.account.holds).to.have.keys(allSpends(outcome.card.spends).map((s) => s.transactionId));
       assertAccount(outcome.account);
     });
 
@@ -198,7 +199,7 @@ describe('card authorizations (decider)', () => {
       expect(decided.difference[0]?.data).to.include({ uuid: 'diff-1', kind: 'REVERSAL', status: 'REVERSED', amount: '5.00000000', creditAccountId: ACCOUNT });
       expect(fixed(available(settle(h.account, decided)))).to.equal('65.00000000');
       const card = decided.card.reduce(cardDecider.evolve, h.card);
-      expect(card.spends[h.request.transactionId]).to.include({ status: 'completed', amount: '35.00000000', authorizedAmount: '40.00000000' });
+      expect(spendOf(card.spends, h.request.transactionId)).to.include({ status: 'completed', amount: '35.00000000', authorizedAmount: '40.00000000' });
     });
 
     it('cleared for more, debits the extra when the balance has it, and refuses the clearing when it has not', () => {

@@ -1,6 +1,10 @@
 import { expect } from 'chai';
 import { inWindow, LIMIT_FREQUENCIES, type LimitFrequency, parseLimit, type Spend, spentInWindow, withinLimit } from '../../src/domain/cards/limit';
 import { refusal } from './ledger-support';
+import type { CardLimit } from '../../src/domain/cards/limit';
+
+/** Whether `amount` at `at` keeps the window of these spends within the limit. */
+const within = (limit: CardLimit, spends: Spend[], amount: string, at: string) => withinLimit(limit, spentInWindow(spends, limit.frequency, at), amount);
 
 /** An injected clock: instants as offsets from one authorization's, never the machine's time. */
 const NOW = Date.parse('2026-11-25T12:00:00.000Z');
@@ -65,23 +69,23 @@ describe('a card spending limit', () => {
 
     it('allows an authorization that reaches the limit exactly, and refuses one a cent over, in decimals', () => {
       const limit = { amount: '200.30000000', frequency: 'per24HourPeriod' as const };
-      expect(withinLimit(limit, history, '50.05', AT)).to.equal(true);
-      expect(withinLimit(limit, history, '50.06', AT)).to.equal(false);
+      expect(within(limit, history, '50.05', AT)).to.equal(true);
+      expect(within(limit, history, '50.06', AT)).to.equal(false);
       // 0.1 + 0.2 in floats is 0.30000000000000004: decimals are exact.
-      expect(withinLimit({ amount: '0.3', frequency: 'allTime' }, [spend('0.1', ago(H))], '0.2', AT)).to.equal(true);
+      expect(within({ amount: '0.3', frequency: 'allTime' }, [spend('0.1', ago(H))], '0.2', AT)).to.equal(true);
     });
 
     it('lets an authorization through once the spend that filled the window has left it', () => {
       const limit = { amount: '100', frequency: 'per24HourPeriod' as const };
       const full = [spend('100', ago(D - 1))];
-      expect(withinLimit(limit, full, '0.01', AT)).to.equal(false);
-      expect(withinLimit(limit, full, '0.01', new Date(NOW + 1).toISOString())).to.equal(true);
+      expect(within(limit, full, '0.01', AT)).to.equal(false);
+      expect(within(limit, full, '0.01', new Date(NOW + 1).toISOString())).to.equal(true);
     });
 
     it('perAuthorization caps one authorization alone, whatever came before', () => {
       const limit = { amount: '25', frequency: 'perAuthorization' as const };
-      expect(withinLimit(limit, [spend('25', ago(1))], '25', AT)).to.equal(true);
-      expect(withinLimit(limit, [], '25.00000001', AT)).to.equal(false);
+      expect(within(limit, [spend('25', ago(1))], '25', AT)).to.equal(true);
+      expect(within(limit, [], '25.00000001', AT)).to.equal(false);
     });
   });
 

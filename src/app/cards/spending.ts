@@ -10,6 +10,7 @@ import {
 } from '../../domain/cards/authorization';
 import { type CardState, cardDecider, cardStream, requireCard, requireCardOfPartner } from '../../domain/cards/card';
 import type { CardSpendData } from '../../domain/cards/spend';
+import { spendOf } from '../../domain/cards/spend-book';
 import { invariant } from '../../platform/decider';
 import { uuidV5, uuidV7 } from '../../platform/ids';
 import { type TransactionState, transactionDecider, transactionStream } from '../../domain/ledger';
@@ -171,7 +172,7 @@ export class CardSpending {
       const cardId = String(created.details.cardId);
       const card = await reads.stream(cardStream(cardId), cardDecider);
       // Not among the card's spends: a difference's ledger transaction, or a spend settled long ago the card no longer keeps.
-      if (!card.state.spends[transactionId]) return this.notSettleable(partnerId, transactionId, action);
+      if (!spendOf(card.state.spends, transactionId)) return this.notSettleable(partnerId, transactionId, action);
       const accountId = requireCard(card.state).accountId;
       const account = await readAccount(reads, accountId);
       // The difference's ledger transaction is named after the card transaction: a decision made again names the same one.

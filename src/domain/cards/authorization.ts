@@ -4,7 +4,8 @@ import { fixed, money } from '../ledger';
 import { type TransactionCreatedData, type TransactionEvent, type TransactionState, transactionDecider } from '../ledger';
 import { type Card, type CardEvent, type CardState, cardDecider, requireCard } from './card';
 import { withinLimit } from './limit';
-import { type CardSpend, type CardSpendData, type DeclinedReason, refuseSettlement, type SpendHistory } from './spend';
+import { type CardSpend, type CardSpendData, type DeclinedReason, refuseSettlement, type SpendHistory, spentInHistory } from './spend';
+import { spendOf } from './spend-book';
 import { CARD_REFUSALS } from './refusals';
 
 /** An authorization as asked for, with the ids it was given (the transaction id names its ledger transaction). */
@@ -22,7 +23,7 @@ export type AuthorizationDecided =
 function declineReason(card: Card, history: SpendHistory, account: AccountState, request: AuthorizationRequest): DeclinedReason | null {
   if (card.status !== 'active') return 'CARD_NOT_ACTIVE';
   if (available(account).lt(money(request.amount))) return 'INSUFFICIENT_FUNDS';
-  if (!withinLimit(card.limit, Object.values(history.spends), request.amount, request.at, money(history.earlierSpent))) return 'SPEND_LIMIT_EXCEEDED';
+  if (!withinLimit(card.limit, spentInHistory(history, card.limit.frequency, request.at), request.amount)) return 'SPEND_LIMIT_EXCEEDED';
   return null;
 }
 
@@ -35,7 +36,7 @@ function declineReason(card: Card, history: SpendHistory, account: AccountState,
 export function decideAuthorization(state: CardState, account: AccountState, request: AuthorizationRequest): AuthorizationDecided {
   const card = requireCard(state);
   invariant(account.accountId === card.accountId, "a card spends from its user's account");
-  invariant(!state.spends[request.transactionId], 'an authorization is decided once');
+  invariant(!spendOf(state.spends, request.transactionId), 'an authorization is decided once');
   const { ledgerId: _ledgerId, ...asked } = request;
   const amount = fixed(money(request.amount));
   const data: CardSpendData = {
@@ -191,7 +192,7 @@ export function decideReversal(state: CardState, account: AccountState, txn: Tra
 /** A spend that can still be cleared or reversed: 404 when the card has none by that id, 409 once settled. */
 function pendingSpend(state: CardState, transactionId: string, action: 'clear' | 'reverse'): { card: Card; spend: CardSpend } {
   const card = requireCard(state);
-  const spend = state.spends[transactionId];
+  const spend = spendOf(state.spends, transactionId);
   if (!spend) throw CARD_REFUSALS.transactionNotFound();
   if (spend.status !== 'pending') refuseSettlement(spend.status, action);
   return { card, spend };

@@ -4,7 +4,8 @@ import { parseAmount } from '../ledger';
 import { CARD_TYPES, type CardType } from './application';
 import { type CardLimit, DEFAULT_CARD_LIMIT, isLimitFrequency } from './limit';
 import { CARD_REFUSALS, CARD_STATUS_REFUSALS, type CardStatusRule } from './refusals';
-import { type CardSpend, type CardSpendEvent, type CardSpends, evolveSpends, type SpendHistory } from './spend';
+import { type CardSpend, type CardSpendEvent, evolveSpends, type SpendHistory } from './spend';
+import { addSpend, EMPTY_SPEND_BOOK, type SpendBook } from './spend-book';
 
 /** Card statuses (docs/interface.md, "Cards"). */
 export const CARD_STATUSES = ['notActivated', 'active', 'locked', 'canceled'] as const;
@@ -158,19 +159,19 @@ function decodeCard(value: unknown): Card | null {
   return c as unknown as Card;
 }
 
-function decodeSpends(value: unknown): CardSpends {
+function decodeSpends(value: unknown): SpendBook {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) fail('spends');
-  const spends: CardSpends = {};
+  let spends = EMPTY_SPEND_BOOK;
   for (const [id, raw] of Object.entries(value as Record<string, unknown>)) {
     const s = (raw ?? {}) as Record<string, unknown>;
     if (s.transactionId !== id || !(SPEND_STATUSES as readonly unknown[]).includes(s.status)) fail(`spend ${id}`);
-    spends[id] = {
+    spends = addSpend(spends, {
       transactionId: id,
       amount: decimal(s.amount, `spend ${id} amount`),
       authorizedAmount: decimal(s.authorizedAmount, `spend ${id} authorizedAmount`),
       at: instant(s.at, `spend ${id} at`),
       status: s.status as CardSpend['status'],
-    };
+    });
   }
   return spends;
 }
@@ -182,12 +183,12 @@ function decodeSpends(value: unknown): CardSpends {
  */
 export const cardSnapshot: SnapshotCodec<CardState> = {
   kind: 'card@1',
-  encode: (s) => ({ card: s.card, spends: s.spends, earlierSpent: s.earlierSpent }) as unknown as JsonObject,
+  encode: (s) => ({ card: s.card, spends: s.spends.toJSON(), earlierSpent: s.earlierSpent }) as unknown as JsonObject,
   decode: (j) => ({ card: decodeCard(j.card), spends: decodeSpends(j.spends), earlierSpent: decimal(j.earlierSpent, 'earlierSpent') }),
 };
 
 export const cardDecider: Decider<CardState, CardCommand, CardEvent> = {
-  initialState: () => ({ card: null, spends: {}, earlierSpent: '0' }),
+  initialState: () => ({ card: null, spends: EMPTY_SPEND_BOOK, earlierSpent: '0' }),
 
   snapshot: cardSnapshot,
 

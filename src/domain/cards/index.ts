@@ -8,3 +8,4 @@ export * from './limit-frequencies';
 export * from './merchant-categories';
 export * from './refusals';
 export * from './spend';
+export * from './spend-book';

@@ -45,13 +45,18 @@ export function inWindow(frequency: LimitFrequency, spendAt: string, at: string)
   return windowOf(frequency, at)(Date.parse(spendAt));
 }
 
+/** The window of `frequency` ending at `at` as instants (ms since the epoch), (fromMs, toMs]; null for `perAuthorization`. */
+export function windowRange(frequency: LimitFrequency, at: string): { fromMs: number; toMs: number } | null {
+  if (frequency === 'perAuthorization') return null;
+  const toMs = Date.parse(at);
+  return { fromMs: frequency === 'allTime' ? Number.NEGATIVE_INFINITY : toMs - WINDOW_MS[frequency], toMs };
+}
+
 /** Whether an instant (ms since the epoch) is in the window of `frequency` ending at `at` (see inWindow). */
 function windowOf(frequency: LimitFrequency, at: string): (spendMs: number) => boolean {
-  if (frequency === 'perAuthorization') return () => false;
-  const atMs = Date.parse(at);
-  if (frequency === 'allTime') return (spendMs) => spendMs <= atMs;
-  const from = atMs - WINDOW_MS[frequency];
-  return (spendMs) => spendMs > from && spendMs <= atMs;
+  const range = windowRange(frequency, at);
+  if (!range) return () => false;
+  return (spendMs) => spendMs > range.fromMs && spendMs <= range.toMs;
 }
 
 /**
@@ -68,9 +73,9 @@ export function spentInWindow(spends: readonly Spend[], frequency: LimitFrequenc
   return total;
 }
 
-/** True when `amount` authorized at `at` keeps the window within the limit (reaching it exactly is allowed). */
-export function withinLimit(limit: CardLimit, spends: readonly Spend[], amount: string, at: string, earlier: Amount = ZERO): boolean {
-  return spentInWindow(spends, limit.frequency, at, earlier).plus(money(amount)).lte(money(limit.amount));
+/** True when `amount` on top of what the window already holds (`spent`) stays within the limit (reaching it exactly is allowed). */
+export function withinLimit(limit: CardLimit, spent: Amount, amount: string): boolean {
+  return spent.plus(money(amount)).lte(money(limit.amount));
 }
 
 /** A limit as asked for: the amount read as money (never a float), or the refusal naming the rule. */

@@ -1,7 +1,8 @@
 import { CARD_REFUSALS } from './refusals';
-import { type Amount, fixed, money } from '../ledger';
+import { type Amount, fixed, money, ZERO } from '../ledger';
 import type { CardType } from './application';
-import type { Spend } from './limit';
+import { type LimitFrequency, type Spend, windowRange } from './limit';
+import { addSpend, dropSettled, replaceSpend, type SpendBook, spendOf, takenBetween } from './spend-book';
 
 /** Why an authorization was declined (docs/decisions.md, "Cards"), checked in this order. */
 export const DECLINED_REASONS = ['CARD_NOT_ACTIVE', 'INSUFFICIENT_FUNDS', 'SPEND_LIMIT_EXCEEDED'] as const;
@@ -49,7 +50,7 @@ export const CARD_SPEND_EVENT_TYPES: ReadonlyArray<CardSpendEvent['type']> = [
  */
 export type CardSpend = Spend & { transactionId: string; authorizedAmount: string };
 
-/** Approved spends by card transaction id: declined ones take nothing and cannot be cleared. */
+/** Approved spends by card transaction id (a snapshot's form): declined ones take nothing and cannot be cleared. */
 export type CardSpends = Record<string, CardSpend>;
 
 /**
@@ -58,9 +59,18 @@ export type CardSpends = Record<string, CardSpend>;
  * them), so a card's state stays bounded however long it is used.
  */
 export interface SpendHistory {
-  spends: CardSpends;
+  /** Approved spends (declined ones take nothing and cannot be cleared), in a book whose changes copy little (spend-book.ts). */
+  spends: SpendBook;
   /** Decimal string: the cleared amounts of the spends dropped from `spends`. */
   earlierSpent: string;
+}
+
+/** What the window of `frequency` ending at `at` already holds (spentInWindow over every kept spend, without reading each). */
+export function spentInHistory(history: SpendHistory, frequency: LimitFrequency, at: string): Amount {
+  const range = windowRange(frequency, at);
+  if (!range) return ZERO;
+  const inside = takenBetween(history.spends, range.fromMs, range.toMs);
+  return frequency === 'allTime' ? inside.plus(money(history.earlierSpent)) : inside;
 }
 
 /**
@@ -81,12 +91,12 @@ export function evolveSpends(history: SpendHistory, event: CardSpendEvent): Spen
     case 'CardSpendDeclined':
       return history;
     case 'CardSpendCleared': {
-      const spend = spends[d.transactionId];
-      return spend ? { ...history, spends: { ...spends, [d.transactionId]: { ...spend, amount: event.data.amount, status: 'completed' } } } : history;
+      const spend = spendOf(spends, d.transactionId);
+      return spend ? { ...history, spends: replaceSpend(spends, { ...spend, amount: event.data.amount, status: 'completed' }) } : history;
     }
     case 'CardSpendReversed': {
-      const spend = spends[d.transactionId];
-      return spend ? { ...history, spends: { ...spends, [d.transactionId]: { ...spend, status: 'reversed' } } } : history;
+      const spend = spendOf(spends, d.transactionId);
+      return spend ? { ...history, spends: replaceSpend(spends, { ...spend, status: 'reversed' }) } : history;
     }
   }
 }
@@ -96,15 +106,8 @@ export function evolveSpends(history: SpendHistory, event: CardSpendEvent): Spen
  * KEEP_SETTLED_MS before it dropped, the cleared ones' amounts added to `earlierSpent`.
  */
 function keptWith(history: SpendHistory, added: CardSpend): SpendHistory {
-  const oldest = Date.parse(added.at) - KEEP_SETTLED_MS;
-  let earlier: Amount | null = null;
-  const spends: CardSpends = {};
-  for (const [id, spend] of Object.entries(history.spends)) {
-    if (spend.status === 'pending' || Date.parse(spend.at) > oldest) spends[id] = spend;
-    else if (spend.status === 'completed') earlier = (earlier ?? money(history.earlierSpent)).plus(money(spend.amount));
-  }
-  spends[added.transactionId] = added;
-  return { spends, earlierSpent: earlier === null ? history.earlierSpent : fixed(earlier) };
+  const { book, dropped } = dropSettled(history.spends, Date.parse(added.at) - KEEP_SETTLED_MS);
+  return { spends: addSpend(book, added), earlierSpent: dropped === null ? history.earlierSpent : fixed(money(history.earlierSpent).plus(dropped)) };
 }
 
 /**

@@ -1,0 +1,153 @@
+import { type Amount, money, ZERO } from '../ledger';
+import type { CardSpend } from './spend';
+
+/**
+ * A card's kept spends, persistent: each change makes a new book that shares everything but what it
+ * changed with the one before, and never alters that one (a decision made on a state, then thrown
+ * away, leaves the state as it was). A card keeps a year of spends; copying all of them at each
+ * authorization, as a plain record would be copied, made one cost about a millisecond at 1,000 spends
+ * and 37 ms at 10,000. Here an authorization copies one day's spends, one of the id buckets and the
+ * list of days (at most about 367), and a window's sum adds whole days' totals and looks at the
+ * spends of the two days at its edges only.
+ */
+export interface SpendBook {
+  /** The spends by transaction id, in ID_BUCKETS records (by a hash of the id): a change copies one. */
+  readonly byId: ReadonlyArray<Readonly<Record<string, CardSpend>>>;
+  /** The spends by the UTC day of their authorization, oldest day first. */
+  readonly days: readonly SpendDay[];
+  readonly size: number;
+  /** As JSON (a snapshot, `tally events read`): the spends by transaction id, as a record. */
+  readonly toJSON: (this: SpendBook) => Record<string, CardSpend>;
+}
+
+/** One UTC day's spends, in the order they were added, and what its pending and completed ones take. */
+export interface SpendDay {
+  /** Days since the epoch. */
+  readonly day: number;
+  readonly spends: readonly CardSpend[];
+  readonly counted: Amount;
+}
+
+const DAY_MS = 86_400_000;
+const ID_BUCKETS = 64;
+
+function spendsById(this: SpendBook): Record<string, CardSpend> {
+  return Object.fromEntries(allSpends(this).map((s) => [s.transactionId, s]));
+}
+
+export const EMPTY_SPEND_BOOK: SpendBook = { byId: Array.from({ length: ID_BUCKETS }, () => ({})), days: [], size: 0, toJSON: spendsById };
+
+/** Whether a spend takes from the card's windows: pending and completed ones do; reversed ones do not. */
+export const counted = (spend: CardSpend): boolean => spend.status === 'pending' || spend.status === 'completed';
+const takes = (spend: CardSpend): Amount => (counted(spend) ? money(spend.amount) : ZERO);
+const dayOf = (ms: number): number => Math.floor(ms / DAY_MS);
+
+function bucketOf(id: string): number {
+  let hash = 0;
+  for (let i = 0; i < id.length; i++) hash = (hash * 31 + id.charCodeAt(i)) | 0;
+  return (hash >>> 0) % ID_BUCKETS;
+}
+
+/** The spend with that card transaction id, if the book keeps it. */
+export function spendOf(book: SpendBook, transactionId: string): CardSpend | undefined {
+  const bucket = book.byId[bucketOf(transactionId)] as Record<string, CardSpend>;
+  return Object.hasOwn(bucket, transactionId) ? bucket[transactionId] : undefined;
+}
+
+/** Every spend kept, by day of authorization, then in the order added. */
+export function allSpends(book: SpendBook): CardSpend[] {
+  return book.days.flatMap((d) => d.spends);
+}
+
+function withId(byId: SpendBook['byId'], transactionId: string, spend: CardSpend | null): SpendBook['byId'] {
+  const b = bucketOf(transactionId);
+  const { [transactionId]: _old, ...rest } = byId[b] as Record<string, CardSpend>;
+  const next = byId.slice();
+  next[b] = spend ? { ...rest, [transactionId]: spend } : rest;
+  return next;
+}
+
+/** The days with the day `day` made what `change` makes of it (undefined: there is none; returned undefined: removed). */
+function withDay(days: readonly SpendDay[], day: number, change: (d: SpendDay | undefined) => SpendDay | undefined): SpendDay[] {
+  let at = days.length;
+  while (at > 0 && (days[at - 1] as SpendDay).day > day) at--;
+  const found = at > 0 && (days[at - 1] as SpendDay).day === day ? (days[at - 1] as SpendDay) : undefined;
+  const changed = change(found);
+  const from = found ? at - 1 : at;
+  return [...days.slice(0, from), ...(changed ? [changed] : []), ...days.slice(at)];
+}
+
+/** The book with a new spend (one it already keeps under that id is replaced). */
+export function addSpend(book: SpendBook, spend: CardSpend): SpendBook {
+  if (spendOf(book, spend.transactionId)) return replaceSpend(book, spend);
+  const day = dayOf(Date.parse(spend.at));
+  const days = withDay(book.days, day, (d) => ({ day, spends: [...(d?.spends ?? []), spend], counted: (d?.counted ?? ZERO).plus(takes(spend)) }));
+  return { ...book, byId: withId(book.byId, spend.transactionId, spend), days, size: book.size + 1 };
+}
+
+/** The book with a kept spend changed (its amount or status; its id and instant stay); unchanged when it keeps none by that id. */
+export function replaceSpend(book: SpendBook, spend: CardSpend): SpendBook {
+  const old = spendOf(book, spend.transactionId);
+  if (!old) return book;
+  const day = dayOf(Date.parse(old.at));
+  const days = withDay(book.days, day, (d) => {
+    if (!d) return d;
+    return { day, spends: d.spends.map((s) => (s.transactionId === spend.transactionId ? spend : s)), counted: d.counted.minus(takes(old)).plus(takes(spend)) };
+  });
+  return { ...book, byId: withId(book.byId, spend.transactionId, spend), days, size: book.size };
+}
+
+/**
+ * The book without the settled spends authorized at or before `oldestMs` (pending ones stay until
+ * settled), and what the completed ones it dropped took (null when it dropped none).
+ */
+export function dropSettled(book: SpendBook, oldestMs: number): { book: SpendBook; dropped: Amount | null } {
+  const last = dayOf(oldestMs);
+  if (book.days.length === 0 || (book.days[0] as SpendDay).day > last) return { book, dropped: null };
+  let byId = book.byId;
+  let size = book.size;
+  let dropped: Amount | null = null;
+  const kept: SpendDay[] = [];
+  let i = 0;
+  for (; i < book.days.length && (book.days[i] as SpendDay).day <= last; i++) {
+    const d = book.days[i] as SpendDay;
+    const stay = d.spends.filter((s) => s.status === 'pending' || Date.parse(s.at) > oldestMs);
+    if (stay.length === d.spends.length) {
+      kept.push(d);
+      continue;
+    }
+    for (const s of d.spends) {
+      if (stay.includes(s)) continue;
+      byId = withId(byId, s.transactionId, null);
+      size--;
+      if (s.status === 'completed') dropped = (dropped ?? ZERO).plus(money(s.amount));
+    }
+    if (stay.length > 0) kept.push({ day: d.day, spends: stay, counted: stay.reduce((sum, s) => sum.plus(takes(s)), ZERO) });
+  }
+  if (size === book.size) return { book, dropped: null };
+  return { book: { ...book, byId, days: [...kept, ...book.days.slice(i)], size }, dropped };
+}
+
+/**
+ * What the pending and completed spends authorized in (fromMs, toMs] take: whole days inside it by
+ * their totals, the days at its edges (and any after `toMs`, a clock that stepped back) spend by spend.
+ */
+export function takenBetween(book: SpendBook, fromMs: number, toMs: number): Amount {
+  const first = dayOf(fromMs);
+  const last = dayOf(toMs);
+  let total = ZERO;
+  for (let i = book.days.length - 1; i >= 0; i--) {
+    const d = book.days[i] as SpendDay;
+    if (d.day < first) break;
+    if (d.day > first && d.day < last) {
+      total = total.plus(d.counted);
+      continue;
+    }
+    for (const s of d.spends) {
+      if (!counted(s)) continue;
+      const ms = Date.parse(s.at);
+      if (ms > fromMs && ms <= toMs) total = total.plus(money(s.amount));
+    }
+  }
+  return total;
+}
