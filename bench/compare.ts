@@ -27,6 +27,9 @@ import { cpuSnapshot, envNumber, fmtInt, fmtMs, localPostmaster, percentile, pri
  * the slices are open loops at those rates instead (requests offered at fixed times, latency from
  * each one's due time, as in the ledger bench), and it prints each build's p50 and p99 and CPU per
  * transfer per rate, with the rounds' ratios: tails and light-load CPU judged side by side.
+ * BENCH_THIS_NODE_FLAGS and BENCH_OTHER_NODE_FLAGS: node's flags for each server (e.g.
+ * `--max-semi-space-size=64`); BENCH_THIS_ENV and BENCH_OTHER_ENV: settings for each (e.g.
+ * `APPEND_MIN_CONCURRENT_BATCH=2`): to compare settings, BENCH_COMPARE_WITH may be this very checkout.
  * A difference of a few percent needs an A/A run beside it (BENCH_COMPARE_WITH a worktree of this
  * very commit): the build started first ("this") has read a few percent low at 2 accounts whichever
  * build it was (docs/performance.md has the figures).
@@ -57,10 +60,29 @@ interface Tally {
 const FUNDING = '1000000';
 const ROOT = resolve(__dirname, '..');
 
+/** `A=1 B=2` as an environment (BENCH_THIS_ENV, BENCH_OTHER_ENV). */
+function settingsOf(raw: string | undefined): Record<string, string> {
+  const pairs = (raw ?? '').split(' ').filter(Boolean);
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const at = pair.indexOf('=');
+      if (at < 1) throw new Error(`BENCH_THIS_ENV / BENCH_OTHER_ENV: ${JSON.stringify(pair)} is not NAME=value`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
+}
+
 async function startBuild(label: string, dir: string, databaseUrl: string, accounts: number): Promise<Build> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/compare-server.ts')], {
+  const flags = (process.env[label === 'this' ? 'BENCH_THIS_NODE_FLAGS' : 'BENCH_OTHER_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...flags, '--import', 'tsx', join(ROOT, 'bench/compare-server.ts')], {
     cwd: dir,
-    env: { ...process.env, TALLY_BUILD_DIR: dir, DATABASE_URL: databaseUrl, ADMIN_TOKEN },
+    env: {
+      ...process.env,
+      ...settingsOf(process.env[label === 'this' ? 'BENCH_THIS_ENV' : 'BENCH_OTHER_ENV']),
+      TALLY_BUILD_DIR: dir,
+      DATABASE_URL: databaseUrl,
+      ADMIN_TOKEN,
+    },
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
   const line = await new Promise<string>((done, fail) => {

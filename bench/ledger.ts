@@ -421,7 +421,9 @@ function instrumentTransferPath(tally: Tally, timings: CallTimings): void {
 
 /** e.g. "store.appendMany 3.10 ms x1.00": mean per call and calls per transfer, in call order. */
 function describeTimings(timings: CallTimings, transfers: number): string[] {
-  return [...timings.totals].map(([name, t]) => `${name}: ${fmtMs(t.ms / t.calls)} ms x${(t.calls / Math.max(1, transfers)).toFixed(2)}`);
+  return [...timings.totals].map(
+    ([name, t]) => `${name}: ${fmtMs(t.ms / t.calls)} ms (p99 ${fmtMs(timings.p99(name))}) x${(t.calls / Math.max(1, transfers)).toFixed(2)}`,
+  );
 }
 
 /** The event store's group-commit counters, when it has them. */
@@ -569,7 +571,7 @@ async function measureLoop(b: Bench, accounts: Customer[], clients: number, star
   );
   for (const line of [...describeStatuses(out.statuses, out.samples), warmUp, ...details]) console.log(`      ${line}`);
   if (TIMINGS) {
-    console.log(`      client mean ${fmtMs(mean(out.latencies))} ms; server, mean per call and calls per request:`);
+    console.log(`      client mean ${fmtMs(mean(out.latencies))} ms; server, mean (p99) per call and calls per request:`);
     for (const line of describeTimings(b.timings, out.latencies.length)) console.log(`        ${line}`);
   } else console.log(`      client mean ${fmtMs(mean(out.latencies))} ms`);
   return result;
@@ -647,6 +649,10 @@ async function openLoop(b: Bench, accounts: Customer[], offered: number, fractio
   );
   const client = `client: written p99 ${fmtMs(percentile(lags, 0.99))} ms after due; ${fmtInt(out.late)} later than ${LATE_MS} ms, ${fmtInt(out.waited)} waited for a connection; ${fmtInt(out.connections)} connections (${fmtInt(out.opened)} opened while measuring)`;
   for (const line of [...describeStatuses(out.statuses, out.samples), client, ...lines]) console.log(`      ${line}`);
+  if (TIMINGS) {
+    console.log('      server, mean (p99) per call and calls per request:');
+    for (const line of describeTimings(b.timings, out.latencies.length)) console.log(`        ${line}`);
+  }
   return {
     offered,
     fraction,
@@ -880,7 +886,7 @@ async function history(b: Bench, senders: Customer[], historyEvents: number, sam
   const details = around ? (await after(b, around, samples * 2)).lines : [];
   for (const line of [...describeStatuses(statuses, samplesByStatus), ...details]) console.log(`      ${line}`);
   if (TIMINGS) {
-    console.log('      server, mean per call and calls per request:');
+    console.log('      server, mean (p99) per call and calls per request:');
     for (const line of describeTimings(b.timings, samples * 2)) console.log(`        ${line}`);
   }
   return { heavyEvents, lightEvents, p50Heavy, p50Light, ratio: p50Heavy / p50Light };

@@ -72,13 +72,19 @@ export async function measure(
 
 /** Where the time of a store-backed operation went: summed per store call. */
 export class CallTimings {
-  readonly totals = new Map<string, { calls: number; ms: number }>();
+  readonly totals = new Map<string, { calls: number; ms: number; each: number[] }>();
 
   add(name: string, ms: number): void {
-    const t = this.totals.get(name) ?? { calls: 0, ms: 0 };
+    const t = this.totals.get(name) ?? { calls: 0, ms: 0, each: [] };
     t.calls++;
     t.ms += ms;
+    t.each.push(ms);
     this.totals.set(name, t);
+  }
+
+  /** The p99 of one label's calls. */
+  p99(name: string): number {
+    return percentile(Float64Array.from(this.totals.get(name)?.each ?? []).sort(), 0.99);
   }
 
   reset(): void {
