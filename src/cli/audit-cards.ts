@@ -2,6 +2,7 @@ import { fixed, money, ZERO } from '../domain/ledger/money';
 import type { AuditCheck, AuditFinding } from './audit-types';
 import { foldBooks } from './audit-ledger';
 import { allSpends } from '../domain/cards/spend-book';
+import { emptyBucketMap, entriesOf, getIn } from '../platform/bucket-map';
 
 type Books = Awaited<ReturnType<typeof foldBooks>>;
 
@@ -23,11 +24,11 @@ export const cardHoldsCheck: AuditCheck = {
     let spends = 0;
     for (const { card, spends: bySpend } of cards.values()) {
       if (!card) continue;
-      const holds = accounts.get(card.accountId)?.holds ?? {};
+      const holds = accounts.get(card.accountId)?.holds ?? emptyBucketMap<string>();
       for (const spend of allSpends(bySpend)) {
         spends++;
         const subject = `card ${card.cardId} transaction ${spend.transactionId}`;
-        const held = holds[spend.transactionId];
+        const held = getIn(holds, spend.transactionId);
         const status = spend.status as keyof typeof LEDGER_STATUS;
         known.add(spend.transactionId);
         if (spend.status === 'pending') {
@@ -52,7 +53,7 @@ function pendingDebitFindings({ accounts, transactions }: Books, knownSpends: Se
   const findings: AuditFinding[] = [];
   for (const [id, account] of accounts) {
     let held = ZERO;
-    for (const [transactionId, amount] of Object.entries(account.holds)) {
+    for (const [transactionId, amount] of entriesOf(account.holds)) {
       held = held.plus(money(amount));
       const kind = transactions.get(transactionId)?.kind;
       if (kind === 'CARD' && !knownSpends.has(transactionId))

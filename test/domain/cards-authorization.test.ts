@@ -134,7 +134,7 @@ describe('card authorizations (decider)', () => {
       const outcome = given([issued()], '100').whenAuthorized(authorization('60'), authorization('60'), authorization('40'));
       expect(outcome.outcomes).to.deep.equal(['approved', 'INSUFFICIENT_FUNDS', 'approved']);
       expect(fixed(available(outcome.account))).to.equal('0.00000000');
-      expect(outcome.account.holds).to.have.keys(allSpends(outcome.card.spends).map((s) => s.transactionId));
+      expect(outcome.account.holds.toJSON()).to.have.keys(allSpends(outcome.card.spends).map((s) => s.transactionId));
       assertAccount(outcome.account);
     });
 

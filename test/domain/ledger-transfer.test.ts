@@ -6,6 +6,7 @@ import type { KycEvent } from '../../src/domain/identity/kyc';
 import { fixed } from '../../src/domain/ledger/money';
 import { decideTransfer, decideTransfers } from '../../src/domain/ledger/transfer';
 import { AT, account, credited, kindCodeAndMessage, kyc, limits, opened, refusal, ROOMY, transferRequest, withCredits } from './ledger-support';
+import { bucketMapOf } from '../../src/platform/bucket-map';
 
 const request = transferRequest;
 const ada = () => withCredits(account(opened(7)), account(credited(7, '100')));
@@ -158,7 +159,7 @@ describe('account invariants, asserted after every decision that moves money', (
   it('hold for a consistent account, and throw (a bug, not a refusal) for an overdrawn one or holds that are not its pending debits', () => {
     expect(() => assertAccount(ada())).not.to.throw();
     expect(() => assertAccount({ ...ada(), debitsPosted: ada().creditsPosted.plus('0.00000001') })).to.throw(/Invariant violated: an account is not overdrawn/);
-    expect(() => assertAccount({ ...ada(), holds: { p: '1.00000000' } })).to.throw(/holds sum to its pending debits/);
+    expect(() => assertAccount({ ...ada(), holds: bucketMapOf({ p: '1.00000000' }) })).to.throw(/holds sum to its pending debits/);
   });
 });
 

@@ -21,7 +21,7 @@ describe('state snapshots', () => {
     const decoded = codec.decode(JSON.parse(JSON.stringify(codec.encode(state))) as JsonObject);
     expect(codec.encode(decoded)).to.deep.equal(codec.encode(state));
     expect(available(decoded).toFixed()).to.equal('123456789012345677.82345678');
-    expect(decoded.holds).to.deep.equal({ t3: '0.20000000' });
+    expect(decoded.holds.toJSON()).to.deep.equal({ t3: '0.20000000' });
     expect(decoded.dayOutgoing.toFixed()).to.equal('0.3');
     const post = accountDecider.decide({ type: 'PostHold', transactionId: 't3', at }, decoded);
     expect(post).to.deep.equal(accountDecider.decide({ type: 'PostHold', transactionId: 't3', at }, state));

@@ -60,7 +60,7 @@ function closeAccount(accountId: number, read: Awaited<ReturnType<typeof readAcc
 const settled = (account: AccountState) => account.creditsPosted.eq(account.debitsPosted.plus(account.debitsPending));
 
 /** Money held on the account, or a deposit to it awaiting its provider. */
-const onItsWay = (account: AccountState) => Object.keys(account.holds).length > 0 || Object.keys(account.deposits).length > 0;
+const onItsWay = (account: AccountState) => account.holds.size > 0 || Object.keys(account.deposits).length > 0;
 
 /** The ledger read model did not reach the log's head in time: whether a deposit is pending is unknown, so nothing is erased (503). */
 class PendingUnknown extends ProviderUnavailable {

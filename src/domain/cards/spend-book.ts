@@ -1,5 +1,6 @@
 import { type Amount, money, ZERO } from '../ledger';
 import type { CardSpend } from './spend';
+import { type BucketMap, emptyBucketMap, getIn, setIn } from '../../platform/bucket-map';
 
 /**
  * A card's kept spends, persistent: each change makes a new book that shares everything but what it
@@ -11,12 +12,11 @@ import type { CardSpend } from './spend';
  * spends of the two days at its edges only.
  */
 export interface SpendBook {
-  /** The spends by transaction id, in ID_BUCKETS records (by a hash of the id): a change copies one. */
-  readonly byId: ReadonlyArray<Readonly<Record<string, CardSpend>>>;
+  /** The spends by transaction id: a change copies one of its buckets. */
+  readonly byId: BucketMap<CardSpend>;
   /** The spends by the UTC day of their authorization, oldest day first. */
   readonly days: readonly SpendDay[];
-  readonly size: number;
-  /** As JSON (a snapshot, `tally events read`): the spends by transaction id, as a record. */
+  /** As JSON (a snapshot, `tally events read`): the spends by transaction id, as a record, by day of authorization. */
   readonly toJSON: (this: SpendBook) => Record<string, CardSpend>;
 }
 
@@ -29,42 +29,29 @@ export interface SpendDay {
 }
 
 const DAY_MS = 86_400_000;
-const ID_BUCKETS = 64;
 
 function spendsById(this: SpendBook): Record<string, CardSpend> {
   return Object.fromEntries(allSpends(this).map((s) => [s.transactionId, s]));
 }
 
-export const EMPTY_SPEND_BOOK: SpendBook = { byId: Array.from({ length: ID_BUCKETS }, () => ({})), days: [], size: 0, toJSON: spendsById };
+export const EMPTY_SPEND_BOOK: SpendBook = { byId: emptyBucketMap(), days: [], toJSON: spendsById };
+
+/** How many spends the book keeps. */
+export const spendCount = (book: SpendBook): number => book.byId.size;
 
 /** Whether a spend takes from the card's windows: pending and completed ones do; reversed ones do not. */
 export const counted = (spend: CardSpend): boolean => spend.status === 'pending' || spend.status === 'completed';
 const takes = (spend: CardSpend): Amount => (counted(spend) ? money(spend.amount) : ZERO);
 const dayOf = (ms: number): number => Math.floor(ms / DAY_MS);
 
-function bucketOf(id: string): number {
-  let hash = 0;
-  for (let i = 0; i < id.length; i++) hash = (hash * 31 + id.charCodeAt(i)) | 0;
-  return (hash >>> 0) % ID_BUCKETS;
-}
-
 /** The spend with that card transaction id, if the book keeps it. */
 export function spendOf(book: SpendBook, transactionId: string): CardSpend | undefined {
-  const bucket = book.byId[bucketOf(transactionId)] as Record<string, CardSpend>;
-  return Object.hasOwn(bucket, transactionId) ? bucket[transactionId] : undefined;
+  return getIn(book.byId, transactionId);
 }
 
 /** Every spend kept, by day of authorization, then in the order added. */
 export function allSpends(book: SpendBook): CardSpend[] {
   return book.days.flatMap((d) => d.spends);
-}
-
-function withId(byId: SpendBook['byId'], transactionId: string, spend: CardSpend | null): SpendBook['byId'] {
-  const b = bucketOf(transactionId);
-  const { [transactionId]: _old, ...rest } = byId[b] as Record<string, CardSpend>;
-  const next = byId.slice();
-  next[b] = spend ? { ...rest, [transactionId]: spend } : rest;
-  return next;
 }
 
 /** The days with the day `day` made what `change` makes of it (undefined: there is none; returned undefined: removed). */
@@ -82,7 +69,7 @@ export function addSpend(book: SpendBook, spend: CardSpend): SpendBook {
   if (spendOf(book, spend.transactionId)) return replaceSpend(book, spend);
   const day = dayOf(Date.parse(spend.at));
   const days = withDay(book.days, day, (d) => ({ day, spends: [...(d?.spends ?? []), spend], counted: (d?.counted ?? ZERO).plus(takes(spend)) }));
-  return { ...book, byId: withId(book.byId, spend.transactionId, spend), days, size: book.size + 1 };
+  return { ...book, byId: setIn(book.byId, spend.transactionId, spend), days };
 }
 
 /** The book with a kept spend changed (its amount or status; its id and instant stay); unchanged when it keeps none by that id. */
@@ -94,7 +81,7 @@ export function replaceSpend(book: SpendBook, spend: CardSpend): SpendBook {
     if (!d) return d;
     return { day, spends: d.spends.map((s) => (s.transactionId === spend.transactionId ? spend : s)), counted: d.counted.minus(takes(old)).plus(takes(spend)) };
   });
-  return { ...book, byId: withId(book.byId, spend.transactionId, spend), days, size: book.size };
+  return { ...book, byId: setIn(book.byId, spend.transactionId, spend), days };
 }
 
 /**
@@ -105,7 +92,6 @@ export function dropSettled(book: SpendBook, oldestMs: number): { book: SpendBoo
   const last = dayOf(oldestMs);
   if (book.days.length === 0 || (book.days[0] as SpendDay).day > last) return { book, dropped: null };
   let byId = book.byId;
-  let size = book.size;
   let dropped: Amount | null = null;
   const kept: SpendDay[] = [];
   let i = 0;
@@ -118,14 +104,13 @@ export function dropSettled(book: SpendBook, oldestMs: number): { book: SpendBoo
     }
     for (const s of d.spends) {
       if (stay.includes(s)) continue;
-      byId = withId(byId, s.transactionId, null);
-      size--;
+      byId = setIn(byId, s.transactionId, undefined);
       if (s.status === 'completed') dropped = (dropped ?? ZERO).plus(money(s.amount));
     }
     if (stay.length > 0) kept.push({ day: d.day, spends: stay, counted: stay.reduce((sum, s) => sum.plus(takes(s)), ZERO) });
   }
-  if (size === book.size) return { book, dropped: null };
-  return { book: { ...book, byId, days: [...kept, ...book.days.slice(i)], size }, dropped };
+  if (byId === book.byId) return { book, dropped: null };
+  return { book: { ...book, byId, days: [...kept, ...book.days.slice(i)] }, dropped };
 }
 
 /**

@@ -2,6 +2,7 @@ import { type Decider, invariant } from '../../platform/decider';
 import { type KycState, latest } from '../identity';
 import { type Amount, fixed, money, parseAmount, ZERO } from './money';
 import { LEDGER_REFUSALS } from './refusals';
+import { type BucketMap, bucketMapOf, emptyBucketMap, getIn, setIn } from '../../platform/bucket-map';
 
 /**
  * The user's USDC account: opened once, at the first successful login; its balance is decided
@@ -90,8 +91,8 @@ export interface AccountState {
   creditsPosted: Amount;
   debitsPosted: Amount;
   debitsPending: Amount;
-  /** Pending debits by transaction, to post exactly what was held. */
-  holds: Record<string, string>;
+  /** Pending debits by transaction, to post exactly what was held (a map whose changes copy a 64th of it). */
+  holds: BucketMap<string>;
   /** Deposits awaiting their provider, by transaction (on the credit stream). */
   deposits: Record<string, string>;
   /** Outgoing total of one UTC day, for the daily limit. */
@@ -144,7 +145,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
       creditsPosted: s.creditsPosted.toFixed(),
       debitsPosted: s.debitsPosted.toFixed(),
       debitsPending: s.debitsPending.toFixed(),
-      holds: s.holds,
+      holds: s.holds.toJSON(),
       day: s.day,
       dayOutgoing: s.dayOutgoing.toFixed(),
     }),
@@ -158,7 +159,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
       creditsPosted: snapshotAmount(j.creditsPosted),
       debitsPosted: snapshotAmount(j.debitsPosted),
       debitsPending: snapshotAmount(j.debitsPending),
-      holds: amountsOf(j.holds),
+      holds: bucketMapOf(amountsOf(j.holds)),
       deposits: amountsOf(j.deposits),
       day: typeof j.day === 'string' ? j.day : '',
       dayOutgoing: snapshotAmount(j.dayOutgoing),
@@ -174,7 +175,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     creditsPosted: ZERO,
     debitsPosted: ZERO,
     debitsPending: ZERO,
-    holds: {},
+    holds: emptyBucketMap(),
     deposits: {},
     day: '',
     dayOutgoing: ZERO,
@@ -197,7 +198,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
           return {
             ...state,
             debitsPending: state.debitsPending.plus(amount),
-            holds: { ...state.holds, [event.data.transactionId]: event.data.amount },
+            holds: setIn(state.holds, event.data.transactionId, event.data.amount),
             day,
             dayOutgoing,
           };
@@ -205,7 +206,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         return { ...state, debitsPosted: state.debitsPosted.plus(amount), day, dayOutgoing };
       }
       case 'HoldPosted': {
-        const { [event.data.transactionId]: _posted, ...holds } = state.holds;
+        const holds = setIn(state.holds, event.data.transactionId, undefined);
         const amount = money(event.data.amount);
         // Money that came back is not outgoing: its debit's day (when still the day counted) drops it.
         const returnedToday = event.data.returnedDay !== undefined && event.data.returnedDay === state.day;
@@ -250,7 +251,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
     switch (command.type) {
       case 'Close':
         if (state.closed) return [];
-        invariant(available(state).eq(0) && isEmpty(state.holds) && isEmpty(state.deposits), 'a closed account has no money on it, held or on the way');
+        invariant(available(state).eq(0) && state.holds.size === 0 && isEmpty(state.deposits), 'a closed account has no money on it, held or on the way');
         return [{ type: 'AccountClosed', data: { accountId, reason: command.reason, at: command.at } }];
       case 'ExpectDeposit':
         return [{ type: 'DepositExpected', data: { accountId, transactionId: command.transactionId, amount: fixed(money(command.amount)), at: command.at } }];
@@ -285,7 +286,7 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
         return events;
       }
       case 'PostHold': {
-        const held = state.holds[command.transactionId];
+        const held = getIn(state.holds, command.transactionId);
         if (held === undefined) return [];
         const returned = command.returnedDay === undefined ? {} : { returnedDay: command.returnedDay };
         return [{ type: 'HoldPosted', data: { accountId, transactionId: command.transactionId, amount: held, at: command.at, ...returned } }];
@@ -301,9 +302,25 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
 export function assertAccount(state: AccountState): void {
   invariant(available(state).gte(0), 'an account is not overdrawn');
   invariant(state.debitsPending.gte(0) && state.debitsPosted.gte(0) && state.creditsPosted.gte(0), 'an account has no negative total');
-  const holds = Object.values(state.holds);
-  const held = holds.length === 0 ? ZERO : holds.reduce((sum, amount) => sum.plus(money(amount)), ZERO);
-  invariant(held.eq(state.debitsPending), "an account's holds sum to its pending debits");
+  invariant(heldSum(state.holds).eq(state.debitsPending), "an account's holds sum to its pending debits");
+}
+
+/** What one bucket of holds sums to, per bucket object: a bucket is never changed, so its sum holds for every map sharing it. */
+const bucketSums = new WeakMap<object, Amount>();
+
+/** What the holds sum to, adding the buckets' sums (only a bucket not summed before is read). */
+export function heldSum(holds: BucketMap<string>): Amount {
+  if (holds.size === 0) return ZERO;
+  let total = ZERO;
+  for (const bucket of holds.buckets) {
+    let sum = bucketSums.get(bucket);
+    if (sum === undefined) {
+      sum = Object.values(bucket).reduce((s, amount) => s.plus(money(amount)), ZERO);
+      bucketSums.set(bucket, sum);
+    }
+    if (!sum.isZero()) total = total.plus(sum);
+  }
+  return total;
 }
 
 /**
