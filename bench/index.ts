@@ -1,4 +1,5 @@
 import { runAuditExportBench } from './audit-export';
+import { runCardHistoryBench } from './card-history';
 import { runCardsBench } from './cards';
 import { runCheckpointsBench } from './checkpoints';
 import { runCompareBench } from './compare';
@@ -33,6 +34,11 @@ const benches: Record<string, { description: string; run: () => Promise<void> }>
       "sandbox card authorizations/s and transfers/s through HTTP in one closed loop (64 callers, half each, over 50 cards and their accounts) on a durable PostgreSQL, with the ratio and the authorizations p50/p99; then the same mix offered at fixed rates (open loops), with the latencies from each request's due time",
     run: runCardsBench,
   },
+  'card-history': {
+    description:
+      "one card authorization decided and folded (no database, no HTTP) on a card keeping 10 to 10,000 spends of a year, 10% of them pending (holds on its account): the main thread's microseconds per authorization by the card's history",
+    run: runCardHistoryBench,
+  },
   'audit-export': {
     description:
       "an auditor's GET /audit/v1/events over a whole log of BENCH_EXPORT_EVENTS events (default 1,000,000) on a durable PostgreSQL, streamed as NDJSON: events/s, MB/s, CPU per event and the process's memory while it streams",
@@ -63,6 +69,7 @@ function usage(): string {
     '  webhooks: BENCH_CLIENTS (default 32), BENCH_WEBHOOK_PARTNERS (default 4), BENCH_WEBHOOK_ACCOUNTS (per partner, default 10)',
     '  compare: BENCH_COMPARE_WITH (required: the other checkout, with node_modules), BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS (default 64), BENCH_SLICE_SECONDS (default 4), BENCH_ROUNDS (default 6), BENCH_OPEN_RATES (open loops instead: transfers/s, or 25% of the closed loop; p50/p99 and CPU per transfer of each build)',
     '  audit-export: BENCH_EXPORT_EVENTS (default 1000000)',
+    '  card-history: BENCH_CARD_SPENDS (default 10,100,1000,10000), BENCH_PENDING_SHARE (default 0.1), BENCH_SECONDS (per size, default 1)',
     '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_OPEN_RATES (default 25%,50%,75%,90% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE',
     '  checkpoints: BENCH_CHECKPOINT_STREAMS (default 1000000), BENCH_CHECKPOINT_CHANGED (default 1000)',
     '  personal-data: BENCH_SECONDS (per round and side, default 2), BENCH_ROUNDS (default 5)',

@@ -23,7 +23,10 @@ function recordOf<V>(this: BucketMap<V>): Record<string, V> {
   return Object.fromEntries(entriesOf(this));
 }
 
-const EMPTY: BucketMap<unknown> = { buckets: Array.from({ length: BUCKETS }, () => ({})), size: 0, toJSON: recordOf };
+/** Every empty bucket is this one, so a walk over the buckets passes the empty ones by identity. */
+const NONE: Readonly<Record<string, never>> = Object.freeze({});
+
+const EMPTY: BucketMap<unknown> = { buckets: Array.from({ length: BUCKETS }, () => NONE), size: 0, toJSON: recordOf };
 
 /** The empty map (one, shared: no change alters it). */
 export const emptyBucketMap = <V>(): BucketMap<V> => EMPTY as BucketMap<V>;
@@ -41,10 +44,23 @@ export function setIn<V>(map: BucketMap<V>, key: string, value: V | undefined): 
   const b = bucketOf(key);
   const had = Object.hasOwn(map.buckets[b] as object, key);
   if (value === undefined && !had) return map;
-  const { [key]: _old, ...rest } = map.buckets[b] as Record<string, V>;
+  const old = map.buckets[b] as Record<string, V>;
+  let bucket: Record<string, V> = {};
+  if (value === undefined) {
+    for (const k of Object.keys(old)) if (k !== key) bucket[k] = old[k] as V;
+    if (map.size === 1 || Object.keys(bucket).length === 0) bucket = NONE;
+  } else {
+    bucket = { ...old };
+    bucket[key] = value;
+  }
   const buckets = map.buckets.slice();
-  buckets[b] = value === undefined ? rest : { ...rest, [key]: value };
+  buckets[b] = bucket;
   return { ...map, buckets, size: map.size + (value === undefined ? -1 : had ? 0 : 1) };
+}
+
+/** The buckets that hold entries (each never changed: a change makes a new one). */
+export function filledBuckets<V>(map: BucketMap<V>): Array<Readonly<Record<string, V>>> {
+  return map.buckets.filter((bucket) => bucket !== NONE);
 }
 
 /** Every entry, bucket by bucket (not in the order they were set). */
@@ -57,5 +73,5 @@ export function bucketMapOf<V>(record: Readonly<Record<string, V>>): BucketMap<V
   const buckets: Array<Record<string, V>> = Array.from({ length: BUCKETS }, () => ({}));
   const entries = Object.entries(record);
   for (const [key, value] of entries) (buckets[bucketOf(key)] as Record<string, V>)[key] = value;
-  return { buckets, size: entries.length, toJSON: recordOf };
+  return { buckets: buckets.map((bucket) => (Object.keys(bucket).length === 0 ? NONE : bucket)), size: entries.length, toJSON: recordOf };
 }

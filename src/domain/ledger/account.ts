@@ -2,7 +2,7 @@ import { type Decider, invariant } from '../../platform/decider';
 import { type KycState, latest } from '../identity';
 import { type Amount, fixed, money, parseAmount, ZERO } from './money';
 import { LEDGER_REFUSALS } from './refusals';
-import { type BucketMap, bucketMapOf, emptyBucketMap, getIn, setIn } from '../../platform/bucket-map';
+import { type BucketMap, bucketMapOf, emptyBucketMap, filledBuckets, getIn, setIn } from '../../platform/bucket-map';
 
 /**
  * The user's USDC account: opened once, at the first successful login; its balance is decided
@@ -312,13 +312,13 @@ const bucketSums = new WeakMap<object, Amount>();
 export function heldSum(holds: BucketMap<string>): Amount {
   if (holds.size === 0) return ZERO;
   let total = ZERO;
-  for (const bucket of holds.buckets) {
+  for (const bucket of filledBuckets(holds)) {
     let sum = bucketSums.get(bucket);
     if (sum === undefined) {
       sum = Object.values(bucket).reduce((s, amount) => s.plus(money(amount)), ZERO);
       bucketSums.set(bucket, sum);
     }
-    if (!sum.isZero()) total = total.plus(sum);
+    total = total.plus(sum);
   }
   return total;
 }
