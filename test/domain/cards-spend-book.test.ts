@@ -126,6 +126,16 @@ describe("a card's spend book", () => {
     expect(plain.size).to.be.above(100);
   });
 
+  it('takes a spend added again under a kept id as the new one, on its own day', () => {
+    const book = addSpend(addSpend(EMPTY_SPEND_BOOK, spend('a', T0, '5')), spend('a', T0 + 3 * DAY_MS, '2'));
+    expect(allSpends(book)).to.deep.equal([spend('a', T0 + 3 * DAY_MS, '2')]);
+    expect([fixed(takenBetween(book, T0 - 1, T0 + DAY_MS)), fixed(takenBetween(book, T0, T0 + 4 * DAY_MS)), spendCount(book)]).to.deep.equal([
+      '0.00000000',
+      '2.00000000',
+      1,
+    ]);
+  });
+
   it('prints as the record of its spends by transaction id', () => {
     const book = addSpend(addSpend(EMPTY_SPEND_BOOK, spend('b', T0 + DAY_MS, '2')), spend('a', T0, '1'));
     expect(JSON.parse(JSON.stringify({ spends: book }))).to.deep.equal({ spends: { a: spend('a', T0, '1'), b: spend('b', T0 + DAY_MS, '2') } });

@@ -66,10 +66,21 @@ function withDay(days: readonly SpendDay[], day: number, change: (d: SpendDay | 
 
 /** The book with a new spend (one it already keeps under that id is replaced). */
 export function addSpend(book: SpendBook, spend: CardSpend): SpendBook {
-  if (spendOf(book, spend.transactionId)) return replaceSpend(book, spend);
+  const kept = spendOf(book, spend.transactionId);
+  if (kept) return addSpend(withoutSpend(book, kept), spend);
   const day = dayOf(Date.parse(spend.at));
   const days = withDay(book.days, day, (d) => ({ day, spends: [...(d?.spends ?? []), spend], counted: (d?.counted ?? ZERO).plus(takes(spend)) }));
   return { ...book, byId: setIn(book.byId, spend.transactionId, spend), days };
+}
+
+/** The book without a spend it keeps. */
+function withoutSpend(book: SpendBook, spend: CardSpend): SpendBook {
+  const day = dayOf(Date.parse(spend.at));
+  const days = withDay(book.days, day, (d) => {
+    const spends = d?.spends.filter((s) => s.transactionId !== spend.transactionId) ?? [];
+    return spends.length === 0 ? undefined : { day, spends, counted: (d as SpendDay).counted.minus(takes(spend)) };
+  });
+  return { ...book, byId: setIn(book.byId, spend.transactionId, undefined), days };
 }
 
 /** The book with a kept spend changed (its amount or status; its id and instant stay); unchanged when it keeps none by that id. */
@@ -102,8 +113,9 @@ export function dropSettled(book: SpendBook, oldestMs: number): { book: SpendBoo
       kept.push(d);
       continue;
     }
+    const staying = new Set(stay);
     for (const s of d.spends) {
-      if (stay.includes(s)) continue;
+      if (staying.has(s)) continue;
       byId = setIn(byId, s.transactionId, undefined);
       if (s.status === 'completed') dropped = (dropped ?? ZERO).plus(money(s.amount));
     }
