@@ -1,5 +1,5 @@
 import { type Amount, money, ZERO } from '../ledger';
-import type { CardSpend } from './spend';
+import type { Spend } from './limit';
 import { type BucketMap, emptyBucketMap, getIn, setIn } from '../../platform/bucket-map';
 
 /**
@@ -19,6 +19,12 @@ export interface SpendBook {
   /** As JSON (a snapshot, `tally events read`): the spends by transaction id, as a record, by day of authorization. */
   readonly toJSON: (this: SpendBook) => Record<string, CardSpend>;
 }
+
+/**
+ * An approved spend as the card's limit and later clearing see it: `amount` is what it takes from
+ * the window (the authorized amount, the cleared one once cleared), `at` when it was authorized.
+ */
+export type CardSpend = Spend & { transactionId: string; authorizedAmount: string };
 
 /** One UTC day's spends, in the order they were added, and what its pending and completed ones take. */
 export interface SpendDay {

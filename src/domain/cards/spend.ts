@@ -1,8 +1,8 @@
 import { CARD_REFUSALS } from './refusals';
 import { type Amount, fixed, money, ZERO } from '../ledger';
 import type { CardType } from './application';
-import { type LimitFrequency, type Spend, windowRange } from './limit';
-import { addSpend, dropSettled, replaceSpend, type SpendBook, spendOf, takenBetween } from './spend-book';
+import { type LimitFrequency, windowRange } from './limit';
+import { addSpend, type CardSpend, dropSettled, replaceSpend, type SpendBook, spendOf, takenBetween } from './spend-book';
 
 /** Why an authorization was declined (docs/decisions.md, "Cards"), checked in this order. */
 export const DECLINED_REASONS = ['CARD_NOT_ACTIVE', 'INSUFFICIENT_FUNDS', 'SPEND_LIMIT_EXCEEDED'] as const;
@@ -44,11 +44,7 @@ export const CARD_SPEND_EVENT_TYPES: ReadonlyArray<CardSpendEvent['type']> = [
   'CardSpendReversed',
 ];
 
-/**
- * An approved spend as the card's limit and later clearing see it: `amount` is what it takes from
- * the window (the authorized amount, the cleared one once cleared), `at` when it was authorized.
- */
-export type CardSpend = Spend & { transactionId: string; authorizedAmount: string };
+export type { CardSpend } from './spend-book';
 
 /** Approved spends by card transaction id (a snapshot's form): declined ones take nothing and cannot be cleared. */
 export type CardSpends = Record<string, CardSpend>;
