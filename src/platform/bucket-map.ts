@@ -37,8 +37,6 @@ export function getIn<V>(map: BucketMap<V>, key: string): V | undefined {
   return Object.hasOwn(bucket, key) ? bucket[key] : undefined;
 }
 
-export const hasIn = <V>(map: BucketMap<V>, key: string): boolean => Object.hasOwn(map.buckets[bucketOf(key)] as object, key);
-
 /** The map with `value` under `key` (`undefined`: without `key`). */
 export function setIn<V>(map: BucketMap<V>, key: string, value: V | undefined): BucketMap<V> {
   const b = bucketOf(key);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fixed, money } from '../../src/domain/ledger/money';
 import { heldSum } from '../../src/domain/ledger/account';
-import { bucketMapOf, emptyBucketMap, entriesOf, getIn, hasIn, setIn } from '../../src/platform/bucket-map';
+import { bucketMapOf, emptyBucketMap, entriesOf, getIn, setIn } from '../../src/platform/bucket-map';
 
 describe('a bucket map (persistent, by a hash of the key)', () => {
   it('sets, replaces and removes entries into new maps, leaving the map before as it was', () => {
@@ -11,7 +11,7 @@ describe('a bucket map (persistent, by a hash of the key)', () => {
     expect([two.toJSON(), two.size]).to.deep.equal([{ a: '3' }, 1]);
     expect(setIn(two, 'missing', undefined)).to.equal(two);
     expect(emptyBucketMap<string>().size).to.equal(0);
-    expect([getIn(two, 'b'), hasIn(two, 'a'), getIn(two, 'constructor'), hasIn(two, 'toString')]).to.deep.equal([undefined, true, undefined, false]);
+    expect([getIn(two, 'b'), getIn(two, 'a'), getIn(two, 'constructor'), getIn(two, 'toString')]).to.deep.equal([undefined, '3', undefined, undefined]);
   });
 
   it('changes one bucket per change and shares the other 63', () => {

@@ -42,11 +42,8 @@ function spendsById(this: SpendBook): Record<string, CardSpend> {
 
 export const EMPTY_SPEND_BOOK: SpendBook = { byId: emptyBucketMap(), days: [], toJSON: spendsById };
 
-/** How many spends the book keeps. */
-export const spendCount = (book: SpendBook): number => book.byId.size;
-
 /** Whether a spend takes from the card's windows: pending and completed ones do; reversed ones do not. */
-export const counted = (spend: CardSpend): boolean => spend.status === 'pending' || spend.status === 'completed';
+const counted = (spend: CardSpend): boolean => spend.status === 'pending' || spend.status === 'completed';
 const takes = (spend: CardSpend): Amount => (counted(spend) ? money(spend.amount) : ZERO);
 const dayOf = (ms: number): number => Math.floor(ms / DAY_MS);
 

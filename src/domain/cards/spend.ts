@@ -46,9 +46,6 @@ export const CARD_SPEND_EVENT_TYPES: ReadonlyArray<CardSpendEvent['type']> = [
 
 export type { CardSpend } from './spend-book';
 
-/** Approved spends by card transaction id (a snapshot's form): declined ones take nothing and cannot be cleared. */
-export type CardSpends = Record<string, CardSpend>;
-
 /**
  * What a card keeps of its spends: every approved one its windows may still count or that may still
  * be cleared or reversed, and what the settled ones it no longer keeps took (only `allTime` counts
