@@ -220,26 +220,51 @@ interface Plan {
   postmaster: string | undefined;
 }
 
-/** Rounds of closed-loop slices, per account count: transfers/s and CPU per transfer of each build, and their ratios. */
-async function closedRounds({ builds, accountCounts, clients, seconds, rounds, postmaster }: Plan): Promise<void> {
+/** Each key's slices over all rounds (per build, added up) and each round's this/other figures. */
+interface Alternated<R> {
+  totals: Map<string, Tally>;
+  ratios: Map<number, R[]>;
+}
+
+/**
+ * `plan.rounds` rounds, the builds' order alternating between them: per key, one slice of each build,
+ * added to its totals, and `ratio` of this build's slice to the other's; each round printed on one line.
+ */
+async function alternate<R>(
+  plan: Plan,
+  keys: number[],
+  sliceOf: (b: Build, key: number) => Promise<Tally>,
+  ratio: (mine: Tally, theirs: Tally) => R,
+  describe: (key: number, mine: Tally, theirs: Tally) => string,
+): Promise<Alternated<R>> {
   const totals = new Map<string, Tally>();
-  const ratios = new Map<number, Array<{ rate: number; main: number }>>();
-  for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? builds : [...builds].reverse();
+  const ratios = new Map<number, R[]>();
+  for (let round = 0; round < plan.rounds; round++) {
+    const order = round % 2 === 0 ? plan.builds : [...plan.builds].reverse();
     const line: string[] = [];
-    for (const accounts of accountCounts) {
+    for (const key of keys) {
       const got = new Map<string, Tally>();
-      for (const b of order) got.set(b.label, await slice(b, accounts, clients, seconds, postmaster));
-      for (const [label, t] of got) totals.set(`${label}|${accounts}`, add(totals.get(`${label}|${accounts}`) ?? ZERO, t));
+      for (const b of order) got.set(b.label, await sliceOf(b, key));
+      for (const [label, t] of got) totals.set(`${label}|${key}`, add(totals.get(`${label}|${key}`) ?? ZERO, t));
       const [mine, theirs] = [got.get('this') as Tally, got.get('other') as Tally];
-      ratios.set(accounts, [
-        ...(ratios.get(accounts) ?? []),
-        { rate: rate(mine) / rate(theirs), main: perTransfer(mine.mainMs, mine) / perTransfer(theirs.mainMs, theirs) },
-      ]);
-      line.push(`${accounts} accounts ${fmtInt(rate(mine))}/${fmtInt(rate(theirs))} = ${(rate(mine) / rate(theirs)).toFixed(2)}x`);
+      ratios.set(key, [...(ratios.get(key) ?? []), ratio(mine, theirs)]);
+      line.push(describe(key, mine, theirs));
     }
-    console.log(`  round ${round + 1} (${order.map((b) => b.label).join(' then ')}): ${line.join(', ')}`);
+    console.log(`  round ${round + 1} (${order.map((b) => b.label).join(' then ')}): ${line.join('; ')}`);
   }
+  return { totals, ratios };
+}
+
+/** Rounds of closed-loop slices, per account count: transfers/s and CPU per transfer of each build, and their ratios. */
+async function closedRounds(plan: Plan): Promise<void> {
+  const { accountCounts, clients, seconds, postmaster } = plan;
+  const { totals, ratios } = await alternate(
+    plan,
+    accountCounts,
+    (b, accounts) => slice(b, accounts, clients, seconds, postmaster),
+    (mine, theirs) => ({ rate: rate(mine) / rate(theirs), main: perTransfer(mine.mainMs, mine) / perTransfer(theirs.mainMs, theirs) }),
+    (accounts, mine, theirs) => `${accounts} accounts ${fmtInt(rate(mine))}/${fmtInt(rate(theirs))} = ${(rate(mine) / rate(theirs)).toFixed(2)}x`,
+  );
   const rows = accountCounts.map((accounts) => {
     const [mine, theirs] = [totals.get(`this|${accounts}`) as Tally, totals.get(`other|${accounts}`) as Tally];
     return [String(accounts), fmtInt(rate(mine)), fmtInt(rate(theirs)), `${(rate(mine) / rate(theirs)).toFixed(3)}x`, usOf(mine), usOf(theirs)];
@@ -261,30 +286,19 @@ async function closedRounds({ builds, accountCounts, clients, seconds, rounds, p
  * p50 and p99 from the due times and CPU per transfer, pooled over the rounds, and the rounds' ratios.
  */
 async function openRounds(plan: Plan, offered: number[]): Promise<void> {
-  const { builds, seconds, rounds, postmaster } = plan;
+  const { seconds, postmaster } = plan;
   const accounts = plan.accountCounts[0] as number;
-  const totals = new Map<string, Tally>();
-  const ratios = new Map<number, Array<{ p99: number; node: number; postgres: number }>>();
-  for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? builds : [...builds].reverse();
-    const line: string[] = [];
-    for (const perSecond of offered) {
-      const got = new Map<string, Tally>();
-      for (const b of order) got.set(b.label, await openSlice(b, accounts, perSecond, seconds, postmaster));
-      for (const [label, t] of got) totals.set(`${label}|${perSecond}`, add(totals.get(`${label}|${perSecond}`) ?? ZERO, t));
-      const [mine, theirs] = [got.get('this') as Tally, got.get('other') as Tally];
-      ratios.set(perSecond, [
-        ...(ratios.get(perSecond) ?? []),
-        {
-          p99: p99Of(mine) / p99Of(theirs),
-          node: nodeUs(mine) / nodeUs(theirs),
-          postgres: perTransfer(mine.postgresMs, mine) / perTransfer(theirs.postgresMs, theirs),
-        },
-      ]);
-      line.push(`${fmtInt(perSecond)}/s p99 ${fmtMs(p99Of(mine))}/${fmtMs(p99Of(theirs))} ms, CPU ${usOf(mine)} against ${usOf(theirs)} us`);
-    }
-    console.log(`  round ${round + 1} (${order.map((b) => b.label).join(' then ')}): ${line.join('; ')}`);
-  }
+  const { totals, ratios } = await alternate(
+    plan,
+    offered,
+    (b, perSecond) => openSlice(b, accounts, perSecond, seconds, postmaster),
+    (mine, theirs) => ({
+      p99: p99Of(mine) / p99Of(theirs),
+      node: nodeUs(mine) / nodeUs(theirs),
+      postgres: perTransfer(mine.postgresMs, mine) / perTransfer(theirs.postgresMs, theirs),
+    }),
+    (perSecond, mine, theirs) => `${fmtInt(perSecond)}/s p99 ${fmtMs(p99Of(mine))}/${fmtMs(p99Of(theirs))} ms, CPU ${usOf(mine)} against ${usOf(theirs)} us`,
+  );
   const rows = offered.map((perSecond) => {
     const [mine, theirs] = [totals.get(`this|${perSecond}`) as Tally, totals.get(`other|${perSecond}`) as Tally];
     const ms = (t: Tally) => `${fmtMs(p50Of(t))} / ${fmtMs(p99Of(t))}`;
