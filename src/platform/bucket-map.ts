@@ -46,7 +46,7 @@ export function setIn<V>(map: BucketMap<V>, key: string, value: V | undefined): 
   let bucket: Record<string, V> = {};
   if (value === undefined) {
     for (const k of Object.keys(old)) if (k !== key) bucket[k] = old[k] as V;
-    if (map.size === 1 || Object.keys(bucket).length === 0) bucket = NONE;
+    if (Object.keys(bucket).length === 0) bucket = NONE;
   } else {
     bucket = { ...old };
     bucket[key] = value;

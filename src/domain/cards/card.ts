@@ -5,7 +5,7 @@ import { CARD_TYPES, type CardType } from './application';
 import { type CardLimit, DEFAULT_CARD_LIMIT, isLimitFrequency } from './limit';
 import { CARD_REFUSALS, CARD_STATUS_REFUSALS, type CardStatusRule } from './refusals';
 import { type CardSpend, type CardSpendEvent, evolveSpends, type SpendHistory } from './spend';
-import { addSpend, EMPTY_SPEND_BOOK, type SpendBook } from './spend-book';
+import { EMPTY_SPEND_BOOK, type SpendBook, spendBookOf } from './spend-book';
 
 /** Card statuses (docs/interface.md, "Cards"). */
 export const CARD_STATUSES = ['notActivated', 'active', 'locked', 'canceled'] as const;
@@ -161,11 +161,11 @@ function decodeCard(value: unknown): Card | null {
 
 function decodeSpends(value: unknown): SpendBook {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) fail('spends');
-  let spends = EMPTY_SPEND_BOOK;
+  const spends: CardSpend[] = [];
   for (const [id, raw] of Object.entries(value as Record<string, unknown>)) {
     const s = (raw ?? {}) as Record<string, unknown>;
     if (s.transactionId !== id || !(SPEND_STATUSES as readonly unknown[]).includes(s.status)) fail(`spend ${id}`);
-    spends = addSpend(spends, {
+    spends.push({
       transactionId: id,
       amount: decimal(s.amount, `spend ${id} amount`),
       authorizedAmount: decimal(s.authorizedAmount, `spend ${id} authorizedAmount`),
@@ -173,7 +173,7 @@ function decodeSpends(value: unknown): SpendBook {
       status: s.status as CardSpend['status'],
     });
   }
-  return spends;
+  return spendBookOf(spends);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { type Amount, money, ZERO } from '../ledger';
 import type { Spend } from './limit';
-import { type BucketMap, emptyBucketMap, getIn, setIn } from '../../platform/bucket-map';
+import { type BucketMap, bucketMapOf, emptyBucketMap, getIn, setIn } from '../../platform/bucket-map';
 
 /**
  * A card's kept spends, persistent: each change makes a new book that shares everything but what it
@@ -55,6 +55,21 @@ export function spendOf(book: SpendBook, transactionId: string): CardSpend | und
 /** Every spend kept, by day of authorization, then in the order added. */
 export function allSpends(book: SpendBook): CardSpend[] {
   return book.days.flatMap((d) => d.spends);
+}
+
+/** A book of these spends (distinct ids, as a snapshot lists them), built at once: no change copied per spend. */
+export function spendBookOf(spends: readonly CardSpend[]): SpendBook {
+  const byDay = new Map<number, CardSpend[]>();
+  for (const s of spends) {
+    const day = dayOf(Date.parse(s.at));
+    const list = byDay.get(day);
+    if (list) list.push(s);
+    else byDay.set(day, [s]);
+  }
+  const days = [...byDay]
+    .sort(([a], [b]) => a - b)
+    .map(([day, list]): SpendDay => ({ day, spends: list, counted: list.reduce((sum, s) => sum.plus(takes(s)), ZERO) }));
+  return { ...EMPTY_SPEND_BOOK, byId: bucketMapOf(Object.fromEntries(spends.map((s) => [s.transactionId, s]))), days };
 }
 
 /** The days with the day `day` made what `change` makes of it (undefined: there is none; returned undefined: removed). */
