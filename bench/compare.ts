@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import supertest from 'supertest';
@@ -55,6 +56,8 @@ interface Tally {
   mainMs: number;
   otherMs: number;
   postgresMs: number;
+  /** CPU time the hypervisor gave to others while the machine wanted it (steal), over every CPU. */
+  stealMs: number;
 }
 
 const FUNDING = '1000000';
@@ -181,7 +184,8 @@ function measured(
   const pg1 = cpuSnapshot(postmaster);
   let postgresMs = 0;
   for (const [p, ms] of pg1.postgresMs) postgresMs += ms - (pg0.postgresMs.get(p) ?? 0);
-  return { transfers, latencies: [], seconds, mainMs: cpu1.mainMs - cpu0.mainMs, otherMs: cpu1.otherMs - cpu0.otherMs, postgresMs };
+  const stealMs = pg1.stealMs - pg0.stealMs;
+  return { transfers, latencies: [], seconds, mainMs: cpu1.mainMs - cpu0.mainMs, otherMs: cpu1.otherMs - cpu0.otherMs, postgresMs, stealMs };
 }
 
 const add = (a: Tally, b: Tally): Tally => ({
@@ -191,8 +195,12 @@ const add = (a: Tally, b: Tally): Tally => ({
   mainMs: a.mainMs + b.mainMs,
   otherMs: a.otherMs + b.otherMs,
   postgresMs: a.postgresMs + b.postgresMs,
+  stealMs: a.stealMs + b.stealMs,
 });
-const ZERO: Tally = { transfers: 0, latencies: [], seconds: 0, mainMs: 0, otherMs: 0, postgresMs: 0 };
+const ZERO: Tally = { transfers: 0, latencies: [], seconds: 0, mainMs: 0, otherMs: 0, postgresMs: 0, stealMs: 0 };
+
+/** The share of the machine's CPU time the hypervisor took during a slice: a host's stall reads here, not in the build. */
+const stolen = (t: Tally) => `${((100 * t.stealMs) / Math.max(1, t.seconds * 1_000 * availableParallelism())).toFixed(0)}%`;
 /** Ratios of rounds as their geometric mean, with two standard errors of the mean of their logarithms either side. */
 function spread(ratios: number[]): string {
   const logs = ratios.filter((r) => r > 0 && Number.isFinite(r)).map(Math.log);
@@ -248,7 +256,7 @@ async function alternate<R>(
       for (const [label, t] of got) totals.set(`${label}|${key}`, add(totals.get(`${label}|${key}`) ?? ZERO, t));
       const [mine, theirs] = [got.get('this') as Tally, got.get('other') as Tally];
       ratios.set(key, [...(ratios.get(key) ?? []), ratio(mine, theirs)]);
-      line.push(describe(key, mine, theirs));
+      line.push(`${describe(key, mine, theirs)} (stolen by the hypervisor ${stolen(mine)}/${stolen(theirs)})`);
     }
     console.log(`  round ${round + 1} (${order.map((b) => b.label).join(' then ')}): ${line.join('; ')}`);
   }
