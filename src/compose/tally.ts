@@ -15,7 +15,8 @@ import { PostgresEventStore } from '../eventstore/postgres';
 import { Notifications } from '../app/notifications';
 import type { BaseUrls, BuiltProviders } from '../providers';
 import type { ServiceKeys } from '../platform/keys';
-import { AuditorService, AuditReads, CheckpointService } from '../app/audit';
+import { AuditorService, AuditReads, CheckpointService, type CheckpointServiceDeps } from '../app/audit';
+import type { CheckpointerStore } from './checkpointer-worker';
 import { keyOwner, type Sealer } from '../platform/sealing/sealer';
 import { CardsService } from '../app/cards';
 import { CommandHandler } from '../platform/commands/command-handler';
@@ -158,7 +159,10 @@ export class Tally {
     this.erasure = userErasure({ ...kit, readModels: engine, dataKeys: sealer.keys }, { ...erasureParts, waitMs: config.readYourWritesTimeoutMs });
     this.auditors = new AuditorService({ commands });
     const checkpointsLog = log.child({ component: 'checkpoints' });
-    this.checkpoints = new CheckpointService({ store, keys: keys.audit, log: checkpointsLog, queries: new AuditQueries(sql), readYourWrites });
+    this.checkpoints = new CheckpointService({
+      ...{ store, keys: keys.audit, log: checkpointsLog, queries: new AuditQueries(sql), readYourWrites },
+      thread: checkpointerThread(config, engine),
+    });
     this.auditReads = new AuditReads({ store });
   }
 
@@ -223,6 +227,17 @@ function projectionsFor(config: Config, stores: { stored: EventStore; events: Ev
 }
 
 /**
+ * The checkpointer runs in a thread of its own where the projections do (Postgres, PROJECTIONS_THREAD=
+ * worker): its pass over every stream each minute then leaves the requests' event loop alone. Its
+ * appends wake the projection thread at once, as this thread's do.
+ */
+function checkpointerThread(config: Config, engine: Projections): CheckpointServiceDeps['thread'] {
+  if (!(engine instanceof ProjectionThread) || !config.databaseUrl) return undefined;
+  const store: CheckpointerStore = { databaseUrl: config.databaseUrl };
+  return { module: CHECKPOINTER_MODULE, store, onAppended: () => engine.appendedElsewhere() };
+}
+
+/**
  * Where a running node hears of data keys destroyed on other nodes sharing its database: on Postgres,
  * a LISTEN connection of its own (platform/sealing/destroyed-keys.ts). The embedded store is one
  * process's, which forgets what it destroys itself. A CLI command does not listen: a key's time to
@@ -243,6 +258,8 @@ async function pingBoth(store: EventStore, sql: Sql): Promise<void> {
 const PROJECTIONS_MODULE = require.resolve('../projections');
 /** The module the projection thread's worker loads the personal fields from (personalData). */
 const PERSONAL_DATA_MODULE = require.resolve('./personal-data');
+/** The checkpointer's thread's module. */
+const CHECKPOINTER_MODULE = require.resolve('./checkpointer-worker');
 
 /**
  * A user's key forgotten (an erasure, heard from any node through the destroyed-key signal) drops

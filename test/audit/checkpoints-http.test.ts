@@ -4,7 +4,8 @@ import { CheckpointService } from '../../src/app/audit';
 import { comparePositions } from '../../src/eventstore/port';
 import { AuditQueries } from '../../src/projections/audit';
 import { type Checkpoint, type CheckpointProof, signedText } from '../../src/platform/audit/checkpoint';
-import { leafInput } from '../../src/platform/audit/merkle-stream';
+import { BlockedTree, leafInput } from '../../src/platform/audit/merkle-stream';
+import { CheckpointerThread } from '../../src/app/audit/checkpointer-thread';
 import { leafHash, verifyInclusion } from '../../src/platform/audit/merkle';
 import { type PublicJwk, verifyText } from '../../src/platform/audit/signing';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from '../support/app';
@@ -155,6 +156,30 @@ describe('audit checkpoints over HTTP', () => {
       .query({ stream: `partner-${acme.id}` })
       .set(auditor);
     expect(proves(proof.body.data, second.root)).to.equal(true);
+  });
+
+  it("folds its tree in a thread of its own on Postgres, and the node proves from the tree that thread told it, with no pass of the node's own", async () => {
+    expect(app.tally.checkpoints.checkpointer).to.be.instanceOf(CheckpointerThread);
+    const fold = BlockedTree.fold;
+    let folds = 0;
+    BlockedTree.fold = (...args) => {
+      folds++;
+      return fold.apply(BlockedTree, args);
+    };
+    try {
+      await registerUser(app.http, acme);
+      const checkpoint = await take();
+      expect(app.tally.checkpoints.checkpointer.appendedAt).to.not.equal('');
+      const proof = await app.http
+        .get(`/audit/v1/checkpoints/${checkpoint.id}/proof`)
+        .query({ stream: `partner-${acme.id}` })
+        .set(auditor);
+      expect(proof.status, proof.text).to.equal(200);
+      expect(proves(proof.body.data, checkpoint.root)).to.equal(true);
+      expect(folds).to.equal(0);
+    } finally {
+      BlockedTree.fold = fold;
+    }
   });
 
   it('signs nothing over a read model whose heads do not give the signed root of its checkpoint', async () => {

@@ -36,6 +36,20 @@ export interface CheckpointerDeps {
 
 type MovedHead = Head & { position: string };
 
+/** What the CheckpointService drives: this node's checkpointer, here (Checkpointer) or in a thread of its own (CheckpointerThread). */
+export interface CheckpointTaker {
+  start(): void;
+  stop(): Promise<void>;
+  /** A checkpoint now, whether or not the log grew (POST /admin/v1/checkpoints). */
+  checkpointNow(): Promise<Checkpoint>;
+  /** One timer round (tests): a checkpoint when the log grew, else null. */
+  checkpointIfGrown(): Promise<Checkpoint | null>;
+  /** Heads held: those that moved since the read model's last checkpoint. */
+  readonly held: number;
+  /** Where this node's last checkpoint was appended (its CheckpointSigned event). */
+  readonly appendedAt: string;
+}
+
 /**
  * Signs the Merkle root over every stream's head at a log position and appends it to the log
  * (CHECKPOINT_STREAM): every `intervalMs` in which the log grew by events other than checkpoints,
@@ -59,7 +73,7 @@ type MovedHead = Head & { position: string };
  * node's, is younger than 0.9 of the interval: the nodes do not each pay a pass over every stream
  * for one minute of the log.
  */
-export class Checkpointer {
+export class Checkpointer implements CheckpointTaker {
   /** Every event up to here (inclusive) is in `moved` or the read model. */
   private position = '';
   /** The latest head of every stream that moved after `base`'s position, with the position of its event. */

@@ -2,10 +2,12 @@ import type { Logger } from 'pino';
 import type { EventStore } from '../../eventstore/port';
 import type { AuditQueries } from '../../projections/audit';
 import type { Checkpoint } from '../../platform/audit/checkpoint';
+import type { BlockedTree } from '../../platform/audit/merkle-stream';
 import { type AuditKey, type PublicJwk, publicJwkOf } from '../../platform/audit/signing';
 import type { WaitForReadModels } from '../../platform/consumers/read-your-writes';
 import { CheckpointReads } from './checkpoint-reads';
-import { Checkpointer } from './checkpointer';
+import { Checkpointer, type CheckpointTaker } from './checkpointer';
+import { CheckpointerThread } from './checkpointer-thread';
 
 /** The checkpoints' cadence: a minute in which the log grew gets one. */
 export const CHECKPOINT_INTERVAL_MS = 60_000;
@@ -23,23 +25,34 @@ export interface CheckpointServiceDeps {
   readYourWrites: WaitForReadModels;
   /** The timer's round (CHECKPOINT_INTERVAL_MS unless a test says otherwise). */
   intervalMs?: number;
+  /**
+   * Where the checkpointer runs: in a worker thread of its own when given (its module, and how it
+   * reaches the log: the composition root's), else on this thread.
+   */
+  thread?: { module: string; store: unknown; onAppended?(): void };
 }
 
 /** Signed checkpoints: taken (every minute the log grew, or now), read back, proved, and the keys that verify them. */
 export class CheckpointService {
-  readonly checkpointer: Checkpointer;
+  readonly checkpointer: CheckpointTaker;
   readonly reads: CheckpointReads;
   /** The public halves only: the private keys stay in the Checkpointer. */
   readonly publicKeys: PublicJwk[];
 
   constructor(private readonly deps: CheckpointServiceDeps) {
     this.reads = new CheckpointReads(deps.queries);
-    this.checkpointer = new Checkpointer({
-      ...deps,
-      heads: deps.queries,
-      intervalMs: deps.intervalMs ?? CHECKPOINT_INTERVAL_MS,
-      onSigned: (checkpoint, tree) => this.reads.remember(checkpoint.id, tree),
-    });
+    const intervalMs = deps.intervalMs ?? CHECKPOINT_INTERVAL_MS;
+    const onSigned = (checkpoint: Checkpoint, tree: BlockedTree) => this.reads.remember(checkpoint.id, tree);
+    const { thread } = deps;
+    this.checkpointer = thread
+      ? new CheckpointerThread({
+          module: thread.module,
+          data: { store: thread.store, keys: deps.keys, intervalMs, logLevel: deps.log.level },
+          log: deps.log,
+          onSigned,
+          onAppended: thread.onAppended,
+        })
+      : new Checkpointer({ ...deps, heads: deps.queries, intervalMs, onSigned });
     this.publicKeys = deps.keys.map(publicJwkOf);
   }
 

@@ -67,6 +67,13 @@ export function rootOfHeads(heads: Iterable<Head>): { root: string; size: number
 /** Leaves to a block of a BlockedTree: 1,024 (a proof reads one block of leaves; the tree keeps 1 hash in 1,024). */
 export const BLOCK_LEAVES = 1_024;
 
+/** A BlockedTree as plain data (its runs' hashes in hex). */
+export interface TreeParts {
+  blocks: { first: string; hash: string }[];
+  size: number;
+  blockLeaves: number;
+}
+
 /**
  * A tree kept as the hashes of its runs of BLOCK_LEAVES leaves in order (the last one maybe
  * shorter), each with its first stream: O(n / 1,024) memory. Every run starts at a multiple of
@@ -80,6 +87,17 @@ export class BlockedTree {
     readonly size: number,
     readonly blockLeaves: number,
   ) {}
+
+  /** A tree from its runs' hashes, as another thread folded it (`blocks` with the hashes in hex). */
+  static of(parts: TreeParts): BlockedTree {
+    const blocks = parts.blocks.map((b) => ({ first: b.first, hash: Buffer.from(b.hash, 'hex') }));
+    return new BlockedTree(blocks, parts.size, parts.blockLeaves);
+  }
+
+  /** What `of` takes back: plain data a thread can post. */
+  parts(): TreeParts {
+    return { blocks: this.blocks.map((b) => ({ first: b.first, hash: b.hash.toString('hex') })), size: this.size, blockLeaves: this.blockLeaves };
+  }
 
   /** Folds leaves given in order, a page at a time; `blockLeaves` a power of two. */
   static async fold(pages: AsyncIterable<{ stream: string; leaf: Buffer }[]>, blockLeaves = BLOCK_LEAVES): Promise<BlockedTree> {

@@ -93,10 +93,13 @@ export class ProjectionThread implements Projections {
       pause: (ms) => this.pause(ms),
     };
     this.progress.setMaxListeners(0);
-    store.onAppended(() => {
-      Atomics.add(this.appends, 0, 1);
-      Atomics.notify(this.appends, 0);
-    });
+    store.onAppended(() => this.appendedElsewhere());
+  }
+
+  /** An append the worker must hear of: this thread's, or another thread's of this process (the checkpointer's). */
+  appendedElsewhere(): void {
+    Atomics.add(this.appends, 0, 1);
+    Atomics.notify(this.appends, 0);
   }
 
   get(name: string): Projection {
