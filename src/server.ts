@@ -8,6 +8,7 @@ import { openTally } from './compose/open';
 import type { Tally } from './compose/tally';
 import type { Config } from './config';
 import { createApp, expressServerOptions } from './http/app';
+import { LIMITS } from './platform/limits';
 
 export interface RunningServer {
   tally: Tally;
@@ -58,6 +59,9 @@ export async function startServer(config: Config, log: Logger = makeLogger(confi
     res.once('close', () => inFlight.delete(res));
     app(req, res);
   });
+  server.keepAliveTimeout = LIMITS.http.keepAliveMs;
+  // A connection kept alive must not time out on the headers of its next request before then.
+  server.headersTimeout = LIMITS.http.keepAliveMs + 1_000;
   server.listen(config.port);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

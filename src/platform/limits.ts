@@ -12,6 +12,12 @@ export const LIMITS = {
     inputDepth: 16,
     /** Clients a rate limiter remembers at once (the oldest are forgotten first). */
     rateLimiterKeys: 100_000,
+    /**
+     * An idle keep-alive connection is closed after this long: past the idle timeouts of clients'
+     * pools and load balancers in front (Node's agent 5 s, AWS ALB and nginx 60 s), so that the
+     * server does not close a connection a client is writing its next request on (ECONNRESET).
+     */
+    keepAliveMs: 65_000,
   },
   commands: {
     /** Decisions a command makes before a concurrent writer wins for good (decided again on fresh state). */

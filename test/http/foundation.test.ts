@@ -1,3 +1,4 @@
+import { Agent, request } from 'node:http';
 import { expect } from 'chai';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { sharedCluster } from '../support/postgres';
@@ -12,6 +13,30 @@ describe('HTTP foundation', () => {
   });
   after(async () => {
     await app.close();
+  });
+
+  it("keeps an idle keep-alive connection past a client pool's 5 s, so a request sent on it then is answered, not reset", async function () {
+    this.timeout(20_000);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<{ status: number; port: number }>((resolve, reject) => {
+        const req = request(`${app.url}/healthz`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, port: req.socket?.localPort ?? 0 }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      const first = await get();
+      // Node's own server closes an idle connection after 5 s; the client's pool would write on it meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      const second = await get();
+      expect([first.status, second.status]).to.deep.equal([200, 200]);
+      expect(second.port, 'the same connection').to.equal(first.port);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('answers an unknown route with 404 "Not found" in the error envelope', async () => {
