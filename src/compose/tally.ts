@@ -159,10 +159,8 @@ export class Tally {
     this.erasure = userErasure({ ...kit, readModels: engine, dataKeys: sealer.keys }, { ...erasureParts, waitMs: config.readYourWritesTimeoutMs });
     this.auditors = new AuditorService({ commands });
     const checkpointsLog = log.child({ component: 'checkpoints' });
-    this.checkpoints = new CheckpointService({
-      ...{ store, keys: keys.audit, log: checkpointsLog, queries: new AuditQueries(sql), readYourWrites },
-      thread: checkpointerThread(config, engine),
-    });
+    const thread = checkpointerThread(config, engine);
+    this.checkpoints = new CheckpointService({ store, keys: keys.audit, log: checkpointsLog, queries: new AuditQueries(sql), readYourWrites, thread });
     this.auditReads = new AuditReads({ store });
   }
 
