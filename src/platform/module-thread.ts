@@ -98,5 +98,9 @@ export function tellMain(name: string, payload: unknown): void {
   parentPort?.postMessage({ type: 'event', name, payload } satisfies FromModule);
 }
 
-/** From the TypeScript sources (npm start, the tests) through the loader the main thread runs under, which a worker does not inherit. */
-const WORKER_SOURCE = `${extname(__filename) === '.ts' ? "require('tsx/cjs');" : ''} require(require('node:worker_threads').workerData.file);`;
+/**
+ * What a worker of this process is started with (`eval`): it loads the module named by its
+ * `workerData.file`; from the TypeScript sources (npm start, the tests) through the loader the main
+ * thread runs under, which a worker does not inherit.
+ */
+export const WORKER_SOURCE = `${extname(__filename) === '.ts' ? "require('tsx/cjs');" : ''} require(require('node:worker_threads').workerData.file);`;

@@ -11,6 +11,7 @@ import type { Projections, ProjectionStatus } from './projections';
 import { type Known, waitForPositions } from './read-your-writes';
 import { LIMITS } from '../limits';
 import type { KeyEncryptionKey } from '../keys';
+import { WORKER_SOURCE } from '../module-thread';
 
 /** What a ProjectionThread's worker is started with (workerData). */
 export interface ThreadOptions {
@@ -287,9 +288,5 @@ export class ProjectionThread implements Projections {
 /** A thread that failed to start, or ended, is started again after this long. */
 const RESTART_MS = LIMITS.consumers.threadRestartMs;
 
-/**
- * The worker's module, beside this one; from the TypeScript sources (npm start, the tests) through
- * the loader the main thread runs under, which a worker does not inherit.
- */
+/** The worker's module, beside this one (started by module-thread.ts's WORKER_SOURCE). */
 const WORKER_FILE = join(__dirname, `thread-worker${extname(__filename)}`);
-const WORKER_SOURCE = `${extname(__filename) === '.ts' ? "require('tsx/cjs');" : ''} require(require('node:worker_threads').workerData.file);`;
