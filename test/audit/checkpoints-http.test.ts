@@ -158,6 +158,29 @@ describe('audit checkpoints over HTTP', () => {
     expect(proves(proof.body.data, second.root)).to.equal(true);
   });
 
+  it('follows the log between its rounds: what moved is read before the round comes', async () => {
+    const node = new CheckpointService({
+      store: app.tally.store,
+      keys: app.tally.keys.audit,
+      log: pino({ level: 'silent' }),
+      queries: new AuditQueries(app.tally.sql),
+      readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
+      intervalMs: 60_000,
+    });
+    await app.tally.checkpoints.now();
+    node.start();
+    try {
+      await registerUser(app.http, acme);
+      const until = Date.now() + 5_000;
+      while (node.checkpointer.held === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+      // The new user's streams are held, read a second after they moved, and no round has come.
+      expect(node.checkpointer.held).to.be.greaterThan(1);
+      expect(node.checkpointer.appendedAt).to.equal('');
+    } finally {
+      await node.stop();
+    }
+  });
+
   it("folds its tree in a thread of its own on Postgres, and the node proves from the tree that thread told it, with no pass of the node's own", async () => {
     expect(app.tally.checkpoints.checkpointer).to.be.instanceOf(CheckpointerThread);
     const fold = BlockedTree.fold;

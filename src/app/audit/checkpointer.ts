@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Leaf, StoredCheckpoint } from '../../projections/audit';
 import { type Checkpoint, CHECKPOINT_SIGNED, CHECKPOINT_STREAM, signCheckpoint } from '../../platform/audit/checkpoint';
@@ -11,6 +12,8 @@ import { checkpointHeadsEvents } from './checkpoint-events';
 
 /** Events read from the log at once while catching up. */
 const PAGE_SIZE = 1_000;
+/** How often the timer's loop reads what the log gained between its rounds, so that a round reads only its last second. */
+const FOLLOW_MS = 1_000;
 /** Tries of an on-demand checkpoint that lost the race to another node's. */
 const ON_DEMAND_ATTEMPTS = 3;
 
@@ -56,8 +59,8 @@ export interface CheckpointTaker {
  * and on demand.
  *
  * Its memory follows what changed, not how many streams there are. It follows the log itself
- * through the store port (every event with its hash, heads only), keeping in `moved` the head of
- * every stream that moved after the checkpoint the audit read model has folded last (its `base`).
+ * through the store port (every event with its hash, heads only), every second between its rounds
+ * (FOLLOW_MS), keeping in `moved` the head of every stream that moved after the checkpoint the audit read model has folded last (its `base`).
  * A root is folded in one pass over the read model's heads in leaf order, merged with `moved` (a
  * moved head replaces the read model's), into a BlockedTree (one hash per 1,024 streams, which the
  * proofs of the checkpoint then use): O(n) hashes, since
@@ -125,15 +128,35 @@ export class Checkpointer implements CheckpointTaker {
     return this.inTurn(() => this.take(false));
   }
 
+  /**
+   * A round every `intervalMs` after the last one ended, and between rounds the log followed every
+   * FOLLOW_MS: reading the minute's log is most of a round's work, and spread over the minute it no
+   * longer takes a core for seconds at once.
+   */
   private async run(): Promise<void> {
+    let due = Date.now() + this.deps.intervalMs;
     while (this.loop.running) {
-      await this.loop.sleep(this.deps.intervalMs);
+      await this.loop.sleep(Math.max(0, Math.min(FOLLOW_MS, due - Date.now())));
       if (!this.loop.running) return;
+      if (Date.now() < due) {
+        await this.follow();
+        continue;
+      }
       try {
         await this.checkpointIfGrown();
       } catch (error) {
         this.deps.log.warn({ err: error }, 'audit checkpoint failed: tried again at the next round');
       }
+      due = Date.now() + this.deps.intervalMs;
+    }
+  }
+
+  /** Reads what the log gained since the last look. A failure is the next round's to report: it reads again. */
+  private async follow(): Promise<void> {
+    try {
+      await this.inTurn(() => this.catchUp());
+    } catch (error) {
+      this.deps.log.debug({ err: error }, 'audit checkpointer: following the log failed, read again later');
     }
   }
 
@@ -146,6 +169,7 @@ export class Checkpointer implements CheckpointTaker {
 
   /** Null when there was nothing to sign (not forced) or another node appended first. */
   private async take(force: boolean): Promise<Checkpoint | null> {
+    const started = performance.now();
     await this.catchUp();
     if (!force && comparePositions(this.lastGrowth, this.lastSigned) <= 0) return null;
     // Another node signed within the round: the log's minute has its checkpoint, and this node spares its pass.
@@ -161,7 +185,10 @@ export class Checkpointer implements CheckpointTaker {
     if (!(await this.append(checkpoint))) return null;
     this.signed(checkpoint);
     this.deps.onSigned?.(checkpoint, tree);
-    this.deps.log.info({ checkpoint: checkpoint.id, position: checkpoint.position, streams: checkpoint.streams }, 'audit checkpoint signed');
+    this.deps.log.info(
+      { checkpoint: checkpoint.id, position: checkpoint.position, streams: checkpoint.streams, ms: Math.round(performance.now() - started) },
+      'audit checkpoint signed',
+    );
     return checkpoint;
   }
 
