@@ -15,7 +15,17 @@ import { createPartner, type PartnerCredentials } from '../test/support/app';
 import { type Customer, customer, fund } from '../test/support/ledger';
 import { startTestCluster } from '../test/support/postgres';
 import { benchConfig, HTTP_CONNECTION_SOURCE, LoadClient, mapLimit } from './ledger';
-import { type CpuPerRequest, LATE_MS, OPEN_LOOP_SOURCE, type OpenRate, type OpenStats, offeredOf, openRates, openTargetRows } from './open-loop';
+import {
+  type CpuPerRequest,
+  describeTimeline,
+  LATE_MS,
+  OPEN_LOOP_SOURCE,
+  type OpenRate,
+  type OpenStats,
+  offeredOf,
+  openRates,
+  openTargetRows,
+} from './open-loop';
 import {
   type CpuSnapshot,
   cpuCalibration,
@@ -426,6 +436,7 @@ interface OpenResult {
   out: OpenOut;
   costs: string[];
   cpu: CpuPerRequest;
+  timeline: string;
 }
 
 async function openLoop(run: Run, options: Options, offered: number, fraction?: number): Promise<OpenResult> {
@@ -441,7 +452,8 @@ async function openLoop(run: Run, options: Options, offered: number, fraction?: 
   const requests = out.authorizations.latencies.length + out.transfers.latencies.length;
   const { lines, cpu } = await costLines(run, around, requests);
   console.log(`  offered ${label}: done (${fmtInt(requests)} requests in ${out.seconds.toFixed(1)} s)`);
-  return { offered, fraction, out, costs: lines, cpu };
+  const timeline = describeTimeline(out, (await run.tally.checkpoints.reads.list(50)).checkpoints);
+  return { offered, fraction, out, costs: lines, cpu, timeline };
 }
 
 function reportOpen(results: OpenResult[]): void {
@@ -466,7 +478,7 @@ function reportOpen(results: OpenResult[]): void {
     }),
   );
   console.log('  (milliseconds from each request\'s due time; "sent late": written more than 2 ms after it, or waiting for a connection)');
-  for (const { offered, out, costs } of results) {
+  for (const { offered, out, costs, timeline } of results) {
     const lags = sortedOf(out.lags);
     console.log(`  at ${fmtInt(offered)}/s:`);
     console.log(`      ${describeOutcome('authorizations', out.authorizations)}`);
@@ -474,7 +486,7 @@ function reportOpen(results: OpenResult[]): void {
     console.log(
       `      client: written p99 ${fmtMs(percentile(lags, 0.99))} ms, max ${fmtMs(lags[lags.length - 1] ?? Number.NaN)} ms after due; ${fmtInt(out.late)} later than ${LATE_MS} ms, ${fmtInt(out.waited)} waited for a connection; ${fmtInt(out.connections)} connections (${fmtInt(out.opened)} opened while measuring)`,
     );
-    for (const line of costs) console.log(`      ${line}`);
+    for (const line of [timeline, ...costs]) console.log(`      ${line}`);
   }
 }
 

@@ -45,6 +45,7 @@ import {
   type CpuPerRequest,
   LATE_MS,
   OPEN_LOOP_SOURCE,
+  describeTimeline,
   type OpenFigures,
   type OpenRate,
   type OpenStats,
@@ -648,7 +649,8 @@ async function openLoop(b: Bench, accounts: Customer[], offered: number, fractio
     `  offered ${fmtInt(offered)}/s: ${fmtInt(ok / out.seconds)}/s served, p99 ${fmtMs(percentile(sorted, 0.99))} ms (${fmtInt(out.latencies.length)} requests in ${out.seconds.toFixed(1)} s)`,
   );
   const client = `client: written p99 ${fmtMs(percentile(lags, 0.99))} ms after due; ${fmtInt(out.late)} later than ${LATE_MS} ms, ${fmtInt(out.waited)} waited for a connection; ${fmtInt(out.connections)} connections (${fmtInt(out.opened)} opened while measuring)`;
-  for (const line of [...describeStatuses(out.statuses, out.samples), client, ...lines]) console.log(`      ${line}`);
+  const timeline = describeTimeline(out, (await b.tally.checkpoints.reads.list(50)).checkpoints);
+  for (const line of [...describeStatuses(out.statuses, out.samples), client, timeline, ...lines]) console.log(`      ${line}`);
   if (TIMINGS) {
     console.log('      server, mean (p99) per call and calls per request:');
     for (const line of describeTimings(b.timings, out.latencies.length)) console.log(`        ${line}`);

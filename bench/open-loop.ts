@@ -8,6 +8,9 @@ import { fmtInt, fmtMs } from './support';
  * client could not send on time counts its wait (coordinated omission avoided).
  */
 
+/** The open loop's timeline: the worst latency of the requests due in each window of this length. */
+export const TIMELINE_WINDOW_MS = 5_000;
+
 /**
  * Plain JavaScript for the load client's worker thread (it needs `Connection` and `performance`
  * from the source that includes it). Request k is due at start + k / rate; it is written on an idle
@@ -21,7 +24,7 @@ function openLoop(idle, msg, seconds, send, done) {
   const interval = 1000 / rate;
   const total = Math.max(1, Math.round(seconds * rate));
   const start = performance.now();
-  const stats = { lags: [], late: 0, waited: 0, connections: idle.length, opened: 0, last: start };
+  const stats = { lags: [], late: 0, waited: 0, connections: idle.length, opened: 0, last: start, startedAt: Date.now(), worst: [] };
   const queue = [];
   let sent = 0;
   let finished = 0;
@@ -35,7 +38,11 @@ function openLoop(idle, msg, seconds, send, done) {
       }
       send(k, connection).then((answer) => {
         const now = performance.now();
-        if (done) done(k, now - due, answer);
+        if (done) {
+          done(k, now - due, answer);
+          const w = Math.floor((due - start) / ${TIMELINE_WINDOW_MS});
+          if (!(stats.worst[w] >= now - due)) stats.worst[w] = now - due;
+        }
         stats.last = now;
         const next = queue.shift();
         if (next) fire(next[0], next[1], connection);
@@ -80,6 +87,23 @@ export interface OpenStats {
   /** Connections open at the end, and those opened during the measured part. */
   connections: number;
   opened: number;
+  /** When the first request was due (ms since the epoch), and the worst latency per TIMELINE_WINDOW_MS of due time from there. */
+  startedAt: number;
+  worst: (number | null)[];
+}
+
+/**
+ * The loop's timeline in one line: the worst latency of each window of due time, and when the audit
+ * checkpoints of the node were signed (seconds into the loop), so that a tail shows its moment.
+ */
+export function describeTimeline(stats: OpenStats, checkpoints: { createdAt: string; streams: number }[]): string {
+  const worst = Array.from({ length: stats.worst.length }, (_, i) => fmtInt(stats.worst[i] ?? 0)).join(' ');
+  const during = checkpoints
+    .map((c) => ({ at: (Date.parse(c.createdAt) - stats.startedAt) / 1_000, streams: c.streams }))
+    .filter((c) => c.at >= 0 && c.at <= stats.seconds)
+    .sort((a, b) => a.at - b.at)
+    .map((c) => `${c.at.toFixed(1)} s (${fmtInt(c.streams)} streams)`);
+  return `worst per ${TIMELINE_WINDOW_MS / 1_000} s of due time, ms: ${worst}; audit checkpoints signed at: ${during.length ? during.join(', ') : 'none'}`;
 }
 
 /** Requests written later than this after their due time count as not sent on time (timers fire on whole milliseconds). */
