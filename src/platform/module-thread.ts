@@ -1,3 +1,5 @@
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { extname } from 'node:path';
 import { parentPort, Worker, workerData } from 'node:worker_threads';
 import type { Logger } from 'pino';
@@ -15,6 +17,11 @@ export interface ModuleThreadOptions {
   onEvent(name: string, payload: unknown): void;
   /** The worker ended without being stopped (a fault of its own); the calls in flight have failed. */
   onExit?(code: number): void;
+  /**
+   * Work that may wait: the thread runs at the lowest CPU priority (see `runInBackground`), so that
+   * the process's other threads and the database's processes have the CPUs when they want them.
+   */
+  background?: boolean;
 }
 
 /**
@@ -49,7 +56,10 @@ export class ModuleThread {
   }
 
   private spawn(): Worker {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { file: this.options.file, data: this.options.data } });
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { file: this.options.file, data: this.options.data, background: this.options.background === true },
+    });
     this.worker = worker;
     worker.on('message', (message: FromModule) => this.receive(message));
     worker.on('error', (error) => this.options.log.error({ err: error }, 'a module thread failed'));
@@ -78,10 +88,28 @@ export class ModuleThread {
 /** In the worker: the data the ModuleThread was given. */
 export const moduleData = <T>(): T => (workerData as { data: T }).data;
 
+/**
+ * The calling thread at the lowest CPU priority (nice 19): the kernel then gives it the CPUs other
+ * threads leave, and a share of about 1.5% against each thread that wants one at the default. Linux
+ * keeps a nice value per thread (`/proc/thread-self` names this one); elsewhere nothing changes, and
+ * false says so.
+ */
+export function runInBackground(): boolean {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (!Number.isInteger(tid) || tid <= 0) return false;
+    setPriority(tid, 19);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** In the worker: answers the ModuleThread's calls with `methods` (an unknown method is refused). */
 export function serveModule(methods: Record<string, (...args: unknown[]) => Promise<unknown>>): void {
   const port = parentPort;
   if (!port) throw new Error('serveModule runs in a worker thread');
+  if ((workerData as { background?: boolean }).background) runInBackground();
   port.on('message', (message: ToModule) => {
     const method = methods[message.method];
     const answer = method ? method(...message.args) : Promise.reject(new Error(`no such call: ${message.method}`));

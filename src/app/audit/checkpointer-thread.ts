@@ -59,6 +59,7 @@ export class CheckpointerThread implements CheckpointTaker {
       file: options.module,
       data: options.data,
       log: options.log,
+      background: true,
       onEvent: (name, payload) => name === 'signed' && this.signed(payload as CheckpointerSigned),
       onExit: (code) => {
         if (!this.running) return;
