@@ -12,8 +12,9 @@ const TABLES = ['rm_audit_checkpoints', 'rm_audit_heads', 'rm_audit_head_history
  * in that stream); every stream's head at the last one (`rm_audit_heads`, what the next root is
  * folded from); and each head as each checkpoint recorded it (`rm_audit_head_history`: the heads at
  * an older checkpoint are, per stream, the last recorded at or before it). Heads recorded for a
- * checkpoint that was never signed (a node that crashed or lost the race) wait in
- * `rm_audit_pending_heads` and are dropped at the next signed one, as foldCheckpointStream does.
+ * checkpoint not signed yet wait in `rm_audit_pending_heads` (only when its signing falls in a later
+ * batch: a batch that holds both writes them once); those of a checkpoint that was never signed (a
+ * node that crashed or lost the race) are dropped at the next signed one, as foldCheckpointStream does.
  * Stream names sort in the "C" collation: UTF-8 byte order, the tree's leaf order. Each head keeps
  * its leaf hash, so that folding a root over a million of them hashes no leaf again.
  */
@@ -34,39 +35,61 @@ export const auditProjection: Projection = {
       checkpoint_id text NOT NULL, stream text NOT NULL, revision integer NOT NULL, hash text NOT NULL, leaf bytea NOT NULL);`,
 
   async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables) {
+    // The heads of a checkpoint signed within this batch are written once, at its signing; only
+    // those whose checkpoint is not signed yet wait in the pending table (a batch may end between).
+    const signedHere = new Set(events.filter((e) => e.type === CHECKPOINT_SIGNED).map((e) => (e.data as unknown as Checkpoint).id));
+    const held = new Map<string, StoredHead[]>();
     for (const e of events) {
-      if (e.type === CHECKPOINT_HEADS) await recordHeads(tx, t, e.data as { checkpointId: string; heads: StoredHead[] });
-      else if (e.type === CHECKPOINT_SIGNED) await signed(tx, t, e.revision, e.data as unknown as Checkpoint);
+      if (e.type === CHECKPOINT_HEADS) {
+        const data = e.data as { checkpointId: string; heads: StoredHead[] };
+        const heads = held.get(data.checkpointId);
+        if (heads) heads.push(...data.heads);
+        else if (signedHere.has(data.checkpointId)) held.set(data.checkpointId, [...data.heads]);
+        else await recordHeads(tx, t, data);
+      } else if (e.type === CHECKPOINT_SIGNED) {
+        const checkpoint = e.data as unknown as Checkpoint;
+        await signed(tx, t, e.revision, checkpoint, held.get(checkpoint.id) ?? []);
+        held.delete(checkpoint.id);
+      }
     }
   },
 };
+
+/** Heads as the columns of an unnest: stream, revision, hash and leaf hash (hex). */
+function headColumns(heads: StoredHead[]): [string[], number[], string[], string[]] {
+  return [
+    heads.map((h) => h[0]),
+    heads.map((h) => h[1]),
+    heads.map((h) => h[2]),
+    heads.map(([stream, revision, hash]) => headLeaf({ stream, revision, hash }).toString('hex')),
+  ];
+}
 
 async function recordHeads(tx: SqlQueryable, t: Tables, data: { checkpointId: string; heads: StoredHead[] }): Promise<void> {
   await tx.query(
     `INSERT INTO ${t.rm_audit_pending_heads} (checkpoint_id, stream, revision, hash, leaf)
      SELECT $1, s, r, h, decode(l, 'hex') FROM unnest($2::text[], $3::integer[], $4::text[], $5::text[]) AS u(s, r, h, l)`,
-    [
-      data.checkpointId,
-      data.heads.map((h) => h[0]),
-      data.heads.map((h) => h[1]),
-      data.heads.map((h) => h[2]),
-      data.heads.map(([stream, revision, hash]) => headLeaf({ stream, revision, hash }).toString('hex')),
-    ],
+    [data.checkpointId, ...headColumns(data.heads)],
   );
 }
 
-/** The heads recorded for this checkpoint become its own and the current ones; any others pending were never signed. */
-async function signed(tx: SqlQueryable, t: Tables, revision: number, c: Checkpoint): Promise<void> {
+/**
+ * The heads recorded for this checkpoint (those pending from earlier batches and `given`, this
+ * batch's) become its own and the current ones, in one statement; any others pending were never signed.
+ */
+async function signed(tx: SqlQueryable, t: Tables, revision: number, c: Checkpoint, given: StoredHead[]): Promise<void> {
   await tx.query(
-    `INSERT INTO ${t.rm_audit_head_history} (stream, checkpoint, revision, hash, leaf)
-     SELECT stream, $2, revision, hash, leaf FROM ${t.rm_audit_pending_heads} WHERE checkpoint_id = $1 ON CONFLICT DO NOTHING`,
-    [c.id, revision],
-  );
-  await tx.query(
-    `INSERT INTO ${t.rm_audit_heads} (stream, revision, hash, leaf)
-     SELECT stream, revision, hash, leaf FROM ${t.rm_audit_pending_heads} WHERE checkpoint_id = $1
+    `WITH recorded AS (
+       SELECT stream, revision, hash, leaf FROM ${t.rm_audit_pending_heads} WHERE checkpoint_id = $1
+       UNION ALL
+       SELECT s, r, h, decode(l, 'hex') FROM unnest($3::text[], $4::integer[], $5::text[], $6::text[]) AS u(s, r, h, l)),
+     history AS (
+       INSERT INTO ${t.rm_audit_head_history} (stream, checkpoint, revision, hash, leaf)
+       SELECT stream, $2, revision, hash, leaf FROM recorded ON CONFLICT DO NOTHING)
+     INSERT INTO ${t.rm_audit_heads} (stream, revision, hash, leaf)
+     SELECT stream, revision, hash, leaf FROM recorded
      ON CONFLICT (stream) DO UPDATE SET revision = EXCLUDED.revision, hash = EXCLUDED.hash, leaf = EXCLUDED.leaf`,
-    [c.id],
+    [c.id, revision, ...headColumns(given)],
   );
   await tx.query(`DELETE FROM ${t.rm_audit_pending_heads}`);
   await tx.query(
