@@ -104,14 +104,13 @@ export async function runCheckpointsBench(): Promise<void> {
 /** STREAMS heads of streams named as the service names them (a kind and a random UUID), recorded by checkpoint 0; their leaf hashes as the projection computes them (the canonical JSON of an ASCII name, written in SQL). */
 async function fillReadModel(sql: PgSql): Promise<void> {
   await sql.query(
-    `INSERT INTO rm_audit_heads (stream, revision, hash, leaf)
-     SELECT stream, revision, hash, sha256('\\x00'::bytea || convert_to('{"hash":"' || hash || '","revision":' || revision || ',"stream":"' || stream || '"}', 'UTF8')) FROM (
+    `INSERT INTO rm_audit_heads (stream, checkpoint, revision, hash, leaf)
+     SELECT stream, 0, revision, hash, sha256('\\x00'::bytea || convert_to('{"hash":"' || hash || '","revision":' || revision || ',"stream":"' || stream || '"}', 'UTF8')) FROM (
        SELECT (ARRAY['account-', 'txn-', 'user-', 'accountin-'])[1 + i % 4] || gen_random_uuid() AS stream, i % 7 AS revision,
               md5(i::text) || md5((-i)::text) AS hash
        FROM generate_series(1, $1::integer) AS i) g`,
     [STREAMS],
   );
-  await sql.query(`INSERT INTO rm_audit_head_history (stream, checkpoint, revision, hash, leaf) SELECT stream, 0, revision, hash, leaf FROM rm_audit_heads`);
   await sql.query('ANALYZE');
 }
 

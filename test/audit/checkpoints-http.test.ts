@@ -40,6 +40,17 @@ describe('audit checkpoints over HTTP', () => {
   });
   after(() => app.close());
 
+  /** Another node's checkpoint service beside the app's, over the same log and audit read model. */
+  const otherNode = (intervalMs?: number): CheckpointService =>
+    new CheckpointService({
+      store: app.tally.store,
+      keys: app.tally.keys.audit,
+      log: pino({ level: 'silent' }),
+      queries: new AuditQueries(app.tally.sql),
+      readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
+      ...(intervalMs === undefined ? {} : { intervalMs }),
+    });
+
   const take = async (): Promise<Checkpoint> => {
     const res = await app.http.post('/admin/v1/checkpoints').set(admin);
     expect(res.status, res.text).to.equal(201);
@@ -107,19 +118,9 @@ describe('audit checkpoints over HTTP', () => {
   });
 
   it('signs on its timer only when the log grew by other than checkpoints, and two nodes never fork the chain', async () => {
-    const log = pino({ level: 'silent' });
     // Rounds of 0 ms: each call is a round after the last checkpoint's (the minute between them is not waited here).
-    const node = (): CheckpointService =>
-      new CheckpointService({
-        store: app.tally.store,
-        keys: app.tally.keys.audit,
-        log,
-        queries: new AuditQueries(app.tally.sql),
-        readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
-        intervalMs: 0,
-      });
-    const a = node();
-    const b = node();
+    const a = otherNode(0);
+    const b = otherNode(0);
     await a.now();
     expect(await a.checkpointer.checkpointIfGrown()).to.equal(null);
     // A node started later starts from the audit read model's heads: nothing new either.
@@ -159,14 +160,7 @@ describe('audit checkpoints over HTTP', () => {
   });
 
   it('follows the log between its rounds: what moved is read before the round comes', async () => {
-    const node = new CheckpointService({
-      store: app.tally.store,
-      keys: app.tally.keys.audit,
-      log: pino({ level: 'silent' }),
-      queries: new AuditQueries(app.tally.sql),
-      readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
-      intervalMs: 60_000,
-    });
+    const node = otherNode(60_000);
     await app.tally.checkpoints.now();
     node.start();
     try {
@@ -215,13 +209,7 @@ describe('audit checkpoints over HTTP', () => {
     // The leaf hashes are what a root is folded from.
     await app.tally.sql.query(`UPDATE rm_audit_heads SET leaf = decode($2, 'hex') WHERE stream = $1`, [row?.stream, 'f'.repeat(64)]);
     try {
-      const node = new CheckpointService({
-        store: app.tally.store,
-        keys: app.tally.keys.audit,
-        log: pino({ level: 'silent' }),
-        queries: new AuditQueries(app.tally.sql),
-        readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
-      });
+      const node = otherNode();
       let refused: unknown;
       await node.now().catch((error: unknown) => {
         refused = error;
@@ -233,16 +221,7 @@ describe('audit checkpoints over HTTP', () => {
   });
 
   it('skips a timer round while another node signed within it: one pass over the streams per minute, not one per node', async () => {
-    const node = () =>
-      new CheckpointService({
-        store: app.tally.store,
-        keys: app.tally.keys.audit,
-        log: pino({ level: 'silent' }),
-        queries: new AuditQueries(app.tally.sql),
-        readYourWrites: (position, names) => app.tally.reads.waitFor(position, names),
-        intervalMs: 60_000,
-      });
-    const [a, b] = [node(), node()];
+    const [a, b] = [otherNode(60_000), otherNode(60_000)];
     await registerUser(app.http, acme);
     const signed = await a.now();
     await registerUser(app.http, acme);

@@ -136,7 +136,14 @@ describe('operator API over HTTP', () => {
         .set(p.headers)
         .send({ amount: '2', currency: 'USD', merchantName: 'Shop', merchantCategoryCode: '5411' });
       expect(spent.status, JSON.stringify(spent.body)).to.equal(201);
-      // And a signed checkpoint, for the audit read model.
+      // And two signed checkpoints, for the audit read model, with a purchase between them: the second
+      // replaces the heads of the card's streams the first recorded (the read model's history).
+      expect((await app.http.post('/admin/v1/checkpoints').set(admin).send()).status).to.equal(201);
+      const again = await app.http
+        .post(`/sandbox/v1/cards/${card.body.data.id}/authorizations`)
+        .set(p.headers)
+        .send({ amount: '3', currency: 'USD', merchantName: 'Shop', merchantCategoryCode: '5411' });
+      expect(again.status, JSON.stringify(again.body)).to.equal(201);
       expect((await app.http.post('/admin/v1/checkpoints').set(admin).send()).status).to.equal(201);
       // The read models: the list also shows the reactors (the outbox), which have nothing to rebuild.
       const listed: string[] = (await app.http.get('/admin/v1/projections').set(admin)).body.data.map((x: { name: string }) => x.name);

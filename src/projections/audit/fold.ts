@@ -9,9 +9,11 @@ const TABLES = ['rm_audit_checkpoints', 'rm_audit_heads', 'rm_audit_head_history
 /**
  * The checkpoints as the auditor routes and the checkpointer read them, from the checkpoint stream
  * (platform/audit/checkpoint.ts): each signed checkpoint (`rm_audit_checkpoints`, by its revision
- * in that stream); every stream's head at the last one (`rm_audit_heads`, what the next root is
- * folded from); and each head as each checkpoint recorded it (`rm_audit_head_history`: the heads at
- * an older checkpoint are, per stream, the last recorded at or before it). Heads recorded for a
+ * in that stream); every stream's head at the last one, with the checkpoint that recorded it
+ * (`rm_audit_heads`, what the next root is folded from); and each head a later checkpoint replaced
+ * (`rm_audit_head_history`). A stream's head at a checkpoint is its current one when recorded at or
+ * before it, else the last replaced one recorded at or before it: a new stream (every transfer makes
+ * one) costs one row, not two. Heads recorded for a
  * checkpoint not signed yet wait in `rm_audit_pending_heads` (only when its signing falls in a later
  * batch: a batch that holds both writes them once); those of a checkpoint that was never signed (a
  * node that crashed or lost the race) are dropped at the next signed one, as foldCheckpointStream does.
@@ -20,14 +22,15 @@ const TABLES = ['rm_audit_checkpoints', 'rm_audit_heads', 'rm_audit_head_history
  */
 export const auditProjection: Projection = {
   name: 'audit',
-  version: 1,
+  version: 2,
   tables: TABLES,
   eventTypes: [CHECKPOINT_HEADS, CHECKPOINT_SIGNED],
   createTables: (t: Tables) => `
     CREATE TABLE ${t.rm_audit_checkpoints} (
       revision integer PRIMARY KEY, id text NOT NULL UNIQUE, position text NOT NULL, streams integer NOT NULL,
       root text NOT NULL, created_at text NOT NULL, kid text NOT NULL, signature text NOT NULL);
-    CREATE TABLE ${t.rm_audit_heads} (stream text COLLATE "C" PRIMARY KEY, revision integer NOT NULL, hash text NOT NULL, leaf bytea NOT NULL);
+    CREATE TABLE ${t.rm_audit_heads} (
+      stream text COLLATE "C" PRIMARY KEY, checkpoint integer NOT NULL, revision integer NOT NULL, hash text NOT NULL, leaf bytea NOT NULL);
     CREATE TABLE ${t.rm_audit_head_history} (
       stream text COLLATE "C" NOT NULL, checkpoint integer NOT NULL, revision integer NOT NULL, hash text NOT NULL, leaf bytea NOT NULL,
       PRIMARY KEY (stream, checkpoint));
@@ -75,7 +78,8 @@ async function recordHeads(tx: SqlQueryable, t: Tables, data: { checkpointId: st
 
 /**
  * The heads recorded for this checkpoint (those pending from earlier batches and `given`, this
- * batch's) become its own and the current ones, in one statement; any others pending were never signed.
+ * batch's) become the current ones, in one statement: the heads they replace move to the history
+ * (read as the statement began); any others pending were never signed.
  */
 async function signed(tx: SqlQueryable, t: Tables, revision: number, c: Checkpoint, given: StoredHead[]): Promise<void> {
   await tx.query(
@@ -83,12 +87,13 @@ async function signed(tx: SqlQueryable, t: Tables, revision: number, c: Checkpoi
        SELECT stream, revision, hash, leaf FROM ${t.rm_audit_pending_heads} WHERE checkpoint_id = $1
        UNION ALL
        SELECT s, r, h, decode(l, 'hex') FROM unnest($3::text[], $4::integer[], $5::text[], $6::text[]) AS u(s, r, h, l)),
-     history AS (
+     replaced AS (
        INSERT INTO ${t.rm_audit_head_history} (stream, checkpoint, revision, hash, leaf)
-       SELECT stream, $2, revision, hash, leaf FROM recorded ON CONFLICT DO NOTHING)
-     INSERT INTO ${t.rm_audit_heads} (stream, revision, hash, leaf)
-     SELECT stream, revision, hash, leaf FROM recorded
-     ON CONFLICT (stream) DO UPDATE SET revision = EXCLUDED.revision, hash = EXCLUDED.hash, leaf = EXCLUDED.leaf`,
+       SELECT h.stream, h.checkpoint, h.revision, h.hash, h.leaf FROM ${t.rm_audit_heads} h JOIN recorded r ON r.stream = h.stream
+       WHERE h.checkpoint < $2 ON CONFLICT DO NOTHING)
+     INSERT INTO ${t.rm_audit_heads} (stream, checkpoint, revision, hash, leaf)
+     SELECT stream, $2, revision, hash, leaf FROM recorded
+     ON CONFLICT (stream) DO UPDATE SET checkpoint = EXCLUDED.checkpoint, revision = EXCLUDED.revision, hash = EXCLUDED.hash, leaf = EXCLUDED.leaf`,
     [c.id, revision, ...headColumns(given)],
   );
   await tx.query(`DELETE FROM ${t.rm_audit_pending_heads}`);

@@ -92,11 +92,14 @@ export class AuditQueries {
   }
 
   private async headsAtAfter(revision: number, from: string, inclusive: boolean, limit: number): Promise<HeadWithLeaf[]> {
+    // A stream's current head when its checkpoint is at or before `revision`, else the last it replaced there.
     const rows = await this.sql.query<HeadRow>(
-      `SELECT s.stream, h.revision, h.hash, h.leaf FROM rm_audit_heads s
-       CROSS JOIN LATERAL (SELECT revision, hash, leaf FROM rm_audit_head_history
-         WHERE stream = s.stream AND checkpoint <= $2 ORDER BY checkpoint DESC LIMIT 1) h
-       WHERE s.stream ${inclusive ? '>=' : '>'} $1 ORDER BY s.stream LIMIT $3`,
+      `SELECT s.stream, coalesce(h.revision, s.revision) AS revision, coalesce(h.hash, s.hash) AS hash, coalesce(h.leaf, s.leaf) AS leaf
+       FROM rm_audit_heads s
+       LEFT JOIN LATERAL (SELECT revision, hash, leaf FROM rm_audit_head_history
+         WHERE stream = s.stream AND checkpoint <= $2 ORDER BY checkpoint DESC LIMIT 1) h ON s.checkpoint > $2
+       WHERE s.stream ${inclusive ? '>=' : '>'} $1 AND (s.checkpoint <= $2 OR h.revision IS NOT NULL)
+       ORDER BY s.stream LIMIT $3`,
       [from, revision, limit],
     );
     return rows.map((r) => ({ stream: r.stream, revision: Number(r.revision), hash: r.hash, leaf: Buffer.from(r.leaf) }));
@@ -104,7 +107,11 @@ export class AuditQueries {
 
   /** Whether the stream has a head at the checkpoint of `revision`. */
   async hasHeadAt(revision: number, stream: string): Promise<boolean> {
-    const rows = await this.sql.query(`SELECT 1 FROM rm_audit_head_history WHERE stream = $1 AND checkpoint <= $2 LIMIT 1`, [stream, revision]);
+    const rows = await this.sql.query(
+      `SELECT 1 FROM rm_audit_heads WHERE stream = $1 AND checkpoint <= $2
+       UNION ALL SELECT 1 FROM rm_audit_head_history WHERE stream = $1 AND checkpoint <= $2 LIMIT 1`,
+      [stream, revision],
+    );
     return rows.length > 0;
   }
 
