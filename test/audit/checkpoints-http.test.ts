@@ -199,7 +199,8 @@ describe('audit checkpoints over HTTP', () => {
     }
   });
 
-  it('signs nothing over a read model whose heads do not give the signed root of its checkpoint', async () => {
+  /** Runs `fn` with one leaf hash of the audit read model's current heads changed, then puts it back. */
+  const withTamperedLeaf = async (fn: () => Promise<void>): Promise<void> => {
     await app.tally.checkpoints.now();
     const [row] = await app.tally.sql.query<{ stream: string; leaf: string }>(
       `SELECT stream, encode(leaf, 'hex') AS leaf FROM rm_audit_heads WHERE stream = $1`,
@@ -209,15 +210,44 @@ describe('audit checkpoints over HTTP', () => {
     // The leaf hashes are what a root is folded from.
     await app.tally.sql.query(`UPDATE rm_audit_heads SET leaf = decode($2, 'hex') WHERE stream = $1`, [row?.stream, 'f'.repeat(64)]);
     try {
-      const node = otherNode();
-      let refused: unknown;
-      await node.now().catch((error: unknown) => {
-        refused = error;
-      });
-      expect(String(refused)).to.match(/do not give its signed root/);
+      await fn();
     } finally {
       await app.tally.sql.query(`UPDATE rm_audit_heads SET leaf = decode($2, 'hex') WHERE stream = $1`, [row?.stream, row?.leaf]);
     }
+  };
+
+  it('signs nothing over a read model whose heads do not give the signed root of its checkpoint', async () => {
+    await withTamperedLeaf(async () => {
+      let refused: unknown;
+      await otherNode()
+        .now()
+        .catch((error: unknown) => {
+          refused = error;
+        });
+      expect(String(refused)).to.match(/do not give its signed root/);
+    });
+  });
+
+  it('checks such heads once per round, not at each second it follows the log', async () => {
+    await withTamperedLeaf(async () => {
+      const node = otherNode(60_000);
+      const fold = BlockedTree.fold;
+      let folds = 0;
+      BlockedTree.fold = (...args) => {
+        folds++;
+        return fold.apply(BlockedTree, args);
+      };
+      node.start();
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 3_500));
+        // The first look folded the heads to check them, found them wrong, and left the rest to the round.
+        expect(folds).to.equal(1);
+        expect(node.checkpointer.held).to.equal(0);
+      } finally {
+        await node.stop();
+        BlockedTree.fold = fold;
+      }
+    });
   });
 
   it('skips a timer round while another node signed within it: one pass over the streams per minute, not one per node', async () => {

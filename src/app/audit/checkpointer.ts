@@ -60,7 +60,8 @@ export interface CheckpointTaker {
  *
  * Its memory follows what changed, not how many streams there are. It follows the log itself
  * through the store port (every event with its hash, heads only), every second between its rounds
- * (FOLLOW_MS), keeping in `moved` the head of every stream that moved after the checkpoint the audit read model has folded last (its `base`).
+ * (FOLLOW_MS), keeping in `moved` the head of every stream that moved after the checkpoint the
+ * audit read model has folded last (its `base`).
  * A root is folded in one pass over the read model's heads in leaf order, merged with `moved` (a
  * moved head replaces the read model's), into a BlockedTree (one hash per 1,024 streams, which the
  * proofs of the checkpoint then use): O(n) hashes, since
@@ -91,6 +92,8 @@ export class Checkpointer implements CheckpointTaker {
   /** When the newest checkpoint this node knows of (its own or another node's) was made, ms. */
   private lastSignedAt = 0;
   private restored = false;
+  /** Following the log failed since the last round: the next round reads. */
+  private followFailed = false;
   private turn: Promise<unknown> = Promise.resolve();
   private readonly loop = new BackgroundLoop(() => this.run());
 
@@ -147,16 +150,23 @@ export class Checkpointer implements CheckpointTaker {
       } catch (error) {
         this.deps.log.warn({ err: error }, 'audit checkpoint failed: tried again at the next round');
       }
+      this.followFailed = false;
       due = Date.now() + this.deps.intervalMs;
     }
   }
 
-  /** Reads what the log gained since the last look. A failure is the next round's to report: it reads again. */
+  /**
+   * Reads what the log gained since the last look. After a failure (the database out of reach, a
+   * read model whose heads do not give its root) it waits for the next round, which reads again and
+   * says why: a start's check of the heads is a pass over every stream, not one to repeat each second.
+   */
   private async follow(): Promise<void> {
+    if (this.followFailed) return;
     try {
       await this.inTurn(() => this.catchUp());
     } catch (error) {
-      this.deps.log.debug({ err: error }, 'audit checkpointer: following the log failed, read again later');
+      this.followFailed = true;
+      this.deps.log.debug({ err: error }, 'audit checkpointer: following the log failed, read again at the next round');
     }
   }
 

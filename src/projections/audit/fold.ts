@@ -13,10 +13,10 @@ const TABLES = ['rm_audit_checkpoints', 'rm_audit_heads', 'rm_audit_head_history
  * (`rm_audit_heads`, what the next root is folded from); and each head a later checkpoint replaced
  * (`rm_audit_head_history`). A stream's head at a checkpoint is its current one when recorded at or
  * before it, else the last replaced one recorded at or before it: a new stream (every transfer makes
- * one) costs one row, not two. Heads recorded for a
- * checkpoint not signed yet wait in `rm_audit_pending_heads` (only when its signing falls in a later
- * batch: a batch that holds both writes them once); those of a checkpoint that was never signed (a
- * node that crashed or lost the race) are dropped at the next signed one, as foldCheckpointStream does.
+ * one) costs one row, not two. Heads recorded for a checkpoint not signed yet wait in
+ * `rm_audit_pending_heads` (only when its signing falls in a later batch: a batch that holds both
+ * writes them once); those of a checkpoint that was never signed (a node that crashed or lost the
+ * race) are dropped at the next signed one, as foldCheckpointStream does.
  * Stream names sort in the "C" collation: UTF-8 byte order, the tree's leaf order. Each head keeps
  * its leaf hash, so that folding a root over a million of them hashes no leaf again.
  */
