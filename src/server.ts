@@ -62,7 +62,7 @@ export async function startServer(config: Config, log: Logger = makeLogger(confi
   server.keepAliveTimeout = LIMITS.http.keepAliveMs;
   // A connection kept alive must not time out on the headers of its next request before then.
   server.headersTimeout = LIMITS.http.keepAliveMs + 1_000;
-  server.listen(config.port);
+  server.listen({ port: config.port, backlog: LIMITS.http.listenBacklog });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

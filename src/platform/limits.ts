@@ -18,6 +18,14 @@ export const LIMITS = {
      * server does not close a connection a client is writing its next request on (ECONNRESET).
      */
     keepAliveMs: 65_000,
+    /**
+     * Connections the kernel queues for the server to accept (Node's default is 511; the kernel caps
+     * it at net.core.somaxconn, 4096 since Linux 5.4). Past it, a new connection's handshake is
+     * dropped and the client's TCP tries again after 1, 3, 7, 15 s: a burst of new connections while
+     * the event loop is busy waited seconds in the cards bench's open loop (docs/performance.md,
+     * session 27).
+     */
+    listenBacklog: 4096,
   },
   commands: {
     /** Decisions a command makes before a concurrent writer wins for good (decided again on fresh state). */

@@ -1,5 +1,8 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { expect } from 'chai';
+import { LIMITS } from '../../src/platform/limits';
 import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { sharedCluster } from '../support/postgres';
 import { CuttableProxy } from '../support/proxy';
@@ -13,6 +16,20 @@ describe('HTTP foundation', () => {
   });
   after(async () => {
     await app.close();
+  });
+
+  it("asks the kernel to queue a burst of new connections (listen backlog 4,096, not Node's 511), so none is dropped and retried seconds later", function () {
+    let listening: string;
+    try {
+      listening = execFileSync('ss', ['-ltnH', `sport = :${new URL(app.url).port}`], { encoding: 'utf8' });
+    } catch {
+      // No `ss` (iproute2) on this machine: the socket's backlog cannot be read here.
+      this.skip();
+    }
+    // A listening socket's Send-Q is its backlog; the kernel caps what was asked at net.core.somaxconn.
+    const somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
+    const backlog = Number(listening.trim().split('\n')[0]?.split(/\s+/)[2]);
+    expect(backlog).to.equal(Math.min(LIMITS.http.listenBacklog, somaxconn));
   });
 
   it("keeps an idle keep-alive connection past a client pool's 5 s, so a request sent on it then is answered, not reset", async function () {
