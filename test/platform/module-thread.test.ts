@@ -1,10 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { expect } from 'chai';
 import pino from 'pino';
 import { ModuleThread } from '../../src/platform/module-thread';
+import { threadNice } from '../support/threads';
 
 const ECHO = require.resolve('../fixtures/module-thread-echo');
-const niceOf = (stat: string) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
 
 /** A module in a worker thread of its own, called by name (src/platform/module-thread.ts; the checkpointer's thread uses it). */
 describe('a module thread', () => {
@@ -59,12 +59,12 @@ describe('a module thread', () => {
 
   it('runs a background module at the lowest CPU priority, and only its own thread (Linux)', async function () {
     if (!existsSync('/proc/thread-self/stat')) this.skip();
-    const before = niceOf(readFileSync('/proc/thread-self/stat', 'utf8'));
+    const before = threadNice();
     const background = new ModuleThread({ file: ECHO, data: { greeting: 'hi' }, log: pino({ level: 'silent' }), onEvent: () => {}, background: true });
     try {
       expect(await background.call('nice')).to.equal(19);
       expect(await thread.call('nice')).to.equal(before);
-      expect(niceOf(readFileSync('/proc/thread-self/stat', 'utf8'))).to.equal(before);
+      expect(threadNice()).to.equal(before);
     } finally {
       await background.stop();
     }

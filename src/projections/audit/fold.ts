@@ -40,14 +40,12 @@ export const auditProjection: Projection = {
   async apply(tx: SqlQueryable, events: RecordedEvent[], t: Tables) {
     // The heads of a checkpoint signed within this batch are written once, at its signing; only
     // those whose checkpoint is not signed yet wait in the pending table (a batch may end between).
-    const signedHere = new Set(events.filter((e) => e.type === CHECKPOINT_SIGNED).map((e) => (e.data as unknown as Checkpoint).id));
-    const held = new Map<string, StoredHead[]>();
+    const held = new Map<string, StoredHead[]>(events.filter((e) => e.type === CHECKPOINT_SIGNED).map((e) => [(e.data as unknown as Checkpoint).id, []]));
     for (const e of events) {
       if (e.type === CHECKPOINT_HEADS) {
         const data = e.data as { checkpointId: string; heads: StoredHead[] };
         const heads = held.get(data.checkpointId);
         if (heads) heads.push(...data.heads);
-        else if (signedHere.has(data.checkpointId)) held.set(data.checkpointId, [...data.heads]);
         else await recordHeads(tx, t, data);
       } else if (e.type === CHECKPOINT_SIGNED) {
         const checkpoint = e.data as unknown as Checkpoint;
