@@ -145,6 +145,9 @@ describe('operator API over HTTP', () => {
         .send({ amount: '3', currency: 'USD', merchantName: 'Shop', merchantCategoryCode: '5411' });
       expect(again.status, JSON.stringify(again.body)).to.equal(201);
       expect((await app.http.post('/admin/v1/checkpoints').set(admin).send()).status).to.equal(201);
+      // The tables are read directly, not through a route that waits for its read model: wait for all
+      // of them to reach the log's head first (the second signing may still be on its way to the audit's).
+      expect(await app.tally.engine.waitFor(await app.tally.store.headPosition(), { timeoutMs: 10_000 })).to.equal(true);
       // The read models: the list also shows the reactors (the outbox), which have nothing to rebuild.
       const listed: string[] = (await app.http.get('/admin/v1/projections').set(admin)).body.data.map((x: { name: string }) => x.name);
       expect(listed).to.include('outbox');
