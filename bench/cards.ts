@@ -44,6 +44,7 @@ import {
   type WalSnapshot,
   walSince,
   walSnapshot,
+  postgresCheckpointStarts,
 } from './support';
 
 /**
@@ -452,7 +453,7 @@ async function openLoop(run: Run, options: Options, offered: number, fraction?: 
   const requests = out.authorizations.latencies.length + out.transfers.latencies.length;
   const { lines, cpu } = await costLines(run, around, requests);
   console.log(`  offered ${label}: done (${fmtInt(requests)} requests in ${out.seconds.toFixed(1)} s)`);
-  const timeline = describeTimeline(out, (await run.tally.checkpoints.reads.list(50)).checkpoints);
+  const timeline = describeTimeline(out, (await run.tally.checkpoints.reads.list(50)).checkpoints, await postgresCheckpointStarts(run.tally.sql));
   return { offered, fraction, out, costs: lines, cpu, timeline };
 }
 

@@ -40,6 +40,7 @@ import {
   walSnapshot,
   LOAD_THREAD_SOURCE,
   markLoadThread,
+  postgresCheckpointStarts,
 } from './support';
 import {
   type CpuPerRequest,
@@ -649,7 +650,7 @@ async function openLoop(b: Bench, accounts: Customer[], offered: number, fractio
     `  offered ${fmtInt(offered)}/s: ${fmtInt(ok / out.seconds)}/s served, p99 ${fmtMs(percentile(sorted, 0.99))} ms (${fmtInt(out.latencies.length)} requests in ${out.seconds.toFixed(1)} s)`,
   );
   const client = `client: written p99 ${fmtMs(percentile(lags, 0.99))} ms after due; ${fmtInt(out.late)} later than ${LATE_MS} ms, ${fmtInt(out.waited)} waited for a connection; ${fmtInt(out.connections)} connections (${fmtInt(out.opened)} opened while measuring)`;
-  const timeline = describeTimeline(out, (await b.tally.checkpoints.reads.list(50)).checkpoints);
+  const timeline = describeTimeline(out, (await b.tally.checkpoints.reads.list(50)).checkpoints, await postgresCheckpointStarts(b.tally.sql));
   for (const line of [...describeStatuses(out.statuses, out.samples), client, timeline, ...lines]) console.log(`      ${line}`);
   if (TIMINGS) {
     console.log('      server, mean (p99) per call and calls per request:');

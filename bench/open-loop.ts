@@ -93,17 +93,22 @@ export interface OpenStats {
 }
 
 /**
- * The loop's timeline in one line: the worst latency of each window of due time, and when the audit
- * checkpoints of the node were signed (seconds into the loop), so that a tail shows its moment.
+ * The loop's timeline in one line: the worst latency of each window of due time, when the audit
+ * checkpoints of the node were signed and when the cluster began its own checkpoints (seconds into
+ * the loop), so that a tail shows its moment.
  */
-export function describeTimeline(stats: OpenStats, checkpoints: { createdAt: string; streams: number }[]): string {
+export function describeTimeline(stats: OpenStats, checkpoints: { createdAt: string; streams: number }[], postgres: { at: number; why: string }[]): string {
   const worst = Array.from({ length: stats.worst.length }, (_, i) => fmtInt(stats.worst[i] ?? 0)).join(' ');
-  const during = checkpoints
-    .map((c) => ({ at: (Date.parse(c.createdAt) - stats.startedAt) / 1_000, streams: c.streams }))
-    .filter((c) => c.at >= 0 && c.at <= stats.seconds)
-    .sort((a, b) => a.at - b.at)
-    .map((c) => `${c.at.toFixed(1)} s (${fmtInt(c.streams)} streams)`);
-  return `worst per ${TIMELINE_WINDOW_MS / 1_000} s of due time, ms: ${worst}; audit checkpoints signed at: ${during.length ? during.join(', ') : 'none'}`;
+  const within = <T extends { at: number }>(all: T[]) =>
+    all
+      .map((c) => ({ ...c, at: (c.at - stats.startedAt) / 1_000 }))
+      .filter((c) => c.at >= 0 && c.at <= stats.seconds)
+      .sort((a, b) => a.at - b.at);
+  const audit = within(checkpoints.map((c) => ({ at: Date.parse(c.createdAt), streams: c.streams }))).map(
+    (c) => `${c.at.toFixed(1)} s (${fmtInt(c.streams)} streams)`,
+  );
+  const cluster = within(postgres).map((c) => `${c.at.toFixed(1)} s (${c.why})`);
+  return `worst per ${TIMELINE_WINDOW_MS / 1_000} s of due time, ms: ${worst}; audit checkpoints signed at: ${audit.length ? audit.join(', ') : 'none'}; postgres checkpoints begun at: ${cluster.length ? cluster.join(', ') : 'none'}`;
 }
 
 /** Requests written later than this after their due time count as not sent on time (timers fire on whole milliseconds). */

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { EventStore } from '../src/eventstore/port';
 import type { PgSql, Sql, SqlQueryable } from '../src/eventstore/sql';
@@ -457,4 +457,23 @@ export async function profiled<T>(name: string, body: (started: () => Promise<vo
   } finally {
     session.disconnect();
   }
+}
+
+/**
+ * When the bench's throwaway cluster began its checkpoints (ms since the epoch, with why: `wal`,
+ * `time`, `immediate force wait`), read from the cluster's log beside its data directory (PostgreSQL
+ * logs them by default since 15); none when the log cannot be read (DATABASE_URL elsewhere).
+ */
+export async function postgresCheckpointStarts(sql: Sql): Promise<{ at: number; why: string }[]> {
+  const [row] = await sql.query<{ data_directory: string }>('SHOW data_directory');
+  let text: string;
+  try {
+    text = readFileSync(join(dirname(row?.data_directory ?? '/nonexistent'), 'log'), 'utf8');
+  } catch {
+    return [];
+  }
+  const starts: { at: number; why: string }[] = [];
+  for (const m of text.matchAll(/^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d\.\d+) UTC \[\d+\] LOG: {2}checkpoint starting: (.*)$/gm))
+    starts.push({ at: Date.parse(`${m[1]}T${m[2]}Z`), why: (m[3] as string).trim() });
+  return starts;
 }
