@@ -2,7 +2,6 @@ import { IncomingMessage, type ServerOptions, ServerResponse } from 'node:http';
 import express from 'express';
 import { registerNotificationMetrics } from '../app/notifications';
 import { httpMetrics, registerDomainMetrics } from './metrics';
-import { LIMITS } from '../platform/limits';
 import { clientIpResolver } from '../platform/http/client-ip';
 import { buildOpenApi, renderDocs } from './openapi';
 import { RequestPath, type RequestPorts } from '../platform/http/request-path';
@@ -82,7 +81,6 @@ function requestPorts(services: AppServices): RequestPorts {
     authenticateAuditor: (token, route, requestId) => auditors.authenticate(token, route, requestId),
     readAfterWrites: (scope, names) => reads.readAfterWrites(scope, names),
     outage,
-    admission: { limit: LIMITS.http.requestsInProgress, maxWaitMs: LIMITS.http.queuedRequestMs },
   };
 }
 

@@ -31,7 +31,6 @@ export const operationsRoutes = [
     method: 'get',
     path: '/healthz',
     auth: 'public',
-    queued: false,
     tag: 'Operations',
     summary: 'The process is up.',
     responses: { 200: { description: 'Up', schema: Type.Object({ status: Type.Literal('ok', { description: 'Always `ok`' }) }) } },
@@ -43,7 +42,6 @@ export const operationsRoutes = [
     method: 'get',
     path: '/readyz',
     auth: 'public',
-    queued: false,
     tag: 'Operations',
     summary: 'The store answers and no projection has been stopped on an event for 30 s; projection lag per read model.',
     responses: {
@@ -83,7 +81,6 @@ export const operationsRoutes = [
     method: 'get',
     path: '/metrics',
     auth: 'public',
-    queued: false,
     tag: 'Operations',
     summary: 'Prometheus metrics (with the operator token as a bearer token when ADMIN_TOKEN is set).',
     responses: {

@@ -26,14 +26,6 @@ export const LIMITS = {
      * session 27).
      */
     listenBacklog: 4096,
-    /**
-     * Requests a node works on at once; the rest wait their turn holding only their request and
-     * response (src/platform/http/admission.ts). Above the closed loop's 64 callers, which keep every
-     * append batch full.
-     */
-    requestsInProgress: 128,
-    /** The longest a request waits for its turn before it is answered 503 with Retry-After, none of its work done. */
-    queuedRequestMs: 2_000,
   },
   commands: {
     /** Decisions a command makes before a concurrent writer wins for good (decided again on fresh state). */

@@ -27,32 +27,3 @@ export function httpMetrics(): HttpMetrics {
     }),
   };
 }
-
-/** The admission queue's figures: requests in progress, waiting for their turn, and shed after waiting too long. */
-export function registerAdmissionMetrics(registry: client.Registry, admission: { inProgress: number; queued: number; shedCount: number }): void {
-  new client.Gauge({
-    name: 'tally_http_requests_in_progress',
-    help: 'HTTP requests being worked on (bounded: LIMITS.http.requestsInProgress)',
-    registers: [registry],
-    collect() {
-      this.set(admission.inProgress);
-    },
-  });
-  new client.Gauge({
-    name: 'tally_http_requests_waiting',
-    help: 'HTTP requests waiting for their turn, none of their work begun',
-    registers: [registry],
-    collect() {
-      this.set(admission.queued);
-    },
-  });
-  new client.Counter({
-    name: 'tally_http_requests_shed_total',
-    help: 'HTTP requests answered 503 after waiting longer than LIMITS.http.queuedRequestMs for their turn',
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(admission.shedCount);
-    },
-  });
-}

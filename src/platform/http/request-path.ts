@@ -7,12 +7,11 @@ import { uuidV7 } from '../ids';
 import type { Logger } from 'pino';
 import { writeScope } from '../consumers/read-your-writes';
 import { OverloadedError } from '../../eventstore/port';
-import { Admission, type AdmissionOptions } from './admission';
 import { checkedJsonText, formParser, readJsonBody } from './body';
 import { COMPRESS_FROM_BYTES, compressFor } from './compress';
 import { toErrorReply } from './error-reply';
 import { HttpError, MESSAGES, PLATFORM_CODES as C } from './errors';
-import { type HttpMetrics, registerAdmissionMetrics } from './metrics';
+import type { HttpMetrics } from './metrics';
 import { looksLikeAuditorToken } from './auditor-token';
 import { carriesOperatorToken } from './operator-token';
 import { RateLimiter } from './ratelimit';
@@ -63,8 +62,6 @@ export interface RequestPorts {
   authenticateAuditor(token: string, route: string, requestId: string): Promise<{ auditorId: string } | AuditorRefusal>;
   readAfterWrites(scope: string, names: string[]): Promise<void>;
   outage: { unavailable(error: unknown): void };
-  /** The bound on requests in progress, and the longest wait for a turn (LIMITS.http). */
-  admission: AdmissionOptions;
 }
 
 /** What a handler is given; its command() names who acts, from the request's credentials. */
@@ -121,8 +118,6 @@ export class RequestPath {
   private readonly userLimiter: RateLimiter;
   /** One listener for every response's finish. */
   private readonly finished: (this: Response) => void;
-  /** The requests in progress, bounded; the rest wait their turn. */
-  private readonly admission: Admission;
 
   constructor(
     private readonly ports: RequestPorts,
@@ -134,8 +129,6 @@ export class RequestPath {
     this.ipLimiter = new RateLimiter(ports.rateLimit.ipRps);
     this.userLimiter = new RateLimiter(ports.rateLimit.userRps);
     this.finished = recordRequest(metrics, ports.log);
-    this.admission = new Admission(ports.admission);
-    registerAdmissionMetrics(metrics.registry, this.admission);
   }
 
   /**
@@ -150,30 +143,19 @@ export class RequestPath {
   serve(table: RouteTable): RequestHandler {
     return (req, res) => {
       req.next = undefined;
-      const locals = res.locals as RequestLocals;
-      this.begin(req, res, locals);
-      const work = () =>
-        this.serveOne(table, req, res, locals).catch((error: unknown) => {
-          // fail() itself threw (the answer could not be written): the connection is all that is left.
-          this.ports.log.error({ err: error, requestId: locals.requestId }, 'request failed and could not be answered');
-          res.destroy();
-        });
-      if (table.skipsQueue(req.method, req.url)) void work();
-      else
-        this.admission.enter(
-          work,
-          () => this.shed(res, locals),
-          () => req.socket.destroyed,
-        );
+      this.serveOne(table, req, res).catch((error: unknown) => {
+        // fail() itself threw (the answer could not be written): the connection is all that is left.
+        this.ports.log.error({ err: error, requestId: (res.locals as RequestLocals).requestId }, 'request failed and could not be answered');
+        res.destroy();
+      });
     };
   }
 
-  /** One request along the path, its turn come (see serve). */
-  private async serveOne(table: RouteTable, req: Request, res: Response, locals: RequestLocals): Promise<void> {
+  /** One request along the path (see serve). */
+  private async serveOne(table: RouteTable, req: Request, res: Response): Promise<void> {
+    const locals = res.locals as RequestLocals;
     try {
-      const clientIp = this.clientIp(req);
-      const wait = this.ipLimiter.take(clientIp);
-      if (wait > 0) throw tooManyRequests(wait);
+      const clientIp = this.begin(req, res, locals);
       const match = table.match(req.method, req.url);
       if (!match) throw unmatched(table, req.url);
       const { spec } = match;
@@ -193,17 +175,16 @@ export class RequestPath {
     }
   }
 
-  /** Every request as it arrives, matched or not: its id, and its metrics and log line once answered (its time counts from here, its wait for its turn included). */
-  private begin(req: IncomingMessage, res: Response, locals: RequestLocals): void {
+  /** Every request, matched or not: its id, its metrics and log line once answered, the per-IP limit; who the client is. */
+  private begin(req: IncomingMessage, res: Response, locals: RequestLocals): string {
     const incoming = header(req, 'x-request-id');
     locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : uuidV7();
     locals.startedNs = process.hrtime.bigint();
     res.on('finish', this.finished);
-  }
-
-  /** A request that waited past its bound for its turn: 503 with Retry-After, none of its work done. */
-  private shed(res: Response, locals: RequestLocals): void {
-    this.fail(new OverloadedError(`waited over ${this.admission.maxWaitMs} ms for its turn`), res, locals);
+    const clientIp = this.clientIp(req);
+    const wait = this.ipLimiter.take(clientIp);
+    if (wait > 0) throw tooManyRequests(wait);
+    return clientIp;
   }
 
   /** The error envelope for anything a request ran into. */

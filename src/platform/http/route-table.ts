@@ -21,16 +21,9 @@ export interface Match {
 export class RouteTable {
   private readonly ordered: Compiled[];
   private readonly exact = new Map<string, RouteSpec>();
-  /** `METHOD path` (lower case) of the routes that skip the admission queue. */
-  private readonly unqueued = new Set<string>();
 
   constructor(routes: RouteSpec[]) {
     this.ordered = routes.map((spec) => compile(spec));
-    for (const route of this.ordered) {
-      if (route.spec.queued !== false) continue;
-      if (route.names.length > 0) throw new Error(`${route.spec.path}: a route that skips the queue has no parameters (it is told by its path alone)`);
-      this.unqueued.add(`${route.method} ${route.spec.path.toLowerCase()}`);
-    }
     for (const [index, route] of this.ordered.entries()) {
       if (route.names.length > 0) continue;
       const key = `${route.method} ${route.spec.path.toLowerCase()}`;
@@ -38,18 +31,6 @@ export class RouteTable {
       const shadowed = this.ordered.slice(0, index).some((earlier) => earlier.method === route.method && earlier.pattern.test(route.spec.path));
       if (!shadowed && !this.exact.has(key)) this.exact.set(key, route.spec);
     }
-  }
-
-  /**
-   * Whether the request is for a route that never waits behind others (RouteSpec.queued false: the
-   * operations' probes and metrics), told from the path alone: it runs before anything is decoded.
-   */
-  skipsQueue(method: string, url: string): boolean {
-    if (this.unqueued.size === 0) return false;
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
-    const trimmed = (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path).toLowerCase();
-    return this.unqueued.has(`${method === 'HEAD' ? 'GET' : method} ${trimmed}`);
   }
 
   match(method: string, url: string): Match | undefined {

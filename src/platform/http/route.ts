@@ -84,11 +84,6 @@ export interface RouteSpec<Body = unknown, Query = unknown, Params = unknown, Se
   readsAfterWrites?: ReadModelWrittenWithoutWaiting | ReadModelWrittenWithoutWaiting[];
   responses: Record<number, { description: string; schema?: TSchema }>;
   /**
-   * False: the route never waits behind other requests for its turn (admission.ts), so that a node at
-   * its bound still answers its probes and metrics. A path without parameters only.
-   */
-  queued?: false;
-  /**
    * The refusals of its capability's catalogue the operation can answer (their status from their
    * kind): the reference documents each with its code and message from the same objects the code throws.
    */
