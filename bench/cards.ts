@@ -18,6 +18,7 @@ import { benchConfig, HTTP_CONNECTION_SOURCE, LoadClient, mapLimit } from './led
 import {
   type CpuPerRequest,
   describeTimeline,
+  watchMainThread,
   LATE_MS,
   OPEN_LOOP_SOURCE,
   type OpenRate,
@@ -44,7 +45,8 @@ import {
   type WalSnapshot,
   walSince,
   walSnapshot,
-  postgresCheckpointStarts,
+  postgresOwnWork,
+  BENCH_CLUSTER_SETTINGS,
 } from './support';
 
 /**
@@ -442,6 +444,7 @@ interface OpenResult {
 
 async function openLoop(run: Run, options: Options, offered: number, fraction?: number): Promise<OpenResult> {
   const label = `${fmtInt(offered)} requests/s${fraction === undefined ? '' : ` (${(fraction * 100).toFixed(0)}% of the closed loop)`}`;
+  const watched = watchMainThread();
   const { out, around } = await loadRun<OpenOut>(run, `postgres-cards-${options.cards}-cards-open-${Math.round(offered)}-per-s`, {
     type: 'open',
     rate: offered,
@@ -450,10 +453,11 @@ async function openLoop(run: Run, options: Options, offered: number, fraction?: 
     warmUpSeconds: Math.min(1, options.openSeconds * 0.2),
     seconds: options.openSeconds,
   });
+  const main = watched();
   const requests = out.authorizations.latencies.length + out.transfers.latencies.length;
   const { lines, cpu } = await costLines(run, around, requests);
   console.log(`  offered ${label}: done (${fmtInt(requests)} requests in ${out.seconds.toFixed(1)} s)`);
-  const timeline = describeTimeline(out, (await run.tally.checkpoints.reads.list(50)).checkpoints, await postgresCheckpointStarts(run.tally.sql));
+  const timeline = describeTimeline(out, (await run.tally.checkpoints.reads.list(50)).checkpoints, await postgresOwnWork(run.tally.sql), main);
   return { offered, fraction, out, costs: lines, cpu, timeline };
 }
 
@@ -525,7 +529,10 @@ export async function runCardsBench(): Promise<void> {
   if (options.clients < 2 || options.cards < 2)
     throw new Error('BENCH_CLIENTS and BENCH_CARDS must be at least 2 (authorizers and transferrers; a transfer needs two accounts)');
   const load0 = loadavg();
-  const cluster = await startTestCluster({ durable: true, settings: process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean) });
+  const cluster = await startTestCluster({
+    durable: true,
+    settings: [...BENCH_CLUSTER_SETTINGS, ...(process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean) ?? [])],
+  });
   const dataDir = mkdtempSync(join(tmpdir(), 'tally-bench-cards-'));
   const stop = () => {
     cluster.stop();

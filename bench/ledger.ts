@@ -40,13 +40,15 @@ import {
   walSnapshot,
   LOAD_THREAD_SOURCE,
   markLoadThread,
-  postgresCheckpointStarts,
+  postgresOwnWork,
+  BENCH_CLUSTER_SETTINGS,
 } from './support';
 import {
   type CpuPerRequest,
   LATE_MS,
   OPEN_LOOP_SOURCE,
   describeTimeline,
+  watchMainThread,
   type OpenFigures,
   type OpenRate,
   type OpenStats,
@@ -624,6 +626,7 @@ async function openLoops(b: Bench, accounts: Customer[], closed: LoopResult, opt
 
 async function openLoop(b: Bench, accounts: Customer[], offered: number, fraction: number | undefined, options: BenchOptions): Promise<OpenLoopResult> {
   let around: Around | undefined;
+  const watched = watchMainThread();
   const out = await profiled(`postgres-open-${accounts.length}-accounts-${Math.round(offered)}-per-s`, (started) =>
     b.client.run<Outcome & OpenStats>(
       {
@@ -641,6 +644,7 @@ async function openLoop(b: Bench, accounts: Customer[], offered: number, fractio
       },
     ),
   );
+  const main = watched();
   if (!around) throw new Error('the load client finished without a warm-up');
   const { lines, cpu } = await after(b, around, out.latencies.length);
   const sorted = sortedOf(out.latencies);
@@ -650,7 +654,7 @@ async function openLoop(b: Bench, accounts: Customer[], offered: number, fractio
     `  offered ${fmtInt(offered)}/s: ${fmtInt(ok / out.seconds)}/s served, p99 ${fmtMs(percentile(sorted, 0.99))} ms (${fmtInt(out.latencies.length)} requests in ${out.seconds.toFixed(1)} s)`,
   );
   const client = `client: written p99 ${fmtMs(percentile(lags, 0.99))} ms after due; ${fmtInt(out.late)} later than ${LATE_MS} ms, ${fmtInt(out.waited)} waited for a connection; ${fmtInt(out.connections)} connections (${fmtInt(out.opened)} opened while measuring)`;
-  const timeline = describeTimeline(out, (await b.tally.checkpoints.reads.list(50)).checkpoints, await postgresCheckpointStarts(b.tally.sql));
+  const timeline = describeTimeline(out, (await b.tally.checkpoints.reads.list(50)).checkpoints, await postgresOwnWork(b.tally.sql), main);
   for (const line of [...describeStatuses(out.statuses, out.samples), client, timeline, ...lines]) console.log(`      ${line}`);
   if (TIMINGS) {
     console.log('      server, mean (p99) per call and calls per request:');
@@ -1169,7 +1173,7 @@ export async function runLedgerBench(): Promise<void> {
   const load0 = loadavg();
   const cluster = await startTestCluster({
     durable: true,
-    settings: process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean),
+    settings: [...BENCH_CLUSTER_SETTINGS, ...(process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean) ?? [])],
     unixSocket: process.env.BENCH_PG_SOCKET === 'unix',
   });
   const dataDir = mkdtempSync(join(tmpdir(), 'tally-bench-ledger-'));

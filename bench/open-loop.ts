@@ -1,3 +1,4 @@
+import { PerformanceObserver } from 'node:perf_hooks';
 import { fmtInt, fmtMs } from './support';
 
 /**
@@ -94,11 +95,25 @@ export interface OpenStats {
 
 /**
  * The loop's timeline in one line: the worst latency of each window of due time, when the audit
- * checkpoints of the node were signed and when the cluster began its own checkpoints (seconds into
- * the loop), so that a tail shows its moment.
+ * checkpoints of the node were signed, and when the cluster began its own checkpoints and ended its
+ * autovacuums (seconds into the loop), so that a tail shows its moment.
  */
-export function describeTimeline(stats: OpenStats, checkpoints: { createdAt: string; streams: number }[], postgres: { at: number; why: string }[]): string {
-  const worst = Array.from({ length: stats.worst.length }, (_, i) => fmtInt(stats.worst[i] ?? 0)).join(' ');
+export function describeTimeline(
+  stats: OpenStats,
+  checkpoints: { createdAt: string; streams: number }[],
+  postgres: { at: number; what: string }[],
+  main: MainThreadPauses,
+): string {
+  const windows = stats.worst.length;
+  const worst = Array.from({ length: windows }, (_, i) => fmtInt(stats.worst[i] ?? 0)).join(' ');
+  const longest = (pauses: Pause[]) => {
+    const per = new Array<number>(windows).fill(0);
+    for (const p of pauses) {
+      const w = Math.floor((p.at - stats.startedAt) / TIMELINE_WINDOW_MS);
+      if (w >= 0 && w < windows) per[w] = Math.max(per[w] as number, p.ms);
+    }
+    return per.map((ms) => fmtInt(ms)).join(' ');
+  };
   const within = <T extends { at: number }>(all: T[]) =>
     all
       .map((c) => ({ ...c, at: (c.at - stats.startedAt) / 1_000 }))
@@ -107,8 +122,48 @@ export function describeTimeline(stats: OpenStats, checkpoints: { createdAt: str
   const audit = within(checkpoints.map((c) => ({ at: Date.parse(c.createdAt), streams: c.streams }))).map(
     (c) => `${c.at.toFixed(1)} s (${fmtInt(c.streams)} streams)`,
   );
-  const cluster = within(postgres).map((c) => `${c.at.toFixed(1)} s (${c.why})`);
-  return `worst per ${TIMELINE_WINDOW_MS / 1_000} s of due time, ms: ${worst}; audit checkpoints signed at: ${audit.length ? audit.join(', ') : 'none'}; postgres checkpoints begun at: ${cluster.length ? cluster.join(', ') : 'none'}`;
+  const cluster = within(postgres).map((c) => `${c.at.toFixed(1)} s ${c.what}`);
+  return [
+    `worst per ${TIMELINE_WINDOW_MS / 1_000} s of due time, ms: ${worst}`,
+    `the server's main thread, longest stall per ${TIMELINE_WINDOW_MS / 1_000} s, ms: ${longest(main.stalls)}; its longest collector pause: ${longest(main.gcs)}`,
+    `audit checkpoints signed at: ${audit.length ? audit.join(', ') : 'none'}; postgres on its own: ${cluster.length ? cluster.join(', ') : 'nothing'}`,
+  ].join('\n      ');
+}
+
+/** A pause of the main thread: when it ended (ms since the epoch) and how long it was. */
+export interface Pause {
+  at: number;
+  ms: number;
+}
+
+/** The server's main thread's pauses while a loop ran: a 10-ms timer's lateness, and the collector's pauses. */
+export interface MainThreadPauses {
+  stalls: Pause[];
+  gcs: Pause[];
+}
+
+/**
+ * Watches this process's main thread (the server's, in the benches that run it in-process) until the
+ * returned function is called: a 10-ms timer's lateness past 5 ms, and every pause of its garbage
+ * collector.
+ */
+export function watchMainThread(): () => MainThreadPauses {
+  const pauses: MainThreadPauses = { stalls: [], gcs: [] };
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    if (now - last - 10 > 5) pauses.stalls.push({ at: Date.now(), ms: now - last - 10 });
+    last = now;
+  }, 10);
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.gcs.push({ at: performance.timeOrigin + e.startTime + e.duration, ms: e.duration });
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return () => {
+    clearInterval(timer);
+    observer.disconnect();
+    return pauses;
+  };
 }
 
 /** Requests written later than this after their due time count as not sent on time (timers fire on whole milliseconds). */

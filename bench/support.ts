@@ -460,11 +460,13 @@ export async function profiled<T>(name: string, body: (started: () => Promise<vo
 }
 
 /**
- * When the bench's throwaway cluster began its checkpoints (ms since the epoch, with why: `wal`,
- * `time`, `immediate force wait`), read from the cluster's log beside its data directory (PostgreSQL
- * logs them by default since 15); none when the log cannot be read (DATABASE_URL elsewhere).
+ * What the bench's throwaway cluster did on its own, read from its log beside its data directory:
+ * when it began each checkpoint (with why: `wal`, `time`, `immediate force wait`; logged by default
+ * since PostgreSQL 15) and when each autovacuum or autoanalyze of a table ended, with its table and
+ * how long it took (logged with BENCH_CLUSTER_SETTINGS' log_autovacuum_min_duration=0). Times in ms
+ * since the epoch; none when the log cannot be read (DATABASE_URL elsewhere).
  */
-export async function postgresCheckpointStarts(sql: Sql): Promise<{ at: number; why: string }[]> {
+export async function postgresOwnWork(sql: Sql): Promise<{ at: number; what: string }[]> {
   const [row] = await sql.query<{ data_directory: string }>('SHOW data_directory');
   let text: string;
   try {
@@ -472,8 +474,19 @@ export async function postgresCheckpointStarts(sql: Sql): Promise<{ at: number; 
   } catch {
     return [];
   }
-  const starts: { at: number; why: string }[] = [];
-  for (const m of text.matchAll(/^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d\.\d+) UTC \[\d+\] LOG: {2}checkpoint starting: (.*)$/gm))
-    starts.push({ at: Date.parse(`${m[1]}T${m[2]}Z`), why: (m[3] as string).trim() });
-  return starts;
+  const found: { at: number; what: string }[] = [];
+  const line =
+    /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d\.\d+) UTC \[\d+\] LOG: {2}(checkpoint starting: (.*)|automatic (vacuum|analyze) of table "[^".]*\.[^".]*\.([^"]*)")/gm;
+  for (const m of text.matchAll(line)) {
+    const at = Date.parse(`${m[1]}T${m[2]}Z`);
+    if (m[4] !== undefined) found.push({ at, what: `checkpoint (${m[4].trim()})` });
+    else {
+      const elapsed = /elapsed: ([\d.]+) s/.exec(text.slice((m.index ?? 0) + m[0].length, (m.index ?? 0) + m[0].length + 2_000))?.[1];
+      found.push({ at, what: `${m[5]} ${m[6]} ended${elapsed ? ` (${elapsed} s)` : ''}` });
+    }
+  }
+  return found;
 }
+
+/** Settings every bench's throwaway cluster gets: its autovacuum logged, for the open loops' timelines (postgresOwnWork). */
+export const BENCH_CLUSTER_SETTINGS = ['log_autovacuum_min_duration=0'];
