@@ -94,9 +94,10 @@ export interface OpenStats {
 }
 
 /**
- * The loop's timeline in one line: the worst latency of each window of due time, when the audit
- * checkpoints of the node were signed, and when the cluster began its own checkpoints and ended its
- * autovacuums (seconds into the loop), so that a tail shows its moment.
+ * The loop's timeline in three lines: the worst latency of each window of due time; the server's
+ * main thread's longest stall and collector pause per window; when the audit checkpoints of the node
+ * were signed, and when the cluster began its own checkpoints and ended its autovacuums (seconds
+ * into the loop), so that a tail shows its moment.
  */
 export function describeTimeline(
   stats: OpenStats,
