@@ -14,6 +14,13 @@ export interface SqlQueryable {
   query<Row = Record<string, unknown>>(text: string, params?: unknown[], prepared?: string): Promise<Row[]>;
 }
 
+/**
+ * The lock a node's schema set-up takes, transaction-scoped (`exec`, and the projections' tables
+ * made at start): one node at a time creates tables, so that nodes started together on an empty
+ * database do not race (PostgreSQL's `IF NOT EXISTS` does not hold against a concurrent creation).
+ */
+export const SCHEMA_LOCK = `SELECT pg_advisory_xact_lock(hashtext('tally.schema'))`;
+
 /** Statements and transactions sent so far (for benchmarks and diagnostics). */
 export interface SqlCounts {
   /** Every query, inside transactions too (BEGIN and COMMIT not counted). */
@@ -36,7 +43,11 @@ export interface Sql extends SqlQueryable {
    * off, sent with the BEGIN: one round trip): for writes the log can make again, read models.
    */
   transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
-  /** Runs several statements separated by semicolons, without parameters (schema set-up). */
+  /**
+   * Runs several statements separated by semicolons, without parameters (schema set-up), as one
+   * transaction under the schema lock (SCHEMA_LOCK): nodes starting at once on an empty database
+   * create each table once, where two concurrent `CREATE TABLE IF NOT EXISTS` of one table fail.
+   */
   exec(text: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -104,7 +115,8 @@ export class PgSql implements Sql {
   }
 
   async exec(text: string): Promise<void> {
-    await this.pool.query(text);
+    // One simple query of several statements is one transaction: the lock is held to its end.
+    await this.pool.query(`${SCHEMA_LOCK};\n${text}`);
   }
 
   async close(): Promise<void> {

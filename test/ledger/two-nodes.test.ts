@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { startTestApp } from '../support/app';
+import { sharedCluster } from '../support/postgres';
 import { balanceOf, startWithCustomers } from '../support/ledger';
 
 /**
@@ -44,5 +45,32 @@ describe('a keyed transfer sent to two nodes at once', () => {
     expect(await balanceOf(app.http, bob)).to.deep.equal({ credits: `${ROUNDS}.00000000`, debits: '0.00000000' });
     const list = await app.http.get(`/api/v1/transactions?accountId=${bob.accountId}&limit=50`).set(bob.bearer);
     expect(list.body).to.have.length(ROUNDS);
+  });
+});
+
+/**
+ * Two nodes of a new deployment started at the same moment on an empty database: each creates the
+ * schema it needs if absent, and PostgreSQL's `IF NOT EXISTS` does not hold against a creation in
+ * progress elsewhere (one of them failed at start: "duplicate key value violates unique constraint
+ * pg_type_typname_nsp_index"). Under the schema lock both start, and the tables are made once.
+ */
+describe('two nodes started at once on an empty database', () => {
+  it('both start and are ready, three times over', async () => {
+    for (let i = 0; i < 3; i++) {
+      const databaseUrl = await (await sharedCluster()).freshDatabase();
+      const started = await Promise.allSettled([startTestApp({ databaseUrl }), startTestApp({ databaseUrl })]);
+      const nodes = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      try {
+        expect(started.map((r) => (r.status === 'rejected' ? String(r.reason) : 'started'))).to.deep.equal(['started', 'started']);
+        for (const node of nodes) expect((await node.http.get('/readyz')).status).to.equal(200);
+        const [first] = nodes;
+        const checkpoints = await first?.tally.sql.query<{ name: string }>('SELECT name FROM projection_checkpoints ORDER BY name');
+        expect(checkpoints?.length)
+          .to.equal(new Set(checkpoints?.map((c) => c.name)).size)
+          .and.to.be.greaterThan(0);
+      } finally {
+        for (const node of nodes) await node.close();
+      }
+    }
   });
 });

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { EventStore } from '../../eventstore/port';
-import type { Sql } from '../../eventstore/sql';
+import { SCHEMA_LOCK, type Sql } from '../../eventstore/sql';
 import { LogConsumer } from './engine';
 import { type EngineState, PROJECTION_LOOP, type ProjectionObserver, projectionHandler } from './handler';
 import { liveTables, type Projection } from './projection';
@@ -77,6 +77,9 @@ export class ProjectionEngine implements Projections {
     for (const p of this.projections) {
       if (!(await checkpoints.exists(p.name))) {
         await this.sql.transaction(async (tx) => {
+          // Another node starting beside this one may have made them meanwhile: looked at again under the lock.
+          if (this.sql.kind === 'postgres') await tx.query(SCHEMA_LOCK);
+          if (await checkpoints.exists(p.name, tx)) return;
           for (const table of p.tables) await tx.query(`DROP TABLE IF EXISTS ${table}`);
           for (const statement of splitStatements(p.createTables(liveTables(p)))) await tx.query(statement);
           await checkpoints.create(tx, p.name, '', p.version);
