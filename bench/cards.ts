@@ -46,7 +46,7 @@ import {
   walSince,
   walSnapshot,
   postgresOwnWork,
-  BENCH_CLUSTER_SETTINGS,
+  benchClusterSettings,
 } from './support';
 
 /**
@@ -531,7 +531,7 @@ export async function runCardsBench(): Promise<void> {
   const load0 = loadavg();
   const cluster = await startTestCluster({
     durable: true,
-    settings: [...BENCH_CLUSTER_SETTINGS, ...(process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean) ?? [])],
+    settings: benchClusterSettings(),
   });
   const dataDir = mkdtempSync(join(tmpdir(), 'tally-bench-cards-'));
   const stop = () => {

@@ -41,7 +41,7 @@ import {
   LOAD_THREAD_SOURCE,
   markLoadThread,
   postgresOwnWork,
-  BENCH_CLUSTER_SETTINGS,
+  benchClusterSettings,
 } from './support';
 import {
   type CpuPerRequest,
@@ -1173,7 +1173,7 @@ export async function runLedgerBench(): Promise<void> {
   const load0 = loadavg();
   const cluster = await startTestCluster({
     durable: true,
-    settings: [...BENCH_CLUSTER_SETTINGS, ...(process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean) ?? [])],
+    settings: benchClusterSettings(),
     unixSocket: process.env.BENCH_PG_SOCKET === 'unix',
   });
   const dataDir = mkdtempSync(join(tmpdir(), 'tally-bench-ledger-'));

@@ -25,6 +25,7 @@ import {
   timedStore,
   walSince,
   walSnapshot,
+  benchClusterSettings,
 } from './support';
 
 /**
@@ -229,7 +230,7 @@ function printSummary(rebuild: { rate: number; events: number } | undefined): vo
 export async function runStoreBench(): Promise<void> {
   const seconds = envNumber('BENCH_SECONDS', 5);
   const rebuildEvents = envNumber('BENCH_REBUILD_EVENTS', 1_000_000, { integer: true });
-  const cluster = await startTestCluster({ durable: true, settings: process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean) });
+  const cluster = await startTestCluster({ durable: true, settings: benchClusterSettings() });
   let stopped = false;
   const stopCluster = () => {
     if (stopped) return;

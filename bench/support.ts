@@ -463,7 +463,7 @@ export async function profiled<T>(name: string, body: (started: () => Promise<vo
  * What the bench's throwaway cluster did on its own, read from its log beside its data directory:
  * when it began each checkpoint (with why: `wal`, `time`, `immediate force wait`; logged by default
  * since PostgreSQL 15) and when each autovacuum or autoanalyze of a table ended, with its table and
- * how long it took (logged with BENCH_CLUSTER_SETTINGS' log_autovacuum_min_duration=0). Times in ms
+ * how long it took (logged with benchClusterSettings' log_autovacuum_min_duration=0). Times in ms
  * since the epoch; none when the log cannot be read (DATABASE_URL elsewhere).
  */
 export async function postgresOwnWork(sql: Sql): Promise<{ at: number; what: string }[]> {
@@ -488,5 +488,8 @@ export async function postgresOwnWork(sql: Sql): Promise<{ at: number; what: str
   return found;
 }
 
-/** Settings every bench's throwaway cluster gets: its autovacuum logged, for the open loops' timelines (postgresOwnWork). */
-export const BENCH_CLUSTER_SETTINGS = ['log_autovacuum_min_duration=0'];
+/**
+ * The settings of a bench's throwaway cluster: its autovacuum logged, for the open loops' timelines
+ * (postgresOwnWork), then BENCH_PG_SETTINGS (`;`-separated).
+ */
+export const benchClusterSettings = (): string[] => ['log_autovacuum_min_duration=0', ...(process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean) ?? [])];

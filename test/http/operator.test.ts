@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ADMIN_TOKEN, createPartner, startTestApp, uniqueEmail } from '../support/app';
+import { ADMIN_TOKEN, createPartner, lastWrittenPosition, startTestApp, uniqueEmail } from '../support/app';
 import { customer, fund } from '../support/ledger';
 
 const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -146,13 +146,8 @@ describe('operator API over HTTP', () => {
       expect(again.status, JSON.stringify(again.body)).to.equal(201);
       expect((await app.http.post('/admin/v1/checkpoints').set(admin).send()).status).to.equal(201);
       // The tables are read directly, not through a route that waits for its read model: wait for all
-      // of them to pass the last event written (the second signing may still be on its way to the
-      // audit's). Its position as the store writes positions (transaction, global position); not the
-      // store's headPosition, which stays below a transaction still open elsewhere (a projection's batch).
-      const [last] = await app.tally.sql.query<{ at: string }>(
-        `SELECT lpad(transaction_id::text, 20, '0') || ':' || lpad(global_position::text, 20, '0') AS at FROM es_events ORDER BY global_position DESC LIMIT 1`,
-      );
-      expect(await app.tally.engine.waitFor(last?.at ?? '', { timeoutMs: 10_000 })).to.equal(true);
+      // of them to pass the last event written (the second signing may still be on its way to the audit's).
+      expect(await app.tally.engine.waitFor(await lastWrittenPosition(app), { timeoutMs: 10_000 })).to.equal(true);
       // The read models: the list also shows the reactors (the outbox), which have nothing to rebuild.
       const listed: string[] = (await app.http.get('/admin/v1/projections').set(admin)).body.data.map((x: { name: string }) => x.name);
       expect(listed).to.include('outbox');

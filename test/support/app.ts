@@ -40,6 +40,18 @@ export async function lastWritten(app: TestApp): Promise<string> {
 }
 
 /** Every event written after `last` (a lastWritten answer), in order, as "stream type". */
+/**
+ * The position of the last event written, as the store writes positions (transaction, global
+ * position), for the projections' waitFor: unlike headPosition, it is not held below a transaction
+ * still open elsewhere (see lastWritten).
+ */
+export async function lastWrittenPosition(app: TestApp): Promise<string> {
+  const [row] = await app.tally.sql.query<{ at: string }>(
+    `SELECT lpad(transaction_id::text, 20, '0') || ':' || lpad(global_position::text, 20, '0') AS at FROM es_events ORDER BY global_position DESC LIMIT 1`,
+  );
+  return row?.at ?? '';
+}
+
 export async function writtenSince(app: TestApp, last: string): Promise<string[]> {
   const rows = await app.tally.sql.query<{ stream_id: string; type: string }>(
     'SELECT stream_id, type FROM es_events WHERE global_position > $1::bigint ORDER BY global_position',

@@ -78,7 +78,7 @@ export class ProjectionEngine implements Projections {
       if (!(await checkpoints.exists(p.name))) {
         await this.sql.transaction(async (tx) => {
           // Another node starting beside this one may have made them meanwhile: looked at again under the lock.
-          if (this.sql.kind === 'postgres') await tx.query(SCHEMA_LOCK);
+          await tx.query(SCHEMA_LOCK);
           if (await checkpoints.exists(p.name, tx)) return;
           for (const table of p.tables) await tx.query(`DROP TABLE IF EXISTS ${table}`);
           for (const statement of splitStatements(p.createTables(liveTables(p)))) await tx.query(statement);
