@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,9 +11,14 @@ import { profiled } from './support';
  * (its own src/), on DATABASE_URL, configured as the ledger bench configures its in-process server.
  * Prints `{"url": ...}` on its first line once listening; closes on SIGTERM. It imports nothing of this
  * checkout's src/ (its helpers come from ./support, whose imports of src/ are types only): a server of
- * another build must run that build's code alone.
+ * another build must run that build's code alone. BENCH_SERVER_PROCESSES=N (N > 1): N such servers,
+ * forked through node's cluster on one port and one database, started one after the other (nodes
+ * sharing one PostgreSQL, as docs/scaling.md describes); the first line then names their pids too,
+ * so that the parent counts their CPU.
  */
 async function main(): Promise<void> {
+  const processes = Number(process.env.BENCH_SERVER_PROCESSES ?? 1);
+  if (processes > 1 && cluster.isPrimary) return primary(processes);
   const dir = process.env.TALLY_BUILD_DIR as string;
   const databaseUrl = process.env.DATABASE_URL as string;
   const { loadConfig } = (await import(join(dir, 'src/config.ts'))) as { loadConfig: (env: NodeJS.ProcessEnv) => Record<string, unknown> };
@@ -24,7 +30,8 @@ async function main(): Promise<void> {
     {
       ...loadConfig(tuning),
       port: 0,
-      dataDir: mkdtempSync(join(tmpdir(), 'tally-bench-compare-')),
+      // The servers of one build share their data directory: its service keys open each other's sealed data.
+      dataDir: process.env.BENCH_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'tally-bench-compare-')),
       databaseUrl,
       adminToken: process.env.ADMIN_TOKEN,
       sandbox: true,
@@ -34,13 +41,39 @@ async function main(): Promise<void> {
     },
     pino({ level: 'warn' }),
   );
-  process.stdout.write(`${JSON.stringify({ url: running.url })}\n`);
+  if (cluster.isWorker) process.send?.({ type: 'listening', url: running.url });
+  else process.stdout.write(`${JSON.stringify({ url: running.url, pids: [process.pid] })}\n`);
   // BENCH_DIRECT: the parent asks for loops of transfers made in this process, without HTTP.
   process.on('message', (message: DirectLoop) => {
     void directLoop(running.tally as unknown as DirectTally, message).then((done) => process.send?.(done));
   });
   process.once('SIGTERM', () => {
     running.close().finally(() => process.exit(0));
+  });
+}
+
+/** BENCH_SERVER_PROCESSES: forks the servers one after the other (each sets up on what the one before made). */
+async function primary(processes: number): Promise<void> {
+  const pids: number[] = [];
+  let url = '';
+  const dataDir = mkdtempSync(join(tmpdir(), 'tally-bench-compare-'));
+  for (let i = 0; i < processes; i++) {
+    const worker = cluster.fork({ BENCH_DATA_DIR: dataDir });
+    url = await new Promise<string>((done, fail) => {
+      worker.on('message', (m: { type?: string; url?: string }) => m.type === 'listening' && done(m.url as string));
+      worker.once('exit', (code) => fail(new Error(`server process ${i + 1} exited (${code}) before listening`)));
+    });
+    pids.push(worker.process.pid as number);
+  }
+  process.stdout.write(`${JSON.stringify({ url, pids })}\n`);
+  process.once('SIGTERM', () => {
+    const workers = Object.values(cluster.workers ?? {});
+    let left = workers.length;
+    for (const w of workers)
+      w?.once('exit', () => {
+        if (--left === 0) process.exit(0);
+      });
+    for (const w of workers) w?.process.kill('SIGTERM');
   });
 }
 

@@ -10,7 +10,7 @@ import { startTestCluster } from '../test/support/postgres';
 import { LoadClient, mapLimit, type Outcome } from './ledger';
 import type { DirectLoop } from './compare-server';
 import { LATE_MS, type OpenStats, offeredOf, openRates } from './open-loop';
-import { cpuSnapshot, envNumber, fmtInt, fmtMs, localPostmaster, percentile, printTable, processCpu } from './support';
+import { benchClusterSettings, cpuSnapshot, envNumber, fmtInt, fmtMs, localPostmaster, percentile, printTable, processCpu } from './support';
 
 /**
  * `npm run bench -- compare`: two builds side by side on one machine, in short slices taken in turn,
@@ -28,8 +28,10 @@ import { cpuSnapshot, envNumber, fmtInt, fmtMs, localPostmaster, percentile, pri
  * the slices are open loops at those rates instead (requests offered at fixed times, latency from
  * each one's due time, as in the ledger bench), and it prints each build's p50 and p99 and CPU per
  * transfer per rate, with the rounds' ratios: tails and light-load CPU judged side by side.
- * BENCH_THIS_NODE_FLAGS and BENCH_OTHER_NODE_FLAGS: node's flags for each server (e.g.
- * `--max-semi-space-size=64`); BENCH_THIS_ENV and BENCH_OTHER_ENV: settings for each (e.g.
+ * BENCH_THIS_ENV="BENCH_SERVER_PROCESSES=2": this build as two server processes on one port and
+ * one database (nodes sharing one PostgreSQL), their CPU summed. BENCH_PG_SETTINGS: the cluster's
+ * settings, as in the other benches. BENCH_THIS_NODE_FLAGS and BENCH_OTHER_NODE_FLAGS: node's flags
+ * for each server (e.g. `--max-semi-space-size=64`); BENCH_THIS_ENV and BENCH_OTHER_ENV: settings for each (e.g.
  * `APPEND_MIN_CONCURRENT_BATCH=2`): to compare settings, BENCH_COMPARE_WITH may be this very checkout.
  * A difference of a few percent needs an A/A run beside it (BENCH_COMPARE_WITH a worktree of this
  * very commit): the build started first ("this") has read a few percent low at 2 accounts whichever
@@ -40,6 +42,8 @@ interface Build {
   label: string;
   dir: string;
   child: ChildProcess;
+  /** The server processes whose CPU counts: the child, or the servers it forked (BENCH_SERVER_PROCESSES). */
+  pids: number[];
   client: LoadClient;
   customers: Customer[];
   partnerId: string;
@@ -93,7 +97,8 @@ async function startBuild(label: string, dir: string, databaseUrl: string, accou
     lines.once('line', done);
     child.once('exit', (code) => fail(new Error(`the ${label} server exited (${code}) before listening`)));
   });
-  const { url } = JSON.parse(line) as { url: string };
+  const { url, pids } = JSON.parse(line) as { url: string; pids: number[] };
+  if (DIRECT && pids.length > 1) throw new Error('BENCH_DIRECT loads one server process: leave BENCH_SERVER_PROCESSES out');
   const http = supertest.agent(url);
   const partner = await createPartner(http, 'Bench');
   const customers = await mapLimit(Array.from({ length: accounts }), 8, async () => {
@@ -101,7 +106,7 @@ async function startBuild(label: string, dir: string, databaseUrl: string, accou
     await fund(http, partner, c, FUNDING);
     return c;
   });
-  return { label, dir, child, client: new LoadClient(url), customers, partnerId: (partner as { id: string }).id };
+  return { label, dir, child, pids, client: new LoadClient(url), customers, partnerId: (partner as { id: string }).id };
 }
 
 /** BENCH_DIRECT=1: the slice's transfers are made inside the server process, not over HTTP (compare-server's directLoop). */
@@ -122,18 +127,18 @@ async function directSlice(b: Build, loop: DirectLoop, warmed: () => Promise<voi
 }
 
 async function slice(b: Build, accounts: number, clients: number, seconds: number, postmaster: string | undefined): Promise<Tally> {
-  const pid = b.child.pid as number;
-  let cpu0 = processCpu(pid);
+  const pids = b.pids;
+  let cpu0 = serverCpu(pids);
   let pg0 = cpuSnapshot(postmaster);
   const warmed = async () => {
-    cpu0 = processCpu(pid);
+    cpu0 = serverCpu(pids);
     pg0 = cpuSnapshot(postmaster);
   };
   if (DIRECT) {
     const accountsOf = b.customers.slice(0, accounts).map((c) => ({ userId: c.id, accountId: c.accountId }));
     const out = await directSlice(b, { partnerId: b.partnerId, accounts: accountsOf, clients, warmUpSeconds: 1, seconds }, warmed);
     if (out.failures > 0) throw new Error(`${out.failures} direct transfers of the ${b.label} build failed`);
-    return measured(pid, postmaster, cpu0, pg0, out.transfers, out.seconds);
+    return measured(pids, postmaster, cpu0, pg0, out.transfers, out.seconds);
   }
   const out = await b.client.run<Outcome & { seconds: number }>(
     {
@@ -145,13 +150,13 @@ async function slice(b: Build, accounts: number, clients: number, seconds: numbe
     },
     warmed,
   );
-  return measured(pid, postmaster, cpu0, pg0, out.statuses['201'] ?? 0, out.seconds);
+  return measured(pids, postmaster, cpu0, pg0, out.statuses['201'] ?? 0, out.seconds);
 }
 
 /** An open-loop slice: `rate` transfers/s offered over the first `accounts` accounts (compare's BENCH_OPEN_RATES). */
 async function openSlice(b: Build, accounts: number, rate: number, seconds: number, postmaster: string | undefined): Promise<Tally> {
-  const pid = b.child.pid as number;
-  let cpu0 = processCpu(pid);
+  const pids = b.pids;
+  let cpu0 = serverCpu(pids);
   let pg0 = cpuSnapshot(postmaster);
   const out = await b.client.run<Outcome & OpenStats>(
     {
@@ -164,23 +169,29 @@ async function openSlice(b: Build, accounts: number, rate: number, seconds: numb
       seconds,
     },
     async () => {
-      cpu0 = processCpu(pid);
+      cpu0 = serverCpu(pids);
       pg0 = cpuSnapshot(postmaster);
     },
   );
-  return { ...measured(pid, postmaster, cpu0, pg0, out.statuses['201'] ?? 0, out.seconds), latencies: out.latencies };
+  return { ...measured(pids, postmaster, cpu0, pg0, out.statuses['201'] ?? 0, out.seconds), latencies: out.latencies };
+}
+
+/** The CPU of a build's server processes (each one's main thread counted as main). */
+function serverCpu(pids: number[]): ReturnType<typeof processCpu> {
+  const each = pids.map(processCpu);
+  return { mainMs: each.reduce((t, c) => t + c.mainMs, 0), otherMs: each.reduce((t, c) => t + c.otherMs, 0) };
 }
 
 /** A slice's figures: its transfers, and the CPU the server and postgres spent since the warm-up ended. */
 function measured(
-  pid: number,
+  pids: number[],
   postmaster: string | undefined,
   cpu0: ReturnType<typeof processCpu>,
   pg0: ReturnType<typeof cpuSnapshot>,
   transfers: number,
   seconds: number,
 ): Tally {
-  const cpu1 = processCpu(pid);
+  const cpu1 = serverCpu(pids);
   const pg1 = cpuSnapshot(postmaster);
   let postgresMs = 0;
   for (const [p, ms] of pg1.postgresMs) postgresMs += ms - (pg0.postgresMs.get(p) ?? 0);
@@ -346,7 +357,7 @@ export async function runCompareBench(): Promise<void> {
   const seconds = envNumber('BENCH_SLICE_SECONDS', 4);
   const rounds = envNumber('BENCH_ROUNDS', 6, { integer: true });
   const open = (process.env.BENCH_OPEN_RATES ?? '').trim() !== '';
-  const cluster = await startTestCluster({ durable: true });
+  const cluster = await startTestCluster({ durable: true, settings: benchClusterSettings() });
   const builds: Build[] = [];
   try {
     const probe = new PgSql(await cluster.freshDatabase(), { max: 1 });
