@@ -98,6 +98,44 @@ describe('the command handler (on the embedded store)', () => {
     expect([over.kind, over.message]).to.deep.equal(['invalid', 'over 10']);
   });
 
+  it('after a conflicting append reads again only the stream that conflicted, and still refuses only on stored states', async () => {
+    const cache = new StateCache();
+    const reads: string[] = [];
+    const counting: EventStore = Object.assign(Object.create(store) as EventStore, {
+      readStream: (name: string, options?: object) => {
+        reads.push(name);
+        return store.readStream(name, options);
+      },
+    });
+    const handler = new CommandHandler(counting, cache);
+    /**
+     * This node has a counter at 1 and a fact at 3 in its cache; another node then adds `moves` to
+     * them. The command adds 1 to the counter, at its revision, unless that would pass the fact.
+     */
+    const scenario = async (moves: { counter: number; fact: number }) => {
+      const [own, facts] = [`${stream}-${next++}`, `${stream}-${next++}-facts`];
+      await handler.decide(ctx(), own, counter, { add: 1 });
+      await handler.decide(ctx(), facts, counter, { add: 3 });
+      await store.append(own, added(moves.counter, own), 'any');
+      await store.append(facts, added(moves.fact, facts), 'any');
+      reads.length = 0;
+      const done = await handler.run(ctx(), async (r) => {
+        const [mine, fact] = await Promise.all([r.stream(own, counter), r.stream(facts, counter)]);
+        const refused = mine.state + 1 > fact.state;
+        return {
+          appends: refused ? [] : [{ stream: own, events: counter.decide({ add: 1 }, mine.state), expected: at(mine) }],
+          result: mine.state + 1,
+          refused,
+        };
+      });
+      return { result: done.result, reads: reads.map((name) => (name === own ? 'counter' : 'fact')) };
+    };
+    // The first attempt trusts both (no read) and conflicts on the counter; the second reads the counter alone.
+    expect(await scenario({ counter: 1, fact: 6 })).to.deep.equal({ result: 3, reads: ['counter'] });
+    // There the fact, still trusted at 3 (stored: 9), refuses: that is decided again on everything stored.
+    expect(await scenario({ counter: 2, fact: 6 })).to.deep.equal({ result: 4, reads: ['counter', 'counter', 'fact'] });
+  });
+
   it('batches the commands on one key that arrive while a batch is written: one decision, one result or refusal each', async () => {
     const handler = new CommandHandler(store, new StateCache());
     const sizes: number[] = [];

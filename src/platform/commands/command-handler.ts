@@ -22,19 +22,24 @@ type Evolving = Pick<Decider<unknown, unknown, DomainEvent>, 'initialState' | 'e
 export const at = (loaded: { revision: number }): ExpectedRevision => (loaded.revision === -1 ? 'no_stream' : loaded.revision);
 
 /**
- * The streams one decision reads. On a command's first attempt the state cache is trusted (no read).
- * A stale state of a stream the command appends to at its revision fails that append; any refusal
- * on the first attempt is decided again on what is stored. Streams read only for facts are safe as
- * well: an account's owner never changes once opened, credits only ever add, and a KYC approval
- * is final, so a stale fact can only refuse, never allow more.
+ * The streams one decision reads. A stream's state in the cache is trusted (taken without reading)
+ * unless the command distrusts it: on its first attempt none, after a conflicting append the stream
+ * that conflicted (another node moved it), after a refusal all of them. A stale state of a stream
+ * the command appends to at its revision fails that append; any refusal decided on a trusted state
+ * is decided again on what is stored. Streams read only for facts are safe as well: an account's
+ * owner never changes once opened, credits only ever add, and a KYC approval is final, so a stale
+ * fact can only refuse, never allow more.
  */
 export class Reads {
   private readonly loaded = new Map<string, { decider: object; loading: Promise<Loaded<unknown>> }>();
+  /** True once a state was taken from the cache without reading: a refusal is then decided again. */
+  usedCache = false;
 
   constructor(
     private readonly store: EventStore,
     private readonly cache: StateCache | undefined,
-    readonly trusted: boolean,
+    /** The streams whose cached state is not taken as it is ('all': none is). */
+    private readonly distrust: ReadonlySet<string> | 'all',
   ) {}
 
   /** A stream's state; `cached: false` for streams read once (a transaction's), kept out of the cache. */
@@ -50,10 +55,9 @@ export class Reads {
     }
     const cache = options.cached === false ? undefined : this.cache;
     // A trusted state in the cache is taken as it is (load would answer it the same, a step later).
-    const trusted = this.trusted && cache !== undefined ? cache.get<State>(cache.key(decider, stream)) : undefined;
-    const loading = trusted
-      ? Promise.resolve(trusted)
-      : (load(this.store, stream, decider as Evolving, { cache, trustCache: this.trusted && cache !== undefined }) as Promise<Loaded<State>>);
+    const trusted = cache !== undefined && this.distrust !== 'all' && !this.distrust.has(stream) ? cache.get<State>(cache.key(decider, stream)) : undefined;
+    if (trusted) this.usedCache = true;
+    const loading = trusted ? Promise.resolve(trusted) : (load(this.store, stream, decider as Evolving, { cache }) as Promise<Loaded<State>>);
     this.loaded.set(stream, { decider, loading });
     return loading;
   }
@@ -108,26 +112,36 @@ export class CommandHandler {
    */
   async run<Result>(ctx: CommandContext, decide: (reads: Reads) => Promise<Decision<Result>>, options: { cache?: boolean } = {}): Promise<Done<Result>> {
     const cache = options.cache === false ? undefined : this.cache;
+    let distrust: ReadonlySet<string> | 'all' = cache === undefined ? 'all' : new Set();
     for (let attempt = 1; ; attempt++) {
-      const reads = new Reads(this.store, cache, attempt === 1 && cache !== undefined);
+      const reads = new Reads(this.store, cache, distrust);
       let decision: Decision<Result>;
       try {
         decision = await decide(reads);
       } catch (error) {
-        if (reads.trusted && error instanceof DomainError) continue;
-        throw error;
+        if (!(reads.usedCache && error instanceof DomainError)) throw error;
+        distrust = 'all';
+        continue;
       }
-      if (reads.trusted && decision.refused) continue;
+      if (reads.usedCache && decision.refused) {
+        distrust = 'all';
+        continue;
+      }
       if (decision.appends.length === 0) return { result: decision.result, position: undefined };
       try {
         const results = await this.append(ctx, decision.appends);
         return { result: decision.result, position: lastPosition(results) };
       } catch (error) {
-        if (error instanceof EventIdConflictError && attempt < MAX_ATTEMPTS) continue;
+        if (error instanceof EventIdConflictError && attempt < MAX_ATTEMPTS) {
+          distrust = 'all';
+          continue;
+        }
         if (!(error instanceof WrongExpectedRevisionError)) throw error;
         const refusal = decision.appends.find((a) => a.stream === error.stream)?.refuseOnConflict;
         if (refusal) throw refusal;
         if (attempt >= MAX_ATTEMPTS) throw error;
+        // Another writer moved that stream: it is read again; the others' cached states still hold.
+        distrust = distrust === 'all' ? 'all' : new Set([...distrust, error.stream]);
       }
     }
   }
