@@ -42,11 +42,15 @@ export class Reads {
     private readonly distrust: ReadonlySet<string> | 'all',
   ) {}
 
-  /** A stream's state; `cached: false` for streams read once (a transaction's), kept out of the cache. */
+  /**
+   * A stream's state; `cached: false` for streams read once (a transaction's), kept out of the cache.
+   * `fact: true` for a stream read only for facts (see above): its cached state is taken as it is
+   * even when the log showed its stream further on, as a stale fact can only refuse.
+   */
   stream<State>(
     stream: string,
     decider: Pick<Decider<State, unknown, DomainEvent>, 'initialState' | 'evolve' | 'snapshot'>,
-    options: { cached?: boolean } = {},
+    options: { cached?: boolean; fact?: boolean } = {},
   ): Promise<Loaded<State>> {
     const known = this.loaded.get(stream);
     if (known) {
@@ -55,7 +59,8 @@ export class Reads {
     }
     const cache = options.cached === false ? undefined : this.cache;
     // A trusted state in the cache is taken as it is (load would answer it the same, a step later).
-    const trusted = cache !== undefined && this.distrust !== 'all' && !this.distrust.has(stream) ? cache.trusted<State>(cache.key(decider, stream)) : undefined;
+    const key = cache !== undefined && this.distrust !== 'all' && !this.distrust.has(stream) ? cache.key(decider, stream) : undefined;
+    const trusted = key === undefined ? undefined : options.fact ? cache?.get<State>(key) : cache?.trusted<State>(key);
     if (trusted) this.usedCache = true;
     const loading = trusted ? Promise.resolve(trusted) : (load(this.store, stream, decider as Evolving, { cache }) as Promise<Loaded<State>>);
     this.loaded.set(stream, { decider, loading });
