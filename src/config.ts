@@ -46,11 +46,6 @@ export interface Config {
   projectionsThread: 'worker' | 'main';
   /** A payout held this long without its acceptance recorded is handed to its provider again (0: never). */
   payoutResubmitSeconds: number;
-  /**
-   * On a shared store (Postgres), every this many ms the node reads the log's new heads, so that its
-   * cached states learn of other nodes' appends before a command decides on them (CacheFollower; 0: off).
-   */
-  stateCacheFollowMs: number;
 }
 
 export const CARD_ISSUERS = ['sandbox', 'rain'] as const;
@@ -180,6 +175,5 @@ function readConfig(env: NodeJS.ProcessEnv): Config {
     projectionsPaceMs: number(env, 'PROJECTIONS_PACE_MS', 100),
     projectionsThread: env.PROJECTIONS_THREAD === 'main' ? 'main' : 'worker',
     payoutResubmitSeconds: number(env, 'PAYOUT_RESUBMIT_SECONDS', 60),
-    stateCacheFollowMs: number(env, 'STATE_CACHE_FOLLOW_MS', 20),
   };
 }

@@ -9,7 +9,6 @@ import { IdentityQueries } from '../projections/identity';
 import { LedgerQueries } from '../projections/ledger';
 import { ProjectionEngine, type Projections } from '../platform/consumers/projections';
 import { Reactors } from '../platform/consumers/reactors';
-import { CacheFollower } from '../platform/consumers/cache-follower';
 import type { ProjectionStatus } from '../platform/consumers/status';
 import { ProjectionThread } from '../platform/consumers/thread';
 import { PostgresEventStore } from '../eventstore/postgres';
@@ -98,8 +97,6 @@ export class Tally {
   private sweeper: NodeJS.Timeout | undefined;
   /** Tells this node's data keys of those destroyed on other nodes, while the server runs (see destroyedKeySignal). */
   private destroyedKeys: DestroyedKeySignal | undefined;
-  /** Tells the state cache of other nodes' appends, while the server runs on a shared store (see cacheFollower). */
-  private cacheFollower: CacheFollower | undefined;
 
   constructor(
     readonly config: Config,
@@ -179,8 +176,6 @@ export class Tally {
     if (options.runProjections) {
       this.destroyedKeys = destroyedKeySignal(this.config, this.sql, this.sealer.keys, this.log);
       await this.destroyedKeys?.start();
-      this.cacheFollower = cacheFollower(this.config, this.sql, this.store, this.stateCache, this.log);
-      await this.cacheFollower?.start();
       this.engine.start();
       this.reactors.start();
       this.notifications.start();
@@ -198,7 +193,6 @@ export class Tally {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     await this.destroyedKeys?.stop();
-    await this.cacheFollower?.stop();
     this.outage.close();
     await this.reactors.stop();
     await this.notifications.stop();
@@ -250,12 +244,6 @@ function checkpointerThread(config: Config, engine: Projections): CheckpointServ
 function destroyedKeySignal(config: Config, sql: Sql, keys: DataKeys, log: Logger): DestroyedKeySignal | undefined {
   if (sql.kind !== 'postgres' || !config.databaseUrl) return undefined;
   return new DestroyedKeysListener(config.databaseUrl, keys, log.child({ component: 'data-keys' }));
-}
-
-/** Only where other nodes may append to the same log (Postgres; the embedded store is this process's alone). */
-function cacheFollower(config: Config, sql: Sql, store: EventStore, cache: StateCache, log: Logger): CacheFollower | undefined {
-  if (sql.kind !== 'postgres' || config.stateCacheFollowMs <= 0) return undefined;
-  return new CacheFollower(store, cache, config.stateCacheFollowMs, log.child({ component: 'state-cache' }));
 }
 
 /** The store and the read models' database both answer (how an outage learns that it is over). */

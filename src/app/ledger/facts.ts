@@ -127,7 +127,7 @@ export class TransactionIds {
 export async function readAccount(reads: Reads, accountId: number): Promise<Loaded<AccountState> & { credits: Loaded<AccountState> }> {
   const [main, credits] = await Promise.all([
     reads.stream(accountStream(accountId), accountDecider),
-    reads.stream(accountCreditStream(accountId), accountDecider, { fact: true }),
+    reads.stream(accountCreditStream(accountId), accountDecider),
   ]);
   return { state: withCredits(main.state, credits.state), revision: main.revision, credits };
 }

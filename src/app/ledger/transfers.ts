@@ -188,8 +188,8 @@ export class Transfers {
   /** Per request, its destination and its user's limits, read together (each stream once per decision). */
   private async factsOf(requests: Array<Omit<TransferRequest, 'at'>>, at: string, reads: Reads): Promise<TransferFacts[]> {
     const loaded = await Promise.all([
-      ...requests.map((r) => reads.stream(accountStream(r.toAccountId), accountDecider, { fact: true })),
-      ...requests.map((r) => reads.stream(kycStream(r.userId), kycDecider, { fact: true })),
+      ...requests.map((r) => reads.stream(accountStream(r.toAccountId), accountDecider)),
+      ...requests.map((r) => reads.stream(kycStream(r.userId), kycDecider)),
     ]);
     return requests.map((_, i) => ({
       destination: (loaded[i] as Loaded<AccountState>).state,

@@ -23,7 +23,7 @@ export const at = (loaded: { revision: number }): ExpectedRevision => (loaded.re
 
 /**
  * The streams one decision reads. A stream's state in the cache is trusted (taken without reading)
- * unless the log showed its stream past it (StateCache.noteStored) or the command distrusts it: on its first attempt none, after a conflicting append the stream
+ * unless the command distrusts it: on its first attempt none, after a conflicting append the stream
  * that conflicted (another node moved it), after a refusal all of them. A stale state of a stream
  * the command appends to at its revision fails that append; any refusal decided on a trusted state
  * is decided again on what is stored. Streams read only for facts are safe as well: an account's
@@ -42,15 +42,11 @@ export class Reads {
     private readonly distrust: ReadonlySet<string> | 'all',
   ) {}
 
-  /**
-   * A stream's state; `cached: false` for streams read once (a transaction's), kept out of the cache.
-   * `fact: true` for a stream read only for facts (see above): its cached state is taken as it is
-   * even when the log showed its stream further on, as a stale fact can only refuse.
-   */
+  /** A stream's state; `cached: false` for streams read once (a transaction's), kept out of the cache. */
   stream<State>(
     stream: string,
     decider: Pick<Decider<State, unknown, DomainEvent>, 'initialState' | 'evolve' | 'snapshot'>,
-    options: { cached?: boolean; fact?: boolean } = {},
+    options: { cached?: boolean } = {},
   ): Promise<Loaded<State>> {
     const known = this.loaded.get(stream);
     if (known) {
@@ -59,8 +55,7 @@ export class Reads {
     }
     const cache = options.cached === false ? undefined : this.cache;
     // A trusted state in the cache is taken as it is (load would answer it the same, a step later).
-    const key = cache !== undefined && this.distrust !== 'all' && !this.distrust.has(stream) ? cache.key(decider, stream) : undefined;
-    const trusted = key === undefined ? undefined : options.fact ? cache?.get<State>(key) : cache?.trusted<State>(key);
+    const trusted = cache !== undefined && this.distrust !== 'all' && !this.distrust.has(stream) ? cache.get<State>(cache.key(decider, stream)) : undefined;
     if (trusted) this.usedCache = true;
     const loading = trusted ? Promise.resolve(trusted) : (load(this.store, stream, decider as Evolving, { cache }) as Promise<Loaded<State>>);
     this.loaded.set(stream, { decider, loading });

@@ -33,8 +33,6 @@ export interface Loaded<State> {
  */
 export class StateCache {
   private readonly entries = new Map<string, Loaded<unknown>>();
-  /** Per cached key, a revision its stream is known to have reached elsewhere (see noteStored). */
-  private readonly reached = new Map<string, number>();
   private readonly ids = new WeakMap<object, number>();
   private nextId = 0;
 
@@ -57,32 +55,6 @@ export class StateCache {
   /** Forgets every state (they are loaded again, from a snapshot where there is one). */
   clear(): void {
     this.entries.clear();
-    this.reached.clear();
-  }
-
-  /**
-   * The stream is stored up to `revision` (seen in the log: another node's append, or this node's
-   * before it settled). A cached state behind it is not trusted (see `trusted`): the next command
-   * on it reads the events after it before deciding, instead of deciding on it and failing its
-   * append. Only streams in the cache are noted, so this stays as small as the cache.
-   */
-  noteStored(stream: string, revision: number): void {
-    for (let id = 0; id < this.nextId; id++) {
-      const key = `${id}|${stream}`;
-      const entry = this.entries.get(key);
-      if (entry && entry.revision < revision && (this.reached.get(key) ?? -1) < revision) this.reached.set(key, revision);
-    }
-  }
-
-  /** The cached state, unless its stream is known to have moved past it (noteStored): a command's first attempt takes this as it is. */
-  trusted<State>(key: string): Loaded<State> | undefined {
-    const entry = this.get<State>(key);
-    if (!entry) return undefined;
-    const reached = this.reached.get(key);
-    if (reached === undefined) return entry;
-    if (reached > entry.revision) return undefined;
-    this.reached.delete(key);
-    return entry;
   }
 
   get<State>(key: string): Loaded<State> | undefined {
@@ -133,10 +105,7 @@ export class StateCache {
     this.entries.set(key, loaded);
     if (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) {
-        this.entries.delete(oldest);
-        this.reached.delete(oldest);
-      }
+      if (oldest !== undefined) this.entries.delete(oldest);
     }
   }
 }
