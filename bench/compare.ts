@@ -28,11 +28,12 @@ import { benchClusterSettings, cpuSnapshot, envNumber, fmtInt, fmtMs, localPostm
  * the slices are open loops at those rates instead (requests offered at fixed times, latency from
  * each one's due time, as in the ledger bench), and it prints each build's p50 and p99 and CPU per
  * transfer per rate, with the rounds' ratios: tails and light-load CPU judged side by side.
- * BENCH_THIS_ENV="BENCH_SERVER_PROCESSES=2": this build as two server processes on one port and
- * one database (nodes sharing one PostgreSQL), their CPU summed. BENCH_PG_SETTINGS: the cluster's
- * settings, as in the other benches. BENCH_THIS_NODE_FLAGS and BENCH_OTHER_NODE_FLAGS: node's flags
- * for each server (e.g. `--max-semi-space-size=64`); BENCH_THIS_ENV and BENCH_OTHER_ENV: settings for each (e.g.
- * `APPEND_MIN_CONCURRENT_BATCH=2`): to compare settings, BENCH_COMPARE_WITH may be this very checkout.
+ * BENCH_PG_SETTINGS: the cluster's settings, as in the other benches. BENCH_THIS_NODE_FLAGS and
+ * BENCH_OTHER_NODE_FLAGS: node's flags for each server (e.g. `--max-semi-space-size=64`);
+ * BENCH_THIS_ENV and BENCH_OTHER_ENV: settings for each (e.g. `APPEND_MIN_CONCURRENT_BATCH=2`): to
+ * compare settings, BENCH_COMPARE_WITH may be this very checkout. `BENCH_SERVER_PROCESSES=2` there
+ * runs that build as two server processes on one port and one database (nodes sharing one
+ * PostgreSQL), their CPU summed.
  * A difference of a few percent needs an A/A run beside it (BENCH_COMPARE_WITH a worktree of this
  * very commit): the build started first ("this") has read a few percent low at 2 accounts whichever
  * build it was (docs/performance.md has the figures).

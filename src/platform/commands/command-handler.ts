@@ -24,11 +24,11 @@ export const at = (loaded: { revision: number }): ExpectedRevision => (loaded.re
 /**
  * The streams one decision reads. A stream's state in the cache is trusted (taken without reading)
  * unless the command distrusts it: on its first attempt none, after a conflicting append the stream
- * that conflicted (another node moved it), after a refusal all of them. A stale state of a stream
- * the command appends to at its revision fails that append; any refusal decided on a trusted state
- * is decided again on what is stored. Streams read only for facts are safe as well: an account's
- * owner never changes once opened, credits only ever add, and a KYC approval is final, so a stale
- * fact can only refuse, never allow more.
+ * that conflicted (another writer moved it), after a refusal or an event id found stored all of
+ * them. A stale state of a stream the command appends to at its revision fails that append; any
+ * refusal decided on a trusted state is decided again on what is stored. Streams read only for
+ * facts are safe as well: an account's owner never changes once opened, credits only ever add, and
+ * a KYC approval is final, so a stale fact can only refuse, never allow more.
  */
 export class Reads {
   private readonly loaded = new Map<string, { decider: object; loading: Promise<Loaded<unknown>> }>();
