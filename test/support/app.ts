@@ -39,7 +39,6 @@ export async function lastWritten(app: TestApp): Promise<string> {
   return row?.last ?? '0';
 }
 
-/** Every event written after `last` (a lastWritten answer), in order, as "stream type". */
 /**
  * The position of the last event written, as the store writes positions (transaction, global
  * position), for the projections' waitFor: unlike headPosition, it is not held below a transaction
@@ -52,6 +51,7 @@ export async function lastWrittenPosition(app: TestApp): Promise<string> {
   return row?.at ?? '';
 }
 
+/** Every event written after `last` (a lastWritten answer), in order, as "stream type". */
 export async function writtenSince(app: TestApp, last: string): Promise<string[]> {
   const rows = await app.tally.sql.query<{ stream_id: string; type: string }>(
     'SELECT stream_id, type FROM es_events WHERE global_position > $1::bigint ORDER BY global_position',
