@@ -1,5 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
+import { LIMITS } from '../platform/limits';
 
 /**
  * The small SQL interface the Postgres adapter, the projections and the read routes use. It runs
@@ -63,6 +64,7 @@ export class PgSql implements Sql {
       max: options.max ?? (Number(process.env.PG_POOL_MAX) || 20),
       application_name: options.applicationName ?? 'tally',
       connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: LIMITS.postgres.idleConnectionMs,
       // A transaction left open would hold back every gap-safe reader (see postgres.ts).
       idle_in_transaction_session_timeout: 30_000,
     });

@@ -40,6 +40,17 @@ export const LIMITS = {
     subscriptionPollMs: 250,
     subscriptionErrorBackoffMs: 1_000,
   },
+  postgres: {
+    /**
+     * A pooled connection left idle this long is closed (pg-pool's default is 10 s). Under traffic
+     * that comes and goes, 10 s closed the connections a quieter second did not need, and the next
+     * burst opened them again: a backend forked, its caches and prepared statements cold. The
+     * closings and reopenings made the main thread's longest stall of the open loop at 50%
+     * (docs/performance.md, session 30). A pool of `PG_POOL_MAX` connections is kept warm instead,
+     * as HikariCP keeps a fixed-size pool.
+     */
+    idleConnectionMs: 600_000,
+  },
   kurrentdb: {
     /** Plans of one append (after a conflict or an unknown outcome), and the time they may take in all. */
     appendAttempts: 12,

@@ -4,6 +4,7 @@ import { eventDigest } from '../../src/eventstore/hash';
 import { EVENT_LOG_SCHEMA } from '../../src/eventstore/postgres-schema';
 import { PgliteSql, PgSql, type Sql } from '../../src/eventstore/sql';
 import pg from 'pg';
+import { LIMITS } from '../../src/platform/limits';
 import { sharedCluster } from '../support/postgres';
 import { eventStoreConformance } from './conformance';
 
@@ -156,4 +157,23 @@ describe('Sql transactions with an asynchronous commit (read models: the log can
       }
     });
   }
+});
+
+describe('PgSql pool (connections kept warm under traffic that comes and goes)', () => {
+  it('keeps the connections a burst opened for LIMITS.postgres.idleConnectionMs, not pg-pool default 10 s', async () => {
+    const sql = await serverSql();
+    try {
+      const pids = await Promise.all([1, 2, 3].map(async () => (await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.05)'))[0]?.pid));
+      expect(new Set(pids).size).to.equal(3);
+      expect(sql.pool.idleCount).to.equal(3);
+      const options = (sql.pool as unknown as { options: { idleTimeoutMillis: number } }).options;
+      expect(options.idleTimeoutMillis).to.equal(LIMITS.postgres.idleConnectionMs);
+      expect(options.idleTimeoutMillis).to.be.at.least(60_000);
+      // The same backends answer the next burst: nothing was closed and forked again.
+      const again = await Promise.all([1, 2, 3].map(async () => (await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.05)'))[0]?.pid));
+      expect(new Set(again)).to.deep.equal(new Set(pids));
+    } finally {
+      await sql.close();
+    }
+  });
 });
