@@ -46,8 +46,9 @@ export const LIMITS = {
      * that comes and goes, 10 s closed the connections a quieter second did not need, and the next
      * burst opened them again: a backend forked, its caches and prepared statements cold. The
      * closings and reopenings made the main thread's longest stall of the open loop at 50%
-     * (docs/performance.md, session 30). A pool of `PG_POOL_MAX` connections is kept warm instead,
-     * as HikariCP keeps a fixed-size pool.
+     * (docs/performance.md, session 30). Connections now stay warm through a quiet spell of up to
+     * ten minutes (HikariCP by default never shrinks its pool); after a longer one a node lets go
+     * of what a burst opened, for the other nodes sharing the server's `max_connections`.
      */
     idleConnectionMs: 600_000,
   },
