@@ -160,7 +160,7 @@ describe('Sql transactions with an asynchronous commit (read models: the log can
 });
 
 describe('PgSql pool (connections kept warm under traffic that comes and goes)', () => {
-  it('keeps the connections a burst opened for LIMITS.postgres.idleConnectionMs, not pg-pool's default 10 s', async () => {
+  it("keeps the connections a burst opened for LIMITS.postgres.idleConnectionMs, not pg-pool's default 10 s", async () => {
     const sql = await serverSql();
     try {
       const pids = await Promise.all([1, 2, 3].map(async () => (await sql.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.05)'))[0]?.pid));
