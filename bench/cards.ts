@@ -47,6 +47,7 @@ import {
   walSnapshot,
   postgresOwnWork,
   benchClusterSettings,
+  appendTimes,
 } from './support';
 
 /**
@@ -301,6 +302,7 @@ interface Run {
   tally: Tally;
   client: LoadClient;
   conflicts: { appends: number; stale: number };
+  appendTimes: ReturnType<typeof appendTimes>;
   pools: PgSql[];
   postmaster: string | undefined;
   /** What every load message carries: the cards, their accounts' tokens and the partner's key headers. */
@@ -317,6 +319,7 @@ async function loadRun<T>(run: Run, profile: string, message: Record<string, unk
       around = { wal: run.pools.length ? await walSnapshot(run.pools) : undefined, cpu: cpuSnapshot(run.postmaster) };
       run.conflicts.appends = 0;
       run.conflicts.stale = 0;
+      run.appendTimes.reset();
       await started();
     }),
   );
@@ -335,6 +338,8 @@ async function costLines(run: Run, around: Around, requests: number): Promise<{ 
   lines.push(
     `appends: ${fmtInt(run.conflicts.appends)}, of which ${fmtInt(run.conflicts.stale)} refused for a stale expected revision (each decided again; past ${MAX_ATTEMPTS} attempts a 409)`,
   );
+  const times = run.appendTimes.line();
+  if (times) lines.push(times);
   return { lines, cpu: cpuPerOp(around.cpu, now, requests) };
 }
 
@@ -364,6 +369,7 @@ async function measure(databaseUrl: string, dataDir: string, options: Options): 
       tally,
       client,
       conflicts: countConflicts(tally),
+      appendTimes: appendTimes(tally.store),
       pools: tally.sql instanceof PgSql ? [tally.sql] : [],
       postmaster: await localPostmaster(tally.sql),
       load: {

@@ -493,3 +493,32 @@ export async function postgresOwnWork(sql: Sql): Promise<{ at: number; what: str
  * (postgresOwnWork), then BENCH_PG_SETTINGS (`;`-separated).
  */
 export const benchClusterSettings = (): string[] => ['log_autovacuum_min_duration=0', ...(process.env.BENCH_PG_SETTINGS?.split(';').filter(Boolean) ?? [])];
+
+/**
+ * The Postgres log's append times while a loop runs (the store's onAppendTimed, the figures behind
+ * the tally_log_append_seconds metrics): `reset` at the loop's start, `line` at its end. None on
+ * another store.
+ */
+export function appendTimes(store: object): { reset(): void; line(): string | undefined } {
+  const timed = (store as { onAppendTimed?: (listener: (t: { sqlMs: number; requestMs: number[] }) => void) => () => void }).onAppendTimed;
+  let sql: number[] = [];
+  let requests: number[] = [];
+  timed?.call(store, (t) => {
+    sql.push(t.sqlMs);
+    for (const ms of t.requestMs) requests.push(ms);
+  });
+  const figures = (values: number[]) => {
+    const sorted = Float64Array.from(values).sort();
+    return `p50 ${fmtMs(percentile(sorted, 0.5))}, p99 ${fmtMs(percentile(sorted, 0.99))}, max ${fmtMs(sorted[sorted.length - 1] ?? Number.NaN)} ms`;
+  };
+  return {
+    reset() {
+      sql = [];
+      requests = [];
+    },
+    line: () =>
+      timed && requests.length > 0
+        ? `log appends, queued to answered: ${figures(requests)}; their batches' SQL: ${figures(sql)} (${(requests.length / sql.length).toFixed(1)} appends a batch)`
+        : undefined,
+  };
+}

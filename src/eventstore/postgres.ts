@@ -218,6 +218,15 @@ export interface AppendStats {
   heldBack: number;
 }
 
+/**
+ * One batch's timing, in milliseconds: its es_append_batch call (`sqlMs`), and each of its requests
+ * from queued to settled (`requestMs`: the wait for a batch to leave, its SQL, the settling).
+ */
+export interface AppendTiming {
+  sqlMs: number;
+  requestMs: number[];
+}
+
 /** One appendMany call waiting for (or in) a batch. */
 interface PreparedEvent {
   data: string;
@@ -235,6 +244,8 @@ interface QueuedAppend {
    */
   prepared: PreparedEvent[][];
   events: number;
+  /** performance.now() when it was queued. */
+  queuedAt: number;
   resolve(results: AppendResult[]): void;
   reject(error: unknown): void;
 }
@@ -337,6 +348,7 @@ export class PostgresEventStore implements EventStore {
   readonly kind: 'postgres' | 'pglite';
   readonly stats: AppendStats = { requests: 0, batches: 0, largestBatch: 0, fallbacks: 0, probedAgain: 0, heldBack: 0 };
   private readonly appended = new EventEmitter();
+  private readonly timed = new Set<(timing: AppendTiming) => void>();
   private readonly maxInFlight: number;
   private readonly minConcurrentBatch: number;
   private readonly minConcurrentEvents: number;
@@ -408,10 +420,19 @@ export class PostgresEventStore implements EventStore {
       }),
     );
     return new Promise<AppendResult[]>((resolve, reject) => {
-      this.queue.push({ appends, expected, prepared, events, resolve, reject });
+      this.queue.push({ appends, expected, prepared, events, queuedAt: performance.now(), resolve, reject });
       this.queuedEvents += events;
       this.flush();
     });
+  }
+
+  /**
+   * Calls `listener` after every batch that ran in one call, with its timing (the metrics' latency
+   * histograms, the benches). Batches retried request by request are not timed. Returns the unsubscribe.
+   */
+  onAppendTimed(listener: (timing: AppendTiming) => void): () => void {
+    this.timed.add(listener);
+    return () => this.timed.delete(listener);
   }
 
   /** Sends queued requests, at once or at the end of the turn (sendAtTurnEnd). */
@@ -505,6 +526,7 @@ export class PostgresEventStore implements EventStore {
     this.stats.requests += batch.length;
     this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
     let rows: BatchRow[];
+    const started = performance.now();
     try {
       rows = await this.runBatch(batch);
     } catch (error) {
@@ -539,10 +561,18 @@ export class PostgresEventStore implements EventStore {
       else byRequest.set(row.request_no, [row]);
     }
     let anyWritten = false;
+    const ran = performance.now();
     batch.forEach((q, i) => {
       anyWritten = this.settle(q, byRequest.get(i + 1) ?? []) || anyWritten;
     });
     if (anyWritten) this.appended.emit('append');
+    if (this.timed.size > 0) this.emitTiming(batch, ran - started);
+  }
+
+  private emitTiming(batch: QueuedAppend[], sqlMs: number): void {
+    const now = performance.now();
+    const timing: AppendTiming = { sqlMs, requestMs: batch.map((q) => now - q.queuedAt) };
+    for (const listener of this.timed) listener(timing);
   }
 
   /**

@@ -5,9 +5,10 @@ import type { ProjectionStatus } from '../platform/consumers/projections';
 export { type HttpMetrics, httpMetrics } from '../platform/http/metrics';
 
 /**
- * The domain's figures beside the HTTP ones, read when Prometheus scrapes (no bookkeeping on the
- * request path): each projection's lag and whether it is stopped on an event, the store's
- * availability, and the Postgres log's group commit (appends, batches, fallbacks, appends held back).
+ * The domain's figures beside the HTTP ones, read when Prometheus scrapes: each projection's lag and
+ * whether it is stopped on an event, the store's availability, and the Postgres log's group commit
+ * (appends, batches, fallbacks, appends held back). The one bookkeeping done as requests run is the
+ * log's two latency histograms, observed once per batch.
  */
 export function registerDomainMetrics(
   registry: client.Registry,
@@ -61,6 +62,33 @@ export function registerDomainMetrics(
     },
   });
   registerLogAppendMetrics(registry, sources.store);
+  registerLogAppendLatency(registry, sources.store);
+}
+
+/** Seconds, from a millisecond to ten: a lone append takes a few ms, one behind a stall hundreds. */
+const APPEND_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+
+/** How long the Postgres log's appends take: each request from queued to answered, and each batch's SQL. */
+function registerLogAppendLatency(registry: client.Registry, store: EventStore): void {
+  // The Postgres store's AppendTiming (src/eventstore/postgres.ts); other stores time nothing.
+  const timed = (store as { onAppendTimed?: (listener: (timing: { sqlMs: number; requestMs: number[] }) => void) => () => void }).onAppendTimed;
+  if (!timed) return;
+  const requests = new client.Histogram({
+    name: 'tally_log_append_seconds',
+    help: 'An append request to the Postgres log, from queued to answered: the wait for its group-commit batch to leave, and the batch',
+    buckets: APPEND_BUCKETS,
+    registers: [registry],
+  });
+  const batches = new client.Histogram({
+    name: 'tally_log_append_batch_seconds',
+    help: "A group-commit batch's es_append_batch call (its SQL and commit, the round trip included)",
+    buckets: APPEND_BUCKETS,
+    registers: [registry],
+  });
+  timed.call(store, (timing) => {
+    batches.observe(timing.sqlMs / 1_000);
+    for (const ms of timing.requestMs) requests.observe(ms / 1_000);
+  });
 }
 
 /** The Postgres log's group commit: appends, batches, fallbacks, appends held back (other stores keep no such figures). */

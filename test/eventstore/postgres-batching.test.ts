@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { verifyChain } from '../../src/eventstore/hash';
 import { type AppendResult, EventIdConflictError, type NewEvent, WrongExpectedRevisionError } from '../../src/eventstore/port';
-import { PostgresEventStore, type PostgresEventStoreOptions } from '../../src/eventstore/postgres';
+import { type AppendTiming, PostgresEventStore, type PostgresEventStoreOptions } from '../../src/eventstore/postgres';
 import { PgliteSql, PgSql, type Sql } from '../../src/eventstore/sql';
 import { sharedCluster } from '../support/postgres';
 
@@ -127,6 +127,24 @@ for (const target of targets) {
       expect(batches).to.be.lessThan(requests);
       expect(store.stats.largestBatch).to.be.greaterThan(1);
       await expectChainsVerify(store, streams);
+    });
+
+    it('times every batch that ran in one call: its SQL, and each request from queued to answered', async () => {
+      const timings: AppendTiming[] = [];
+      const stop = store.onAppendTimed((t) => timings.push(t));
+      const before = { ...store.stats };
+      const streams = Array.from({ length: 20 }, () => uniqueStream());
+      await Promise.all(streams.map((s) => store.append(s, [ev()], 'no_stream')));
+      stop();
+      expect(timings).to.have.length(store.stats.batches - before.batches);
+      expect(timings.flatMap((t) => t.requestMs)).to.have.length(20);
+      for (const t of timings) {
+        expect(t.sqlMs).to.be.greaterThan(0);
+        // A request's time holds its batch's SQL, and the wait before it left.
+        for (const ms of t.requestMs) expect(ms).to.be.at.least(t.sqlMs);
+      }
+      await store.append(uniqueStream(), [ev()], 'no_stream');
+      expect(timings.flatMap((t) => t.requestMs)).to.have.length(20);
     });
 
     it('gathers requests made in separate callbacks of one event-loop turn into one batch (as requests read from separate sockets)', async () => {

@@ -146,6 +146,11 @@ describe('HTTP foundation', () => {
     expect(metrics.text).to.match(/^tally_store_available 1$/m);
     expect(metrics.text).to.match(/^tally_log_append_batches_total [1-9]\d*$/m);
     expect(metrics.text).to.match(/^tally_log_append_held_back_total \d+$/m);
+    // The log's latency: every request timed, in batches timed too.
+    const count = (name: string) => Number(new RegExp(`^${name}_count (\\d+)$`, 'm').exec(metrics.text)?.[1]);
+    expect(count('tally_log_append_batch_seconds')).to.be.at.least(1);
+    expect(count('tally_log_append_seconds')).to.be.at.least(count('tally_log_append_batch_seconds'));
+    expect(metrics.text).to.match(/^tally_log_append_seconds_bucket\{le="0.001"\} \d+$/m);
   });
 
   it('documents every served route in OpenAPI 3.1 and renders /docs', async () => {
