@@ -6,6 +6,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { EventStore } from '../src/eventstore/port';
+import type { PostgresEventStore } from '../src/eventstore/postgres';
 import type { PgSql, Sql, SqlQueryable } from '../src/eventstore/sql';
 
 /** A positive number (or 0 where allowed) from the environment, or the default when unset. */
@@ -500,7 +501,7 @@ export const benchClusterSettings = (): string[] => ['log_autovacuum_min_duratio
  * another store.
  */
 export function appendTimes(store: object): { reset(): void; line(): string | undefined } {
-  const timed = (store as { onAppendTimed?: (listener: (t: { sqlMs: number; requestMs: number[] }) => void) => () => void }).onAppendTimed;
+  const timed = (store as Partial<Pick<PostgresEventStore, 'onAppendTimed'>>).onAppendTimed;
   let sql: number[] = [];
   let requests: number[] = [];
   timed?.call(store, (t) => {

@@ -572,7 +572,13 @@ export class PostgresEventStore implements EventStore {
   private emitTiming(batch: QueuedAppend[], sqlMs: number): void {
     const now = performance.now();
     const timing: AppendTiming = { sqlMs, requestMs: batch.map((q) => now - q.queuedAt) };
-    for (const listener of this.timed) listener(timing);
+    for (const listener of this.timed) {
+      try {
+        listener(timing);
+      } catch {
+        // A listener's failure is its own: the batch is settled, and sendBatch never rejects.
+      }
+    }
   }
 
   /**
