@@ -1,5 +1,6 @@
 import client from 'prom-client';
 import type { EventStore } from '../eventstore/port';
+import type { PostgresEventStore } from '../eventstore/postgres';
 import type { Outage } from '../platform/outage';
 import type { ProjectionStatus } from '../platform/consumers/projections';
 export { type HttpMetrics, httpMetrics } from '../platform/http/metrics';
@@ -70,8 +71,8 @@ const APPEND_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 
 /** How long the Postgres log's appends take: each request from queued to answered, and each batch's SQL. */
 function registerLogAppendLatency(registry: client.Registry, store: EventStore): void {
-  // The Postgres store's AppendTiming (src/eventstore/postgres.ts); other stores time nothing.
-  const timed = (store as { onAppendTimed?: (listener: (timing: { sqlMs: number; requestMs: number[] }) => void) => () => void }).onAppendTimed;
+  // Only the Postgres store times its appends.
+  const timed = (store as Partial<Pick<PostgresEventStore, 'onAppendTimed'>>).onAppendTimed;
   if (!timed) return;
   const requests = new client.Histogram({
     name: 'tally_log_append_seconds',
