@@ -33,6 +33,7 @@ import {
   cpuPerOp,
   cpuSnapshot,
   describeCpu,
+  describeCpuWaits,
   envNumber,
   fmtInt,
   fmtMs,
@@ -331,6 +332,8 @@ async function loadRun<T>(run: Run, profile: string, message: Record<string, unk
 async function costLines(run: Run, around: Around, requests: number): Promise<{ lines: string[]; cpu: CpuPerRequest }> {
   const now = cpuSnapshot(run.postmaster);
   const lines = [`${describeCpu(around.cpu, now, requests)}; machine speed check ${fmtMs(cpuCalibration())} ms (20,000 SHA-256, lower is faster)`];
+  const waits = describeCpuWaits(around.cpu, now, requests);
+  if (waits) lines.push(waits);
   if (around.wal) {
     const wal = await walSince(run.pools, around.wal);
     lines.push(`WAL ${fmtInt(wal.bytes / Math.max(1, requests))} B/request, ${(requests / Math.max(1, wal.walSyncs)).toFixed(1)} requests per WAL fsync`);

@@ -24,6 +24,7 @@ import {
   cpuPerOp,
   cpuSnapshot,
   describeCpu,
+  describeCpuWaits,
   describePostgresSplit,
   envNumber,
   fmtInt,
@@ -497,6 +498,7 @@ async function after(b: Bench, from: Around, ops: number): Promise<{ lines: stri
   const clientElu = b.client.elu(from.clientElu).utilization;
   const lines = [
     `${cpu}`,
+    ...[describeCpuWaits(from.cpu, now, ops)].filter(Boolean),
     await describePostgresSplit(b.tally.sql, from.cpu, now, ops),
     `event loop busy: server (main thread) ${(100 * serverElu).toFixed(0)}%, HTTP clients (worker) ${(100 * clientElu).toFixed(0)}%`,
   ];

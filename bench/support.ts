@@ -156,8 +156,10 @@ export interface CpuSnapshot {
   machineBusyMs: number;
   /** CPU time the hypervisor gave to others while this machine's CPUs wanted it (steal). */
   stealMs: number;
-  /** This process's threads: tid -> { name, CPU ms } (Linux; empty elsewhere). */
-  threads: Map<string, { name: string; cpuMs: number }>;
+  /** This process's threads: tid -> { name, CPU ms, ms spent runnable but waiting for a CPU } (Linux; empty elsewhere). */
+  threads: Map<string, { name: string; cpuMs: number; waitMs: number }>;
+  /** pid -> ms the postmaster and its children spent runnable but waiting for a CPU (Linux's schedstat). */
+  postgresWaitMs: Map<string, number>;
 }
 
 /**
@@ -213,6 +215,18 @@ export function parseProcStat(stat: string): { comm: string; ppid: string; cpuMs
   };
 }
 
+/**
+ * Milliseconds a process (or `pid/task/tid`) has spent runnable on a run queue, waiting for a CPU:
+ * the second field of proc(5)'s schedstat (nanoseconds); 0 where the kernel keeps none.
+ */
+export function runQueueWaitMs(pid: string): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6 || 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** CPU ms of another process on this machine: its main thread, and its other threads together (Linux). */
 export function processCpu(pid: number): { mainMs: number; otherMs: number } {
   let mainMs = 0;
@@ -235,18 +249,21 @@ export async function localPostmaster(sql: SqlQueryable): Promise<string | undef
 
 export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
   const postgresMs = new Map<string, number>();
+  const postgresWaitMs = new Map<string, number>();
   if (postmaster) {
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       const stat = procStat(pid);
-      if (stat?.comm === 'postgres' && (pid === postmaster || stat.ppid === postmaster)) postgresMs.set(pid, stat.cpuMs);
+      if (stat?.comm !== 'postgres' || (pid !== postmaster && stat.ppid !== postmaster)) continue;
+      postgresMs.set(pid, stat.cpuMs);
+      postgresWaitMs.set(pid, runQueueWaitMs(pid));
     }
   }
   // First line of /proc/stat: user nice system idle iowait irq softirq steal ...
   const jiffies = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
   const busy = jiffies.slice(0, 8).reduce((a, b) => a + b, 0) - (jiffies[3] ?? 0) - (jiffies[4] ?? 0);
   const { user, system } = process.cpuUsage();
-  const threads = new Map<string, { name: string; cpuMs: number }>();
+  const threads = new Map<string, { name: string; cpuMs: number; waitMs: number }>();
   let tids: string[] = [];
   try {
     tids = readdirSync('/proc/self/task');
@@ -255,9 +272,18 @@ export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
   }
   for (const tid of tids) {
     const stat = procStat(`self/task/${tid}`);
-    if (stat) threads.set(tid, { name: tid === String(process.pid) ? 'main' : loadThreads.has(tid) ? LOAD_CLIENT : stat.comm, cpuMs: stat.cpuMs });
+    const name = tid === String(process.pid) ? 'main' : loadThreads.has(tid) ? LOAD_CLIENT : stat?.comm;
+    if (stat && name) threads.set(tid, { name, cpuMs: stat.cpuMs, waitMs: runQueueWaitMs(`self/task/${tid}`) });
   }
-  return { at: performance.now(), nodeMs: (user + system) / 1_000, postgresMs, machineBusyMs: ticksToMs(busy), stealMs: ticksToMs(jiffies[7] ?? 0), threads };
+  return {
+    at: performance.now(),
+    nodeMs: (user + system) / 1_000,
+    postgresMs,
+    postgresWaitMs,
+    machineBusyMs: ticksToMs(busy),
+    stealMs: ticksToMs(jiffies[7] ?? 0),
+    threads,
+  };
 }
 
 /**
@@ -333,6 +359,28 @@ export function describeCpu(before: CpuSnapshot, after: CpuSnapshot, ops: number
   const stolen = steal > 0 ? `, ${pct(steal)} stolen by the hypervisor` : '';
   const load = byName.has(LOAD_CLIENT) ? `; load client ${fmtInt(perOp.loadUs)} us, not counted` : '';
   return `CPU/op: server node ${fmtInt(perOp.nodeUs)} us${threads ? ` (${threads})` : ''}${postgres}${load}; ${availableParallelism()} CPUs ${pct(busy)} busy (other processes ${pct(Math.max(0, others - steal))}${stolen})`;
+}
+
+/**
+ * Time spent runnable but waiting for a CPU, per operation, by the server's main thread, its other
+ * threads, postgres and the load client: what the CPUs' contention adds to the latencies (Linux;
+ * empty elsewhere). e.g. "waiting for a CPU/op: main 300 us, other threads 90 us, postgres 250 us;
+ * load client 40 us".
+ */
+export function describeCpuWaits(before: CpuSnapshot, after: CpuSnapshot, ops: number): string {
+  const waited = { main: 0, other: 0, load: 0, postgres: 0 };
+  for (const [tid, t] of after.threads) {
+    const ms = t.waitMs - (before.threads.get(tid)?.waitMs ?? 0);
+    if (t.name === 'main') waited.main += ms;
+    else if (t.name === LOAD_CLIENT) waited.load += ms;
+    else waited.other += ms;
+  }
+  for (const [pid, ms] of after.postgresWaitMs) waited.postgres += ms - (before.postgresWaitMs.get(pid) ?? 0);
+  if (after.threads.size === 0) return '';
+  const us = (ms: number) => `${fmtInt((ms * 1_000) / Math.max(1, ops))} us`;
+  const postgres = after.postgresWaitMs.size > 0 ? `, postgres ${us(waited.postgres)}` : '';
+  const load = waited.load > 0 ? `; load client ${us(waited.load)}` : '';
+  return `waiting for a CPU/op: main ${us(waited.main)}, other threads ${us(waited.other)}${postgres}${load}`;
 }
 
 /** Latency of an 8 kB write + fdatasync in the temp dir (where the throwaway cluster lives): the floor of a durable commit. */
