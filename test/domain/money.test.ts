@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { divideRoundUp8, fixed, money, parseAmount } from '../../src/domain/ledger/money';
+import { divideRoundUp8, fixed, money, moneyUnits, parseAmount } from '../../src/domain/ledger/money';
 
 describe('money: amounts read once and shared', () => {
   it('gives the same value for the same text however often it is read, and arithmetic never changes it', () => {
@@ -43,6 +43,31 @@ describe('money: a converted amount rounded up to 8 places', () => {
         expect(q.decimalPlaces()).to.be.at.most(8);
       }),
       { numRuns: 2_000, seed: 11 },
+    );
+  });
+});
+
+describe('money: an amount in whole units of 10^-8', () => {
+  it('counts the units of any stored form exactly, and refuses what is not a plain amount of at most 8 places', () => {
+    expect([moneyUnits('12.34'), moneyUnits('12.34000000'), moneyUnits('7'), moneyUnits('-0.5'), moneyUnits(money('0.00000001'))]).to.deep.equal([
+      1_234_000_000n,
+      1_234_000_000n,
+      700_000_000n,
+      -50_000_000n,
+      1n,
+    ]);
+    expect(moneyUnits('999999999999999999.99999999')).to.equal(99_999_999_999_999_999_999_999_999n);
+    for (const text of ['0.000000001', '0x10', '1e5', ' 1', '', '1.', '.5']) expect(() => moneyUnits(text), text).to.throw(/decimal places/);
+  });
+
+  it('agrees with bignumber.js on sums of any amounts of at most 8 places', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 18n }), fc.integer({ min: 0, max: 99_999_999 })), { maxLength: 20 }), (parts) => {
+        const texts = parts.map(([whole, fraction]) => `${whole}.${String(fraction).padStart(8, '0')}`);
+        const units = texts.reduce((sum, text) => sum + moneyUnits(text), 0n);
+        expect(units).to.equal(moneyUnits(texts.reduce((sum, text) => sum.plus(money(text)), money(0))));
+      }),
+      { numRuns: 500, seed: 31 },
     );
   });
 });

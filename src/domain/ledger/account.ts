@@ -1,6 +1,6 @@
 import { type Decider, invariant } from '../../platform/decider';
 import { type KycState, latest } from '../identity';
-import { type Amount, fixed, money, parseAmount, ZERO } from './money';
+import { type Amount, fixed, money, moneyUnits, parseAmount, ZERO } from './money';
 import { LEDGER_REFUSALS } from './refusals';
 import { type BucketMap, bucketMapOf, emptyBucketMap, filledBuckets, getIn, setIn } from '../../platform/bucket-map';
 
@@ -302,23 +302,27 @@ export const accountDecider: Decider<AccountState, AccountCommand, AccountEvent>
 export function assertAccount(state: AccountState): void {
   invariant(available(state).gte(0), 'an account is not overdrawn');
   invariant(state.debitsPending.gte(0) && state.debitsPosted.gte(0) && state.creditsPosted.gte(0), 'an account has no negative total');
-  invariant(heldSum(state.holds).eq(state.debitsPending), "an account's holds sum to its pending debits");
+  invariant(heldUnits(state.holds) === moneyUnits(state.debitsPending), "an account's holds sum to its pending debits");
 }
 
-/** What one bucket of holds sums to, per bucket object: a bucket is never changed, so its sum holds for every map sharing it. */
-const bucketSums = new WeakMap<object, Amount>();
+/** What one bucket of holds sums to, in units (moneyUnits), per bucket object: a bucket is never changed, so its sum holds for every map sharing it. */
+const bucketSums = new WeakMap<object, bigint>();
 
-/** What the holds sum to, adding the buckets' sums (only a bucket not summed before is read). */
-export function heldSum(holds: BucketMap<string>): Amount {
-  if (holds.size === 0) return ZERO;
-  let total = ZERO;
+/**
+ * What the holds sum to, in units of 10^-8 (moneyUnits), adding the buckets' sums (only a bucket not
+ * summed before is read). Whole numbers, not bignumber.js: a decision sums every bucket, and 64
+ * additions of BigNumbers cost it about twice as much (docs/performance.md, "Session 31").
+ */
+export function heldUnits(holds: BucketMap<string>): bigint {
+  let total = 0n;
   for (const bucket of filledBuckets(holds)) {
     let sum = bucketSums.get(bucket);
     if (sum === undefined) {
-      sum = Object.values(bucket).reduce((s, amount) => s.plus(money(amount)), ZERO);
+      sum = 0n;
+      for (const amount of Object.values(bucket)) sum += moneyUnits(amount);
       bucketSums.set(bucket, sum);
     }
-    total = total.plus(sum);
+    total += sum;
   }
   return total;
 }

@@ -72,6 +72,19 @@ export const money = (value: string | number | Amount): Amount => {
 /** The canonical stored and shown form: 8 decimal places. */
 export const fixed = (amount: Amount): string => amount.toFixed(MONEY_DECIMALS);
 
+/**
+ * An amount as a whole number of its smallest unit (10^-8), exactly: for sums taken many times over
+ * (an account's holds, at every decision), where bignumber.js would allocate at each addition.
+ * Anything but a plain decimal of at most 8 places throws: no such amount is ever stored.
+ */
+export function moneyUnits(amount: Amount | string): bigint {
+  const text = typeof amount === 'string' ? amount : amount.toFixed();
+  const dot = text.indexOf('.');
+  const fraction = dot < 0 ? '' : text.slice(dot + 1);
+  if (fraction.length > MONEY_DECIMALS || !PLAIN.test(text)) throw new Error(`not an amount of at most ${MONEY_DECIMALS} decimal places: ${text}`);
+  return BigInt((dot < 0 ? text : text.slice(0, dot)) + fraction.padEnd(MONEY_DECIMALS, '0'));
+}
+
 /** Division rounded once, up, to 8 places (bignumber.js rounds the exact quotient in its mode). */
 const Up8 = BigNumber.clone({ DECIMAL_PLACES: MONEY_DECIMALS, ROUNDING_MODE: BigNumber.ROUND_UP, EXPONENTIAL_AT: 1e9 });
 
