@@ -11,7 +11,9 @@ import { envNumber, fmtInt, printTable } from './support';
  * ones still pending). No database and no HTTP: the domain's decision (decideAuthorizations, its
  * limit windows and the account's invariants) and the folds the command path makes of its events.
  * BENCH_CARD_SPENDS (default 10,100,1000,10000): the spends kept; BENCH_PENDING_SHARE (default 0.1):
- * the share of them still pending (each one a hold on the account); BENCH_SECONDS (default 1 per size).
+ * the share of them still pending (each one a hold on the account); BENCH_SPENDS_TODAY (default 0):
+ * pending spends made earlier the same day (a busy card's: a fleet's, a marketplace's); BENCH_SECONDS
+ * (default 1 per size).
  */
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const YEAR_MS = 365 * 86_400_000;
@@ -30,8 +32,11 @@ function authorize(books: Books, at: string, ledgerId: number): Books {
   return { card: cards.get('card-1') as CardState, account };
 }
 
-/** A card with `spends` authorizations spread over the last year, all but `pendingShare` of them cleared. */
-function cardWithHistory(spends: number, pendingShare: number): Books {
+/**
+ * A card with `spends` authorizations spread over the year before `at`, all but `pendingShare` of them
+ * cleared, and `today` more, pending, between the start of `at`'s day and `at`.
+ */
+function cardWithHistory(spends: number, pendingShare: number, today: number, at: number): Books {
   const issued: CardEvent = {
     type: 'CardIssued',
     data: {
@@ -68,6 +73,8 @@ function cardWithHistory(spends: number, pendingShare: number): Books {
     books = authorize(books, at, i);
     if (i / spends < 1 - pendingShare) books = clearLast(books, at);
   }
+  const dayStart = at - (at % 86_400_000);
+  for (let i = 0; i < today; i++) books = authorize(books, new Date(dayStart + Math.floor((i * (at - dayStart)) / today)).toISOString(), spends + i);
   return books;
 }
 
@@ -86,13 +93,16 @@ export async function runCardHistoryBench(): Promise<void> {
   const sizes = (process.env.BENCH_CARD_SPENDS ?? '10,100,1000,10000').split(',').map(Number);
   const pendingShare = envNumber('BENCH_PENDING_SHARE', 0.1, { zero: true });
   const seconds = envNumber('BENCH_SECONDS', 1);
+  const today = envNumber('BENCH_SPENDS_TODAY', 0, { zero: true });
   console.log(
-    `Tally card-history bench: one authorization decided and folded on a card with a year of spends (${Math.round(pendingShare * 100)}% still pending), node ${process.version}`,
+    `Tally card-history bench: one authorization decided and folded on a card with a year of spends (${Math.round(pendingShare * 100)}% still pending)${today > 0 ? ` and ${fmtInt(today)} more earlier today` : ''}, node ${process.version}`,
   );
   const rows: string[][] = [];
   for (const size of sizes) {
-    const books = cardWithHistory(size, pendingShare);
-    const at = new Date(T0 + YEAR_MS + 60_000).toISOString();
+    // Late in the day, after the day's earlier spends (T0 is a midnight).
+    const atMs = T0 + YEAR_MS + 20 * 3_600_000;
+    const books = cardWithHistory(size, pendingShare, today, atMs);
+    const at = new Date(atMs).toISOString();
     // Warm: the first size would otherwise pay for compiling the code it runs.
     for (let warm = performance.now(); performance.now() - warm < 500; ) authorize(books, at, 0);
     let n = 0;

@@ -126,6 +126,28 @@ describe("a card's spend book", () => {
     ]);
   });
 
+  it("takes a day by its total when every spend of it is inside the window, and spend by spend at the window's exact edges", () => {
+    const hour = 3_600_000;
+    // One busy day (a fleet card): spends at 09:00, 10:00 and 11:00, one reversed, and one moved to another day.
+    let book = [spend('a', T0 + 9 * hour, '1'), spend('b', T0 + 10 * hour, '2'), spend('c', T0 + 11 * hour, '4'), spend('d', T0 + 12 * hour, '8')].reduce(
+      addSpend,
+      EMPTY_SPEND_BOOK,
+    );
+    book = replaceSpend(book, { ...(spendOf(book, 'b') as CardSpend), status: 'reversed' });
+    book = addSpend(book, spend('d', T0 + DAY_MS + hour, '16'));
+    const taken = (fromMs: number, toMs: number) => fixed(takenBetween(book, fromMs, toMs));
+    const cases: Array<[number, number]> = [
+      [T0 - DAY_MS, T0 + 12 * hour], // the whole day inside, 12:00's spend gone (its bound stays wider): by the total
+      [T0 - DAY_MS, T0 + 10 * hour], // ends before the day's later spends: spend by spend
+      [T0 + 9 * hour, T0 + 11 * hour], // from exactly 09:00 (not counted) to exactly 11:00 (counted)
+      [T0 + 9 * hour - 1, T0 + 11 * hour - 1],
+      [T0 + 10 * hour, T0 + 2 * DAY_MS],
+      [T0, T0 + DAY_MS + hour],
+    ];
+    for (const [fromMs, toMs] of cases) expect(taken(fromMs, toMs), `(${fromMs - T0}, ${toMs - T0}]`).to.equal(plainTaken(allSpends(book), fromMs, toMs));
+    expect(cases.map(([fromMs, toMs]) => taken(fromMs, toMs))).to.deep.equal(['5.00000000', '1.00000000', '4.00000000', '1.00000000', '20.00000000', '21.00000000']);
+  });
+
   it('prints as the record of its spends by transaction id', () => {
     const book = addSpend(addSpend(EMPTY_SPEND_BOOK, spend('b', T0 + DAY_MS, '2')), spend('a', T0, '1'));
     expect(JSON.parse(JSON.stringify({ spends: book }))).to.deep.equal({ spends: { a: spend('a', T0, '1'), b: spend('b', T0 + DAY_MS, '2') } });

@@ -32,6 +32,12 @@ export interface SpendDay {
   readonly day: number;
   readonly spends: readonly CardSpend[];
   readonly counted: Amount;
+  /**
+   * Bounds of its spends' instants (ms): every spend of the day was authorized in [earliestMs,
+   * latestMs]. A spend taken out leaves them as they were (still bounds, perhaps wider).
+   */
+  readonly earliestMs: number;
+  readonly latestMs: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -68,7 +74,11 @@ export function spendBookOf(spends: readonly CardSpend[]): SpendBook {
   }
   const days = [...byDay]
     .sort(([a], [b]) => a - b)
-    .map(([day, list]): SpendDay => ({ day, spends: list, counted: list.reduce((sum, s) => sum.plus(takes(s)), ZERO) }));
+    .map(([day, list]): SpendDay => {
+      const instants = list.map((s) => Date.parse(s.at));
+      const counted = list.reduce((sum, s) => sum.plus(takes(s)), ZERO);
+      return { day, spends: list, counted, earliestMs: instants.reduce((a, b) => Math.min(a, b)), latestMs: instants.reduce((a, b) => Math.max(a, b)) };
+    });
   return { ...EMPTY_SPEND_BOOK, byId: bucketMapOf(Object.fromEntries(spends.map((s) => [s.transactionId, s]))), days };
 }
 
@@ -86,8 +96,15 @@ function withDay(days: readonly SpendDay[], day: number, change: (d: SpendDay | 
 export function addSpend(book: SpendBook, spend: CardSpend): SpendBook {
   const kept = spendOf(book, spend.transactionId);
   if (kept) return addSpend(withoutSpend(book, kept), spend);
-  const day = dayOf(Date.parse(spend.at));
-  const days = withDay(book.days, day, (d) => ({ day, spends: [...(d?.spends ?? []), spend], counted: (d?.counted ?? ZERO).plus(takes(spend)) }));
+  const ms = Date.parse(spend.at);
+  const day = dayOf(ms);
+  const days = withDay(book.days, day, (d) => ({
+    day,
+    spends: [...(d?.spends ?? []), spend],
+    counted: (d?.counted ?? ZERO).plus(takes(spend)),
+    earliestMs: Math.min(d?.earliestMs ?? ms, ms),
+    latestMs: Math.max(d?.latestMs ?? ms, ms),
+  }));
   return { ...book, byId: setIn(book.byId, spend.transactionId, spend), days };
 }
 
@@ -96,7 +113,7 @@ function withoutSpend(book: SpendBook, spend: CardSpend): SpendBook {
   const day = dayOf(Date.parse(spend.at));
   const days = withDay(book.days, day, (d) => {
     const spends = d?.spends.filter((s) => s.transactionId !== spend.transactionId) ?? [];
-    return spends.length === 0 ? undefined : { day, spends, counted: (d as SpendDay).counted.minus(takes(spend)) };
+    return spends.length === 0 ? undefined : { ...(d as SpendDay), spends, counted: (d as SpendDay).counted.minus(takes(spend)) };
   });
   return { ...book, byId: setIn(book.byId, spend.transactionId, undefined), days };
 }
@@ -108,7 +125,11 @@ export function replaceSpend(book: SpendBook, spend: CardSpend): SpendBook {
   const day = dayOf(Date.parse(old.at));
   const days = withDay(book.days, day, (d) => {
     if (!d) return d;
-    return { day, spends: d.spends.map((s) => (s.transactionId === spend.transactionId ? spend : s)), counted: d.counted.minus(takes(old)).plus(takes(spend)) };
+    return {
+      ...d,
+      spends: d.spends.map((s) => (s.transactionId === spend.transactionId ? spend : s)),
+      counted: d.counted.minus(takes(old)).plus(takes(spend)),
+    };
   });
   return { ...book, byId: setIn(book.byId, spend.transactionId, spend), days };
 }
@@ -137,15 +158,17 @@ export function dropSettled(book: SpendBook, oldestMs: number): { book: SpendBoo
       byId = setIn(byId, s.transactionId, undefined);
       if (s.status === 'completed') dropped = (dropped ?? ZERO).plus(money(s.amount));
     }
-    if (stay.length > 0) kept.push({ day: d.day, spends: stay, counted: stay.reduce((sum, s) => sum.plus(takes(s)), ZERO) });
+    if (stay.length > 0) kept.push({ ...d, spends: stay, counted: stay.reduce((sum, s) => sum.plus(takes(s)), ZERO) });
   }
   if (byId === book.byId) return { book, dropped: null };
   return { book: { ...book, byId, days: [...kept, ...book.days.slice(i)] }, dropped };
 }
 
 /**
- * What the pending and completed spends authorized in (fromMs, toMs] take: whole days inside it by
- * their totals, the days at its edges (and any after `toMs`, a clock that stepped back) spend by spend.
+ * What the pending and completed spends authorized in (fromMs, toMs] take: days whose spends all
+ * fall inside it by their totals (every day between its edges, and an edge day such as today, when
+ * the window ends at the latest spend), the others at its edges (and any after `toMs`, a clock that
+ * stepped back) spend by spend.
  */
 export function takenBetween(book: SpendBook, fromMs: number, toMs: number): Amount {
   const first = dayOf(fromMs);
@@ -154,7 +177,7 @@ export function takenBetween(book: SpendBook, fromMs: number, toMs: number): Amo
   for (let i = book.days.length - 1; i >= 0; i--) {
     const d = book.days[i] as SpendDay;
     if (d.day < first) break;
-    if (d.day > first && d.day < last) {
+    if ((d.day > first && d.day < last) || (d.earliestMs > fromMs && d.latestMs <= toMs)) {
       total = total.plus(d.counted);
       continue;
     }
