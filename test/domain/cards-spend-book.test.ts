@@ -137,7 +137,7 @@ describe("a card's spend book", () => {
     book = addSpend(book, spend('d', T0 + DAY_MS + hour, '16'));
     const taken = (fromMs: number, toMs: number) => fixed(takenBetween(book, fromMs, toMs));
     const cases: Array<[number, number]> = [
-      [T0 - DAY_MS, T0 + 12 * hour], // the whole day inside, 12:00's spend gone (its bound stays wider): by the total
+      [T0 - DAY_MS, T0 + 12 * hour], // the whole day inside, 12:00's spend moved away: by the total
       [T0 - DAY_MS, T0 + 10 * hour], // ends before the day's later spends: spend by spend
       [T0 + 9 * hour, T0 + 11 * hour], // from exactly 09:00 (not counted) to exactly 11:00 (counted)
       [T0 + 9 * hour - 1, T0 + 11 * hour - 1],
@@ -145,7 +145,14 @@ describe("a card's spend book", () => {
       [T0, T0 + DAY_MS + hour],
     ];
     for (const [fromMs, toMs] of cases) expect(taken(fromMs, toMs), `(${fromMs - T0}, ${toMs - T0}]`).to.equal(plainTaken(allSpends(book), fromMs, toMs));
-    expect(cases.map(([fromMs, toMs]) => taken(fromMs, toMs))).to.deep.equal(['5.00000000', '1.00000000', '4.00000000', '1.00000000', '20.00000000', '21.00000000']);
+    expect(cases.map(([fromMs, toMs]) => taken(fromMs, toMs))).to.deep.equal([
+      '5.00000000',
+      '1.00000000',
+      '4.00000000',
+      '1.00000000',
+      '20.00000000',
+      '21.00000000',
+    ]);
   });
 
   it('prints as the record of its spends by transaction id', () => {

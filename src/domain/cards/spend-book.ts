@@ -32,10 +32,7 @@ export interface SpendDay {
   readonly day: number;
   readonly spends: readonly CardSpend[];
   readonly counted: Amount;
-  /**
-   * Bounds of its spends' instants (ms): every spend of the day was authorized in [earliestMs,
-   * latestMs]. A spend taken out leaves them as they were (still bounds, perhaps wider).
-   */
+  /** Its earliest and latest spend's instants (ms since the epoch). */
   readonly earliestMs: number;
   readonly latestMs: number;
 }
@@ -75,11 +72,21 @@ export function spendBookOf(spends: readonly CardSpend[]): SpendBook {
   const days = [...byDay]
     .sort(([a], [b]) => a - b)
     .map(([day, list]): SpendDay => {
-      const instants = list.map((s) => Date.parse(s.at));
-      const counted = list.reduce((sum, s) => sum.plus(takes(s)), ZERO);
-      return { day, spends: list, counted, earliestMs: instants.reduce((a, b) => Math.min(a, b)), latestMs: instants.reduce((a, b) => Math.max(a, b)) };
+      return { day, spends: list, counted: list.reduce((sum, s) => sum.plus(takes(s)), ZERO), ...instantsOf(list) };
     });
   return { ...EMPTY_SPEND_BOOK, byId: bucketMapOf(Object.fromEntries(spends.map((s) => [s.transactionId, s]))), days };
+}
+
+/** The earliest and latest instants of a day's spends (at least one). */
+function instantsOf(spends: readonly CardSpend[]): { earliestMs: number; latestMs: number } {
+  let earliestMs = Number.POSITIVE_INFINITY;
+  let latestMs = Number.NEGATIVE_INFINITY;
+  for (const s of spends) {
+    const ms = Date.parse(s.at);
+    earliestMs = Math.min(earliestMs, ms);
+    latestMs = Math.max(latestMs, ms);
+  }
+  return { earliestMs, latestMs };
 }
 
 /** The days with the day `day` made what `change` makes of it (undefined: there is none; returned undefined: removed). */
@@ -113,7 +120,7 @@ function withoutSpend(book: SpendBook, spend: CardSpend): SpendBook {
   const day = dayOf(Date.parse(spend.at));
   const days = withDay(book.days, day, (d) => {
     const spends = d?.spends.filter((s) => s.transactionId !== spend.transactionId) ?? [];
-    return spends.length === 0 ? undefined : { ...(d as SpendDay), spends, counted: (d as SpendDay).counted.minus(takes(spend)) };
+    return spends.length === 0 ? undefined : { day, spends, counted: (d as SpendDay).counted.minus(takes(spend)), ...instantsOf(spends) };
   });
   return { ...book, byId: setIn(book.byId, spend.transactionId, undefined), days };
 }
@@ -158,7 +165,7 @@ export function dropSettled(book: SpendBook, oldestMs: number): { book: SpendBoo
       byId = setIn(byId, s.transactionId, undefined);
       if (s.status === 'completed') dropped = (dropped ?? ZERO).plus(money(s.amount));
     }
-    if (stay.length > 0) kept.push({ ...d, spends: stay, counted: stay.reduce((sum, s) => sum.plus(takes(s)), ZERO) });
+    if (stay.length > 0) kept.push({ day: d.day, spends: stay, counted: stay.reduce((sum, s) => sum.plus(takes(s)), ZERO), ...instantsOf(stay) });
   }
   if (byId === book.byId) return { book, dropped: null };
   return { book: { ...book, byId, days: [...kept, ...book.days.slice(i)] }, dropped };
