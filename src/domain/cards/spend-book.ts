@@ -71,9 +71,7 @@ export function spendBookOf(spends: readonly CardSpend[]): SpendBook {
   }
   const days = [...byDay]
     .sort(([a], [b]) => a - b)
-    .map(([day, list]): SpendDay => {
-      return { day, spends: list, counted: list.reduce((sum, s) => sum.plus(takes(s)), ZERO), ...instantsOf(list) };
-    });
+    .map(([day, list]): SpendDay => ({ day, spends: list, counted: list.reduce((sum, s) => sum.plus(takes(s)), ZERO), ...instantsOf(list) }));
   return { ...EMPTY_SPEND_BOOK, byId: bucketMapOf(Object.fromEntries(spends.map((s) => [s.transactionId, s]))), days };
 }
 
