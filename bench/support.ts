@@ -147,6 +147,13 @@ export async function walSince(pools: PgSql[], before: WalSnapshot): Promise<{ b
   return { bytes: Number(row?.bytes ?? 0), walSyncs: after.walSyncs - before.walSyncs };
 }
 
+/** One thread's name, CPU ms, and ms spent runnable but waiting for a CPU. */
+export interface ThreadTimes {
+  name: string;
+  cpuMs: number;
+  waitMs: number;
+}
+
 /** CPU time used so far by this process, by the Postgres server's processes and by the whole machine. */
 export interface CpuSnapshot {
   at: number;
@@ -156,8 +163,8 @@ export interface CpuSnapshot {
   machineBusyMs: number;
   /** CPU time the hypervisor gave to others while this machine's CPUs wanted it (steal). */
   stealMs: number;
-  /** This process's threads: tid -> { name, CPU ms, ms spent runnable but waiting for a CPU } (Linux; empty elsewhere). */
-  threads: Map<string, { name: string; cpuMs: number; waitMs: number }>;
+  /** This process's threads by tid (Linux; empty elsewhere). */
+  threads: Map<string, ThreadTimes>;
   /** pid -> ms the postmaster and its children spent runnable but waiting for a CPU (Linux's schedstat). */
   postgresWaitMs: Map<string, number>;
 }
@@ -263,7 +270,7 @@ export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
   const jiffies = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number);
   const busy = jiffies.slice(0, 8).reduce((a, b) => a + b, 0) - (jiffies[3] ?? 0) - (jiffies[4] ?? 0);
   const { user, system } = process.cpuUsage();
-  const threads = new Map<string, { name: string; cpuMs: number; waitMs: number }>();
+  const threads = new Map<string, ThreadTimes>();
   let tids: string[] = [];
   try {
     tids = readdirSync('/proc/self/task');
@@ -286,6 +293,19 @@ export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
   };
 }
 
+/** A per-thread counter's growth between two snapshots, by role: the main thread, the load threads, the others. */
+function byThreadRole(before: CpuSnapshot, after: CpuSnapshot, of: (t: ThreadTimes) => number): { main: number; load: number; other: number } {
+  const sums = { main: 0, load: 0, other: 0 };
+  for (const [tid, t] of after.threads) {
+    const was = before.threads.get(tid);
+    const ms = of(t) - (was ? of(was) : 0);
+    if (t.name === 'main') sums.main += ms;
+    else if (t.name === LOAD_CLIENT) sums.load += ms;
+    else sums.other += ms;
+  }
+  return sums;
+}
+
 /**
  * CPU per operation between two snapshots, in microseconds: the server's share of this process (its
  * threads but the load's), its main thread, the load threads, and postgres (NaN when not local).
@@ -293,13 +313,7 @@ export function cpuSnapshot(postmaster: string | undefined): CpuSnapshot {
 export function cpuPerOp(before: CpuSnapshot, after: CpuSnapshot, ops: number): { nodeUs: number; mainUs: number; loadUs: number; postgresUs: number } {
   let pg = 0;
   for (const [pid, ms] of after.postgresMs) pg += ms - (before.postgresMs.get(pid) ?? 0);
-  let main = 0;
-  let load = 0;
-  for (const [tid, t] of after.threads) {
-    const ms = t.cpuMs - (before.threads.get(tid)?.cpuMs ?? 0);
-    if (t.name === 'main') main += ms;
-    else if (t.name === LOAD_CLIENT) load += ms;
-  }
+  const { main, load } = byThreadRole(before, after, (t) => t.cpuMs);
   const per = (ms: number) => (ms * 1_000) / Math.max(1, ops);
   return {
     nodeUs: per(after.nodeMs - before.nodeMs - load),
@@ -368,13 +382,7 @@ export function describeCpu(before: CpuSnapshot, after: CpuSnapshot, ops: number
  * load client 40 us".
  */
 export function describeCpuWaits(before: CpuSnapshot, after: CpuSnapshot, ops: number): string {
-  const waited = { main: 0, other: 0, load: 0, postgres: 0 };
-  for (const [tid, t] of after.threads) {
-    const ms = t.waitMs - (before.threads.get(tid)?.waitMs ?? 0);
-    if (t.name === 'main') waited.main += ms;
-    else if (t.name === LOAD_CLIENT) waited.load += ms;
-    else waited.other += ms;
-  }
+  const waited = { ...byThreadRole(before, after, (t) => t.waitMs), postgres: 0 };
   for (const [pid, ms] of after.postgresWaitMs) waited.postgres += ms - (before.postgresWaitMs.get(pid) ?? 0);
   if (after.threads.size === 0) return '';
   const us = (ms: number) => `${fmtInt((ms * 1_000) / Math.max(1, ops))} us`;
