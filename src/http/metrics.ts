@@ -9,7 +9,7 @@ export { type HttpMetrics, httpMetrics } from '../platform/http/metrics';
  * The domain's figures beside the HTTP ones, read when Prometheus scrapes: each projection's lag and
  * whether it is stopped on an event, the store's availability, and the Postgres log's group commit
  * (appends, batches, fallbacks, appends held back). The one bookkeeping done as requests run is the
- * log's two latency histograms, observed once per batch.
+ * log's two latency histograms, observed after each batch (the batch once, each of its appends once).
  */
 export function registerDomainMetrics(
   registry: client.Registry,
