@@ -76,6 +76,33 @@ describe('the projections in a worker thread of their own (Postgres)', function 
     }
   });
 
+  it('pause between batches once past the position a reader waited for, though the reader has not woken yet', async () => {
+    for (const projectionsThread of ['worker', 'main'] as const) {
+      const { app, ada, bob } = await startWithCustomers({ projectionsThread, projectionsPaceMs: 5_000 });
+      try {
+        // The outbox waits for the read models too: stopped, it cuts no pause short here.
+        await app.tally.reactors.stop();
+        const transfer = async (description: string) => {
+          const sent = await app.http.post('/api/v1/transactions/transfer').set(ada.bearer).send({ toAccountId: bob.accountId, amount: '1', description });
+          expect(sent.status, projectionsThread).to.equal(201);
+          return app.tally.store.headPosition();
+        };
+        const first = await transfer('waited for');
+        expect(await app.tally.engine.waitFor(first, { timeoutMs: 2_000 }), projectionsThread).to.equal(true);
+        // Nobody waits for this one: the loop keeps its pause after the batch that passed `first`.
+        const second = await transfer('not waited for');
+        await sleep(600);
+        expect(app.tally.engine.passed(second, ['ledger']), projectionsThread).to.equal(false);
+        // A reader waiting for it cuts the pause short.
+        const asked = Date.now();
+        expect(await app.tally.engine.waitFor(second, { timeoutMs: 4_000 }), projectionsThread).to.equal(true);
+        expect(Date.now() - asked, projectionsThread).to.be.below(2_000);
+      } finally {
+        await app.close();
+      }
+    }
+  });
+
   it('start a new worker when theirs ends while they should run, which goes on from the checkpoints', async () => {
     const { app, ada, bob } = await startWithCustomers();
     try {

@@ -27,7 +27,7 @@ export class LogConsumer implements Loop {
   /**
    * A batch costs about ten round trips whatever its size, so the loop gathers events: after a
    * batch that did not fill up it waits until `paceMs` after that batch began before reading again,
-   * unless someone waits to read their writes (waitFor cuts the pause short). Without the pause, a
+   * unless someone waits for a position it has not passed (waitFor cuts the pause short). Without the pause, a
    * trickle of appends would cost each of them a batch of its own: ten statements for one event.
    * 0 turns pacing off.
    */
@@ -44,9 +44,13 @@ export class LogConsumer implements Loop {
   private leasesCheckedAt = 0;
   /** Set while the database does not answer (logged once per outage). */
   private databaseDown = false;
-  /** waitFor calls still waiting (here, and on another thread): the loop does not pause while there are any. */
-  private waiting = 0;
-  private waitingOutside = 0;
+  /**
+   * The furthest position a reader has waited for (here, or on another thread): the loop does not
+   * pause while a handler it runs is short of it. A position, not a count of readers: a reader whose
+   * position a batch passed no longer holds the loop from its pause, though it has not yet woken
+   * (on another thread, its wake takes a message each way; counted, each wait cost a second batch).
+   */
+  private awaited = '';
 
   constructor(
     readonly store: EventStore,
@@ -65,7 +69,7 @@ export class LogConsumer implements Loop {
       positions: this.positions,
       owns: (name) => this.owned.has(name),
       stopped: (name) => this.failures.has(name),
-      pause: (ms) => this.pause(ms),
+      pause: (ms, position) => this.pause(ms, position),
     };
     this.progress.setMaxListeners(0);
   }
@@ -128,10 +132,9 @@ export class LogConsumer implements Loop {
     this.progress.on('progress', listener);
   }
 
-  /** Readers waiting on another thread (a ProjectionThread's main thread): the loop does not pause while there are any. */
-  waitingElsewhere(count: number): void {
-    this.waitingOutside = count;
-    if (count > 0) this.progress.emit('hurry');
+  /** A reader on another thread (a ProjectionThread's main thread) waits for `position`: the loop does not pause short of it. */
+  waitingElsewhere(position: string): void {
+    this.await(position);
   }
 
   /** A handler's checkpoint was moved outside the loop (a rebuild's swap): this node follows. */
@@ -165,7 +168,7 @@ export class LogConsumer implements Loop {
     else if (batch === 'idle') await this.store.waitForAppend(POLL_INTERVAL_MS);
     else if (batch !== 'again' && !batch.full && this.paceMs > 0) {
       const pause = batchStarted + this.paceMs - Date.now();
-      if (pause > 0 && this.waiting + this.waitingOutside === 0) await this.sleep(pause, 'hurry');
+      if (pause > 0 && !this.short()) await this.sleep(pause, 'hurry');
     }
   }
 
@@ -208,15 +211,24 @@ export class LogConsumer implements Loop {
     for (const o of this.observers) if (o.names.some((n) => touched.has(n))) o.onReset();
   }
 
-  /** A reader waits `ms` or until the next batch: the loop must not pause meanwhile (see paceMs). */
-  private async pause(ms: number): Promise<void> {
-    this.waiting++;
+  /** A reader waits `ms` or until the next batch: the loop must not pause short of `position` meanwhile (see paceMs). */
+  private async pause(ms: number, position: string): Promise<void> {
+    this.await(position);
+    await this.sleep(ms, 'progress', false);
+  }
+
+  /** A reader waits for `position`: a pause is cut short, and none begins until the handlers pass it. */
+  private await(position: string): void {
+    if (comparePositions(position, this.awaited) > 0) this.awaited = position;
     this.progress.emit('hurry');
-    try {
-      await this.sleep(ms, 'progress', false);
-    } finally {
-      this.waiting--;
-    }
+  }
+
+  /** A handler this loop runs (owned, not stopped on an event) is short of the position a reader waits for. */
+  private short(): boolean {
+    return (
+      this.awaited !== '' &&
+      this.handlers.some((h) => this.owned.has(h.name) && !this.failures.has(h.name) && comparePositions(this.positions.get(h.name) ?? '', this.awaited) < 0)
+    );
   }
 
   /** Sleeps `ms`, or less when `also` is emitted (or the loop stops, unless `orStop` is false). */

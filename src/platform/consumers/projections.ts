@@ -140,8 +140,8 @@ export class ProjectionEngine implements Projections {
   }
 
   /** For a ProjectionThread's worker: see LogConsumer. */
-  waitingElsewhere(count: number): void {
-    this.consumer.waitingElsewhere(count);
+  waitingElsewhere(position: string): void {
+    this.consumer.waitingElsewhere(position);
   }
 
   state(): EngineState {

@@ -9,8 +9,8 @@ export interface Known {
   positions: Map<string, string>;
   owns(name: string): boolean;
   stopped(name: string): boolean;
-  /** Waits `ms` or until the projections move, telling the loop that a reader waits. */
-  pause(ms: number): Promise<void>;
+  /** Waits `ms` or until the projections move, telling the loop that a reader waits for `position`. */
+  pause(ms: number, position: string): Promise<void>;
 }
 
 /**
@@ -35,7 +35,7 @@ export async function waitForPositions(position: string, names: string[], timeou
       ]);
       for (const r of rows) if (comparePositions(r.position, known.positions.get(r.name) ?? '') > 0) known.positions.set(r.name, r.position);
     }
-    await known.pause(Math.min(remaining, notOwned.length > 0 ? 25 : 1_000));
+    await known.pause(Math.min(remaining, notOwned.length > 0 ? 25 : 1_000), position);
   }
 }
 

@@ -72,7 +72,7 @@ function serve(
 ): void {
   const send = (message: ToMain) => port.postMessage(message);
   port.on('message', (message: ToWorker) => {
-    if (message.type === 'waiting') return engine.waitingElsewhere(message.count);
+    if (message.type === 'waiting') return engine.waitingElsewhere(message.position);
     if (message.type === 'forget') return dataKeys.forget(message.owner);
     const call = calls[message.method];
     if (!call) return send({ type: 'reply', id: message.id, error: { message: `no such call: ${message.method}` } });

@@ -39,7 +39,8 @@ export interface ThreadSealing {
 }
 
 export type ToWorker =
-  | { type: 'waiting'; count: number }
+  /** A reader here waits for `position`, further than any the worker was told of (LogConsumer.waitingElsewhere). */
+  | { type: 'waiting'; position: string }
   /** A data key forgotten on the main thread (destroyed, say): the worker's copy goes too. */
   | { type: 'forget'; owner: string }
   | { type: 'call'; id: number; method: 'prepare' | 'start' | 'stop' | 'status' | 'rebuild' | 'verify'; args: unknown[] };
@@ -72,7 +73,8 @@ export class ProjectionThread implements Projections {
   private worker: Worker | undefined;
   private readonly replies = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   private calls = 0;
-  private waiting = 0;
+  /** The furthest position the worker was told a reader waits for (it keeps the furthest itself). */
+  private told = '';
   private running = false;
   /**
    * Appends counted where the worker sees them without a message: its runner, waiting for one when
@@ -91,7 +93,7 @@ export class ProjectionThread implements Projections {
       positions: this.positions,
       owns: (name) => this.owned.has(name),
       stopped: (name) => this.stopped.has(name),
-      pause: (ms) => this.pause(ms),
+      pause: (ms, position) => this.pause(ms, position),
     };
     this.progress.setMaxListeners(0);
     store.onAppended(() => this.appendedElsewhere());
@@ -131,6 +133,7 @@ export class ProjectionThread implements Projections {
     };
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ...data, file: WORKER_FILE } });
     this.worker = worker;
+    this.told = '';
     worker.on('message', (message: ToMain) => this.receive(message));
     worker.on('error', (error) => this.options.log.error({ err: error }, 'projection thread failed'));
     worker.on('exit', (code) => {
@@ -205,14 +208,14 @@ export class ProjectionThread implements Projections {
     return waitForPositions(position, options.names ?? this.projections.map((p) => p.name), options.timeoutMs ?? 5_000, this.known);
   }
 
-  /** A reader waits `ms` or until the worker's next message: its runner does not pause meanwhile. */
-  private async pause(ms: number): Promise<void> {
-    this.wait(+1);
-    try {
-      await this.sleep(ms, 'progress');
-    } finally {
-      this.wait(-1);
+  /** A reader waits `ms` or until the worker's next message: its runner does not pause short of `position` meanwhile. */
+  private async pause(ms: number, position: string): Promise<void> {
+    // Told once per position further than the last: a position told is kept there until passed.
+    if (comparePositions(position, this.told) > 0 && this.worker) {
+      this.told = position;
+      this.worker.postMessage({ type: 'waiting', position } satisfies ToWorker);
     }
+    await this.sleep(ms, 'progress');
   }
 
   async status(): Promise<ProjectionStatus[]> {
@@ -263,12 +266,6 @@ export class ProjectionThread implements Projections {
       this.replies.set(id, { resolve, reject });
       worker.postMessage({ type: 'call', id, method, args } satisfies ToWorker);
     });
-  }
-
-  /** Readers waiting here: the worker's runner does not pause between batches while there are any. */
-  private wait(delta: number): void {
-    this.waiting += delta;
-    if ((delta > 0 && this.waiting === 1) || this.waiting === 0) this.worker?.postMessage({ type: 'waiting', count: this.waiting } satisfies ToWorker);
   }
 
   private sleep(ms: number, until: 'progress' | 'stop'): Promise<void> {
