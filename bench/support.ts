@@ -454,12 +454,15 @@ export async function statementStats(sql: Sql, reset: boolean): Promise<string[]
     await sql.query('SELECT pg_stat_statements_reset()');
     return [];
   }
-  const rows = await sql.query<{ ms: string; calls: string; toplevel: boolean; query: string }>(
-    `SELECT round(total_exec_time)::text AS ms, calls::text, toplevel, regexp_replace(query, '\\s+', ' ', 'g') AS query
-       FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 15`,
+  // Planning is counted apart, and only with pg_stat_statements.track_planning=on (else 0).
+  const rows = await sql.query<{ ms: string; plan: string; calls: string; toplevel: boolean; query: string }>(
+    `SELECT round(total_exec_time)::text AS ms, round(total_plan_time)::text AS plan, calls::text, toplevel, regexp_replace(query, '\\s+', ' ', 'g') AS query
+       FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time + total_plan_time DESC LIMIT 15`,
   );
-  return ['postgres statements by total time (pg_stat_statements; nested ones are inside their caller):'].concat(
-    rows.map((r) => `  ${r.ms.padStart(7)} ms ${r.calls.padStart(7)} calls ${r.toplevel ? 'top ' : 'nest'} ${r.query.slice(0, 150)}`),
+  return ['postgres statements by total time (pg_stat_statements; nested ones are inside their caller; planning apart, with track_planning):'].concat(
+    rows.map(
+      (r) => `  ${r.ms.padStart(7)} ms ${r.plan.padStart(6)} ms planning ${r.calls.padStart(7)} calls ${r.toplevel ? 'top ' : 'nest'} ${r.query.slice(0, 150)}`,
+    ),
   );
 }
 

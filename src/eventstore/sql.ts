@@ -93,9 +93,10 @@ export class PgSql implements Sql {
       // Without parameters, so the simple protocol: both statements in one message.
       await client.query(options.asynchronousCommit ? BEGIN_ASYNCHRONOUS : 'BEGIN');
       const tx: SqlQueryable = {
-        query: async <Row>(text: string, params?: unknown[]) => {
+        query: async <Row>(text: string, params?: unknown[], prepared?: string) => {
           this.counts.statements++;
-          return (await client.query(text, params as unknown[])).rows as Row[];
+          const result = prepared ? await client.query({ name: prepared, text, values: params as unknown[] }) : await client.query(text, params as unknown[]);
+          return result.rows as Row[];
         },
       };
       const result = await fn(tx);

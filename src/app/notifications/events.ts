@@ -86,6 +86,8 @@ export class EventLog {
         events.map((e) => e.data),
         events.map((e) => e.delivered),
       ],
+      // Prepared: every outbox batch makes its notifications with it.
+      'tally_notifications_insert',
     );
   }
 

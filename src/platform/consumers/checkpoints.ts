@@ -108,6 +108,8 @@ export class Checkpoints {
        FROM unnest($1::text[], $2::text[]) AS x(name, position)
       WHERE c.name = x.name AND c.position = x.position AND c.owner = $4 RETURNING c.name`,
       [names, from, to, this.nodeId],
+      // Prepared: every consumer batch commits with it.
+      'tally_checkpoints_move',
     );
     return rows.length === names.length;
   }
