@@ -159,6 +159,28 @@ describe('Sql transactions with an asynchronous commit (read models: the log can
   }
 });
 
+describe('PgSql prepared statements (hot statements planned once per connection)', () => {
+  it('prepares a named statement inside a transaction as outside one, and answers each call with its own values', async () => {
+    const sql = new PgSql(await (await sharedCluster()).freshDatabase(), { max: 1 });
+    try {
+      const text = 'SELECT $1::int + 1 AS n';
+      const { answers, prepared } = await sql.transaction(async (tx) => {
+        const first = await tx.query<{ n: number }>(text, [1], 'test_plus_one');
+        const second = await tx.query<{ n: number }>(text, [41], 'test_plus_one');
+        // Prepared by the transaction's own statements, by name.
+        const prepared = await tx.query<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements');
+        return { answers: [first[0]?.n, second[0]?.n], prepared };
+      });
+      expect(prepared).to.deep.equal([{ name: 'test_plus_one', statement: text }]);
+      // One connection: outside a transaction the same name goes on with the statement prepared there.
+      const outside = await sql.query<{ n: number }>(text, [9], 'test_plus_one');
+      expect([...answers, outside[0]?.n]).to.deep.equal([2, 42, 10]);
+    } finally {
+      await sql.close();
+    }
+  });
+});
+
 describe('PgSql pool (connections kept warm under traffic that comes and goes)', () => {
   it("keeps the connections a burst opened for LIMITS.postgres.idleConnectionMs, not pg-pool's default 10 s", async () => {
     const sql = await serverSql();
