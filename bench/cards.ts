@@ -34,6 +34,7 @@ import {
   cpuSnapshot,
   describeCpu,
   describeCpuWaits,
+  statementStats,
   envNumber,
   fmtInt,
   fmtMs,
@@ -65,6 +66,8 @@ import {
  *   BENCH_OPEN_SECONDS seconds per open loop (default BENCH_SECONDS)
  *   BENCH_OPEN_CONNECTIONS  most keep-alive connections the open loop opens (default 1,024)
  *   BENCH_CPU_PROFILE  directory for a CPU profile of the server's main thread during each measured loop
+ *   BENCH_PG_SETTINGS  extra settings of the throwaway cluster, `;`-separated; with
+ *                      shared_preload_libraries=pg_stat_statements, each loop lists the statements that took postgres' time
  * In the closed loop each caller keeps to one kind of request, so that both kinds have the same number
  * of callers and the ratio of their rates is the ratio of how fast each is served (a caller choosing at
  * random would make as many of each, whatever their speed). Its latency is bound to the callers over the
@@ -321,6 +324,7 @@ async function loadRun<T>(run: Run, profile: string, message: Record<string, unk
       run.conflicts.appends = 0;
       run.conflicts.stale = 0;
       run.appendTimes.reset();
+      await statementStats(run.tally.sql, true);
       await started();
     }),
   );
@@ -343,6 +347,7 @@ async function costLines(run: Run, around: Around, requests: number): Promise<{ 
   );
   const times = run.appendTimes.line();
   if (times) lines.push(times);
+  lines.push(...(await statementStats(run.tally.sql, false)));
   return { lines, cpu: cpuPerOp(around.cpu, now, requests) };
 }
 

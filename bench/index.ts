@@ -70,7 +70,7 @@ function usage(): string {
     '  compare: BENCH_COMPARE_WITH (required: the other checkout, with node_modules), BENCH_ACCOUNTS (default 50,2), BENCH_CLIENTS (default 64), BENCH_SLICE_SECONDS (default 4), BENCH_ROUNDS (default 6), BENCH_OPEN_RATES (open loops instead: transfers/s, or 25% of the closed loop; p50/p99 and CPU per transfer of each build), BENCH_THIS_ENV / BENCH_OTHER_ENV (settings of each server; BENCH_SERVER_PROCESSES=2: that build as two processes on one database)',
     '  audit-export: BENCH_EXPORT_EVENTS (default 1000000)',
     '  card-history: BENCH_CARD_SPENDS (default 10,100,1000,10000), BENCH_PENDING_SHARE (default 0.1), BENCH_SPENDS_TODAY (pending spends earlier the same day, default 0), BENCH_SECONDS (per size, default 1)',
-    '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_CARD_HISTORY (settled spends per card before the run, one a day, default 365; 0 new cards), BENCH_OPEN_RATES (default 25%,50%,75%,90% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE',
+    '  cards: BENCH_CLIENTS (default 64, half authorize, half transfer), BENCH_CARDS (default 50), BENCH_CARD_HISTORY (settled spends per card before the run, one a day, default 365; 0 new cards), BENCH_OPEN_RATES (default 25%,50%,75%,90% of the closed loop; or requests/s; 0 skips), BENCH_OPEN_SECONDS, BENCH_OPEN_CONNECTIONS (default 1024), BENCH_CPU_PROFILE, BENCH_PG_SETTINGS',
     '  checkpoints: BENCH_CHECKPOINT_STREAMS (default 1000000), BENCH_CHECKPOINT_CHANGED (default 1000)',
     '  personal-data: BENCH_SECONDS (per round and side, default 2), BENCH_ROUNDS (default 5)',
   ].join('\n');
