@@ -134,7 +134,7 @@ export class LogConsumer implements Loop {
 
   /** A reader on another thread (a ProjectionThread's main thread) waits for `position`: the loop does not pause short of it. */
   waitingElsewhere(position: string): void {
-    this.await(position);
+    this.readerWaits(position);
   }
 
   /** A handler's checkpoint was moved outside the loop (a rebuild's swap): this node follows. */
@@ -168,7 +168,7 @@ export class LogConsumer implements Loop {
     else if (batch === 'idle') await this.store.waitForAppend(POLL_INTERVAL_MS);
     else if (batch !== 'again' && !batch.full && this.paceMs > 0) {
       const pause = batchStarted + this.paceMs - Date.now();
-      if (pause > 0 && !this.short()) await this.sleep(pause, 'hurry');
+      if (pause > 0 && !this.behindAReader()) await this.sleep(pause, 'hurry');
     }
   }
 
@@ -213,18 +213,22 @@ export class LogConsumer implements Loop {
 
   /** A reader waits `ms` or until the next batch: the loop must not pause short of `position` meanwhile (see paceMs). */
   private async pause(ms: number, position: string): Promise<void> {
-    this.await(position);
+    this.readerWaits(position);
     await this.sleep(ms, 'progress', false);
   }
 
-  /** A reader waits for `position`: a pause is cut short, and none begins until the handlers pass it. */
-  private await(position: string): void {
+  /**
+   * A reader waits for `position`: a pause is cut short, and none begins until the handlers pass it.
+   * One they have passed already (the reader has not heard yet) cuts nothing: the batch it would
+   * start would find nothing, and the loop would then wait for the next append without its pace.
+   */
+  private readerWaits(position: string): void {
     if (comparePositions(position, this.awaited) > 0) this.awaited = position;
-    this.progress.emit('hurry');
+    if (this.behindAReader()) this.progress.emit('hurry');
   }
 
   /** A handler this loop runs (owned, not stopped on an event) is short of the position a reader waits for. */
-  private short(): boolean {
+  private behindAReader(): boolean {
     return (
       this.awaited !== '' &&
       this.handlers.some((h) => this.owned.has(h.name) && !this.failures.has(h.name) && comparePositions(this.positions.get(h.name) ?? '', this.awaited) < 0)
