@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { assertStorable } from './storable';
-import { canonicalJson, eventDigestOfTexts } from './hash';
+import { canonicalJson, eventDigestOfTexts, sha256Hex } from './hash';
 import { EVENT_LOG_SCHEMA } from './postgres-schema';
 import {
   comparePositions,
@@ -89,27 +88,6 @@ function readAllQuery(options: ReadAllOptions): { columns: string; where: string
         ? `${EVENT_COLUMNS}, ${PREVIOUS_HASH}`
         : EVENT_COLUMNS;
   return { columns, where: conditions.join(' AND '), params };
-}
-
-/** readAllWithHead's statement: the head, and a page of events after it (none: one row, the head alone). */
-const withHeadText = (columns: string, where: string, params: number) =>
-  `SELECT h.head, e.* FROM (${HEAD}) h
-     LEFT JOIN LATERAL (SELECT ${columns} FROM es_events WHERE ${where} ORDER BY transaction_id, global_position LIMIT $${params}) e ON true`;
-
-/**
- * Its name as a prepared statement, one per text (a name always goes with one text): each consumer
- * batch of the projections and the outbox begins with it, and planning it anew cost postgres about
- * 0.3 ms a batch (docs/performance.md, session 32). Its texts are a handful (readAllQuery's options).
- */
-const withHeadNames = new Map<string, string>();
-function withHeadName(columns: string, where: string, params: number): string {
-  const text = withHeadText(columns, where, params);
-  let name = withHeadNames.get(text);
-  if (name === undefined) {
-    name = `tally_read_with_head_${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
-    withHeadNames.set(text, name);
-  }
-  return name;
 }
 
 /**
@@ -693,9 +671,13 @@ export class PostgresEventStore implements EventStore {
    */
   async readAllWithHead(options: ReadAllOptions = {}): Promise<{ head: string; events: RecordedEvent[] }> {
     const { columns, where, params } = readAllQuery(options);
-    const rows = await this.guard(() =>
-      this.sql.query<EventRow & { head: string | null }>(withHeadText(columns, where, params.length), params, withHeadName(columns, where, params.length)),
-    );
+    const text = `SELECT h.head, e.* FROM (${HEAD}) h
+           LEFT JOIN LATERAL (SELECT ${columns} FROM es_events WHERE ${where} ORDER BY transaction_id, global_position LIMIT $${params.length}) e ON true`;
+    // Prepared, one name per text (readAllQuery's options make a handful): each batch of the
+    // projections and the outbox begins with it, and planning it anew cost postgres about 0.3 ms a
+    // batch (docs/performance.md, session 32).
+    const name = `tally_read_with_head_${sha256Hex(text).slice(0, 16)}`;
+    const rows = await this.guard(() => this.sql.query<EventRow & { head: string | null }>(text, params, name));
     const head = rows[0]?.head ?? '';
     if (rows[0]?.gp == null) return { head, events: [] };
     const events = toRecorded(rows);
