@@ -69,10 +69,13 @@ export function spendBookOf(spends: readonly CardSpend[]): SpendBook {
     if (list) list.push(s);
     else byDay.set(day, [s]);
   }
-  const days = [...byDay]
-    .sort(([a], [b]) => a - b)
-    .map(([day, list]): SpendDay => ({ day, spends: list, counted: list.reduce((sum, s) => sum.plus(takes(s)), ZERO), ...instantsOf(list) }));
+  const days = [...byDay].sort(([a], [b]) => a - b).map(([day, list]) => spendDayOf(day, list));
   return { ...EMPTY_SPEND_BOOK, byId: bucketMapOf(Object.fromEntries(spends.map((s) => [s.transactionId, s]))), days };
+}
+
+/** A day's record of its spends (at least one), each summed and read. */
+function spendDayOf(day: number, spends: readonly CardSpend[]): SpendDay {
+  return { day, spends, counted: spends.reduce((sum, s) => sum.plus(takes(s)), ZERO), ...instantsOf(spends) };
 }
 
 /** The earliest and latest instants of a day's spends (at least one). */
@@ -163,7 +166,7 @@ export function dropSettled(book: SpendBook, oldestMs: number): { book: SpendBoo
       byId = setIn(byId, s.transactionId, undefined);
       if (s.status === 'completed') dropped = (dropped ?? ZERO).plus(money(s.amount));
     }
-    if (stay.length > 0) kept.push({ day: d.day, spends: stay, counted: stay.reduce((sum, s) => sum.plus(takes(s)), ZERO), ...instantsOf(stay) });
+    if (stay.length > 0) kept.push(spendDayOf(d.day, stay));
   }
   if (byId === book.byId) return { book, dropped: null };
   return { book: { ...book, byId, days: [...kept, ...book.days.slice(i)] }, dropped };
