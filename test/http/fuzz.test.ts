@@ -5,7 +5,7 @@ import { KYC_STATUSES } from '../../src/domain/identity/kyc-statuses';
 import { allRoutes } from '../../src/http/app';
 import type { RouteSpec } from '../../src/platform/http/route';
 import { signPayload } from '../../src/providers/signature';
-import { ADMIN_TOKEN } from '../support/app';
+import { ADMIN_TOKEN, lastWrittenPosition } from '../support/app';
 import { customer } from '../support/ledger';
 import {
   type Answer,
@@ -718,7 +718,7 @@ describe(`fuzz: every route from its own schemas (FUZZ_SEED=${SEED} FUZZ_RUNS=${
     }`;
 
   it('leaves every projection caught up with the log, none stuck', async () => {
-    const head = await app.tally.store.headPosition();
+    const head = await lastWrittenPosition(app);
     const caughtUp = await app.tally.engine.waitFor(head, { timeoutMs: 20_000 });
     expect(caughtUp, JSON.stringify(await app.tally.engine.status())).to.equal(true);
     const ready = await app.http.get('/readyz');

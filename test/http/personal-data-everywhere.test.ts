@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { auditVerify } from '../../src/cli/audit';
 import { makeLogger } from '../../src/server';
 import { capture, cliConfig } from '../cli/support';
-import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
+import { ADMIN_TOKEN, createPartner, lastWrittenPosition, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, login } from '../support/identity';
 import { type Customer, customer, fund, PAYOUT_DESTINATION, payoutRequest } from '../support/ledger';
@@ -148,6 +148,12 @@ describe('personal data, everywhere the service writes', function () {
     return where;
   }
 
+  /** Every projection has passed every event written so far. */
+  const caughtUp = async () =>
+    expect(await app.tally.engine.waitFor(await lastWrittenPosition(app), { timeoutMs: 20_000 }), JSON.stringify(await app.tally.engine.status())).to.equal(
+      true,
+    );
+
   /** The ledger as its read model holds it (balances and transactions), which erasure must leave as it was. */
   const ledger = async () => ({
     accounts: await app.tally.sql.query('SELECT account_id, credits::text, debits::text FROM rm_accounts ORDER BY account_id'),
@@ -156,10 +162,7 @@ describe('personal data, everywhere the service writes', function () {
 
   it('is in read models only before erasure, nowhere after it; the ledger, the audit and a rebuild hold', async () => {
     const { userId, values, bob } = await walk();
-    await app.tally.reads.waitFor(
-      await app.tally.store.headPosition(),
-      app.tally.engine.projections.map((p) => p.name),
-    );
+    await caughtUp();
 
     const before = await whereIn(values);
     expect(Object.keys(before), 'somewhere before erasure: the read models').to.include('rm_users');
@@ -171,10 +174,7 @@ describe('personal data, everywhere the service writes', function () {
 
     const erased = await app.http.post(`/api/v1/partner/users/${userId}/erase`).set(partner.headers).send();
     expect(erased.status, erased.text).to.equal(200);
-    await app.tally.reads.waitFor(
-      await app.tally.store.headPosition(),
-      app.tally.engine.projections.map((p) => p.name),
-    );
+    await caughtUp();
 
     expect(await whereIn(values), 'after erasure, in the tables').to.deep.equal({});
     expect(found(await exported(), values), 'after erasure, in the export').to.deep.equal([]);

@@ -4,7 +4,7 @@ import { auditVerify } from '../../src/cli/audit';
 import { readEvents } from '../../src/cli/events';
 import { keyOwner } from '../../src/platform/sealing/sealer';
 import { capture, cliConfig } from '../cli/support';
-import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
+import { ADMIN_TOKEN, createPartner, lastWrittenPosition, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, login } from '../support/identity';
 import { fund, PAYOUT_DESTINATION, payoutRequest } from '../support/ledger';
@@ -210,7 +210,7 @@ describe('personal data sealed in the log', function () {
       'no_stream',
     );
     // Appended beside the API: the reads wait for the read models themselves (users and profiles, each at its own pace).
-    await app.tally.reads.waitFor(await app.tally.store.headPosition(), ['users', 'profiles']);
+    await app.tally.reads.waitFor(await lastWrittenPosition(app), ['users', 'profiles']);
     const user = await app.http.get(`/api/v1/partner/users/${userId}`).set(partner.headers);
     expect(user.status, user.text).to.equal(200);
     expect(user.body.data.user).to.include({ email, phoneNumber: '+573019998877' });

@@ -3,7 +3,7 @@ import type { JsonObject } from '../../src/eventstore/port';
 import { expect } from 'chai';
 import { userDecider, userStream } from '../../src/domain/identity';
 import { CHECKPOINT_STREAM } from '../../src/platform/audit/checkpoint';
-import { ADMIN_TOKEN, createPartner, lastWritten, type PartnerCredentials, startTestApp, writtenSince } from '../support/app';
+import { ADMIN_TOKEN, createPartner, lastWritten, lastWrittenPosition, type PartnerCredentials, startTestApp, writtenSince } from '../support/app';
 import { issuedCard } from '../support/cards';
 import { COMPLETE_PROFILE, kycStartedUser, latestCode, login } from '../support/identity';
 import { balanceOf, type Customer, customer, fund, PAYER, payoutRequest } from '../support/ledger';
@@ -403,7 +403,7 @@ describe('erasing a user while the outbox holds a notification about them', () =
       outbox.handle = handle;
     }
     // Whatever the outbox held is written by now.
-    expect(await app.tally.reactors.passed('outbox', await app.tally.store.headPosition(), 5_000)).to.equal(true);
+    expect(await app.tally.reactors.passed('outbox', await lastWrittenPosition(app), 5_000)).to.equal(true);
     const [stored] = await app.tally.sql.query<{ n: string; about: string }>(
       `SELECT count(*) FILTER (WHERE strpos(body, $1) > 0)::text AS n, count(*) FILTER (WHERE strpos(body, $2) > 0)::text AS about FROM notification_events`,
       [ada.email, ada.id],

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { createPartner, startTestApp, type TestApp, uniqueEmail } from '../support/app';
+import { createPartner, lastWrittenPosition, startTestApp, type TestApp, uniqueEmail } from '../support/app';
 import { sharedCluster } from '../support/postgres';
 import { balanceOf, startWithCustomers } from '../support/ledger';
 
@@ -40,7 +40,7 @@ describe('a keyed transfer sent to two nodes at once', () => {
       for (const r of made) expect(r.body).to.deep.equal(made[0]?.body);
     }
     // Once per key: Ada's 100 less ROUNDS units, Bob's ROUNDS units, read on either node.
-    await app.tally.engine.waitFor(await app.tally.store.headPosition(), { names: ['ledger'] });
+    await app.tally.engine.waitFor(await lastWrittenPosition(app), { names: ['ledger'] });
     expect(await balanceOf(second.http, ada)).to.deep.equal({ credits: '100.00000000', debits: `${ROUNDS}.00000000` });
     expect(await balanceOf(app.http, bob)).to.deep.equal({ credits: `${ROUNDS}.00000000`, debits: '0.00000000' });
     const list = await app.http.get(`/api/v1/transactions?accountId=${bob.accountId}&limit=50`).set(bob.bearer);

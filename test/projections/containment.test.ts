@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
+import { ADMIN_TOKEN, createPartner, lastWrittenPosition, type PartnerCredentials, startTestApp, uniqueEmail } from '../support/app';
 import { balanceOf, type Customer, customer, fund } from '../support/ledger';
 
 /**
@@ -80,7 +80,7 @@ describe('projections: a failure on one event is contained to its projection', (
     const fresh = await createPartner(app.http, 'Fresh');
     expect((await app.http.get('/api/v1/partner/users').set(fresh.headers)).status).to.equal(200);
     expect((await app.http.post('/api/v1/partner/auth/send').set(acme.headers).send({ email: ada.email })).status).to.equal(200);
-    const head = await app.tally.store.headPosition();
+    const head = await lastWrittenPosition(app);
     const others = app.tally.engine.projections.map((p) => p.name).filter((n) => n !== 'users');
     expect(await app.tally.engine.waitFor(head, { names: others, timeoutMs: 5_000 })).to.equal(true);
     for (const p of await projections()) if (p.name !== 'users') expect(p.failure, p.name).to.equal(null);
@@ -99,7 +99,7 @@ describe('projections: a failure on one event is contained to its projection', (
     // The cause is fixed (here: the read model takes a user without a country code): it catches up.
     await app.tally.sql.query('ALTER TABLE rm_users ALTER COLUMN country_code DROP NOT NULL');
     await until('the users projection is live again', async () => (await users()).failure === null);
-    expect(await app.tally.engine.waitFor(await app.tally.store.headPosition(), { timeoutMs: 5_000 })).to.equal(true);
+    expect(await app.tally.engine.waitFor(await lastWrittenPosition(app), { timeoutMs: 5_000 })).to.equal(true);
     expect((await app.http.get('/readyz')).status).to.equal(200);
     // And a user created now is served as usual.
     const created = await app.http.post('/api/v1/partner/users').set(acme.headers).send({ email: uniqueEmail(), countryCode: 'CO' });
@@ -123,7 +123,7 @@ describe('projections: a failure on one event is contained to its projection', (
     const rebuilt = await app.http.post('/admin/v1/projections/users/rebuild').set(admin);
     expect(rebuilt.status).to.equal(200);
     await until('the users projection is live again', async () => (await users()).failure === null);
-    expect(await app.tally.engine.waitFor(await app.tally.store.headPosition(), { timeoutMs: 5_000 })).to.equal(true);
+    expect(await app.tally.engine.waitFor(await lastWrittenPosition(app), { timeoutMs: 5_000 })).to.equal(true);
     const read = await app.http.get(`/api/v1/partner/users/${created.body.data.user.id}`).set(acme.headers);
     expect(read.status).to.equal(200);
     expect(read.body.data.user.email).to.equal(created.body.data.user.email);

@@ -4,7 +4,7 @@ import { comparePositions } from '../../src/eventstore/port';
 import { ledgerProjection } from '../../src/projections/ledger';
 import { suffixedTables, type Tables } from '../../src/platform/consumers/projection';
 import { splitStatements } from '../../src/platform/consumers/rebuild';
-import { createPartner, type PartnerCredentials, startTestApp } from '../support/app';
+import { createPartner, lastWrittenPosition, type PartnerCredentials, startTestApp } from '../support/app';
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 
 /**
@@ -86,7 +86,7 @@ describe('ledger projection: one fold, whatever the batches', () => {
 
   it('leaves the same accounts and transactions, in one go, in batches of three, and live', async () => {
     await activity();
-    const head = await app.tally.store.headPosition();
+    const head = await lastWrittenPosition(app);
     // The live tables up to the head (they are folded by the database here).
     expect(await app.tally.engine.waitFor(head, { names: ['ledger'] })).to.equal(true);
 

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { loadConfig } from '../../src/config';
 import { ProjectionEngine } from '../../src/platform/consumers/projections';
 import { ProjectionThread } from '../../src/platform/consumers/thread';
-import { startTestApp } from '../support/app';
+import { lastWrittenPosition, startTestApp } from '../support/app';
 import { balanceOf, startWithCustomers } from '../support/ledger';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -46,7 +46,7 @@ describe('the projections in a worker thread of their own (Postgres)', function 
       // Read after the write: the route waits for the worker's ledger projection to pass it.
       expect((await balanceOf(app.http, bob)).credits).to.equal('5.00000000');
 
-      const head = await app.tally.store.headPosition();
+      const head = await lastWrittenPosition(app);
       expect(await app.tally.engine.waitFor(head, { timeoutMs: 5_000 })).to.equal(true);
       expect(app.tally.engine.passed(head, ['ledger', 'users'])).to.equal(true);
       const status = await app.tally.engine.status();
@@ -85,7 +85,7 @@ describe('the projections in a worker thread of their own (Postgres)', function 
         const transfer = async (description: string) => {
           const sent = await app.http.post('/api/v1/transactions/transfer').set(ada.bearer).send({ toAccountId: bob.accountId, amount: '1', description });
           expect(sent.status, projectionsThread).to.equal(201);
-          return app.tally.store.headPosition();
+          return lastWrittenPosition(app);
         };
         const first = await transfer('waited for');
         expect(await app.tally.engine.waitFor(first, { timeoutMs: 2_000 }), projectionsThread).to.equal(true);

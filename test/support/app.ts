@@ -42,11 +42,12 @@ export async function lastWritten(app: TestApp): Promise<string> {
 /**
  * The position of the last event written, as the store writes positions (transaction, global
  * position), for the projections' waitFor: unlike headPosition, it is not held below a transaction
- * still open elsewhere (see lastWritten).
+ * still open elsewhere (see lastWritten). The furthest in the positions' order (transaction first),
+ * so a wait for it passes every event written before the call.
  */
 export async function lastWrittenPosition(app: TestApp): Promise<string> {
   const [row] = await app.tally.sql.query<{ at: string }>(
-    `SELECT lpad(transaction_id::text, 20, '0') || ':' || lpad(global_position::text, 20, '0') AS at FROM es_events ORDER BY global_position DESC LIMIT 1`,
+    `SELECT lpad(transaction_id::text, 20, '0') || ':' || lpad(global_position::text, 20, '0') AS at FROM es_events ORDER BY transaction_id DESC, global_position DESC LIMIT 1`,
   );
   return row?.at ?? '';
 }

@@ -8,7 +8,7 @@ import type { Config } from '../../src/config';
 import { allRoutes } from '../../src/http/app';
 import type { RouteSpec } from '../../src/platform/http/route';
 import type { RunningServer } from '../../src/server';
-import { ADMIN_TOKEN, createPartner, type PartnerCredentials, startTestApp } from './app';
+import { ADMIN_TOKEN, createPartner, lastWrittenPosition, type PartnerCredentials, startTestApp } from './app';
 import { activeUser, login } from './identity';
 import { type Customer, customer, fund, PAYER, PAYOUT_DESTINATION } from './ledger';
 
@@ -197,7 +197,7 @@ export async function buildWorld(app: LoggedApp): Promise<World> {
   for (let i = 0; i < 2; i++) victims.push((await activeUser(http, acme)).id);
   const suspend = await http.post(`/admin/v1/users/${suspended.id}/suspend`).set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({});
   if (suspend.status !== 200) throw new Error(`suspend failed ${suspend.status} ${JSON.stringify(suspend.body)}`);
-  const head = await app.tally.store.headPosition();
+  const head = await lastWrittenPosition(app);
   if (!(await app.tally.engine.waitFor(head, { timeoutMs: 10_000 }))) throw new Error('projections did not catch up after the setup');
   return {
     app,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { postNotification } from '../../src/providers/notifications/sender';
-import { createPartner, startTestApp } from '../support/app';
+import { createPartner, lastWrittenPosition, startTestApp } from '../support/app';
 import { customer, fund, PAYER, PAYOUT_DESTINATION } from '../support/ledger';
 import { documentedBodies, subscribedPartner, type Received, Receiver, verifiesStandardWebhook, verifiesXWebhookSignature } from './support';
 
@@ -251,7 +251,7 @@ describe('partner notifications delivered to a real receiver', function () {
     const count = async () => (await app.tally.sql.query<{ n: string }>('SELECT count(*)::text AS n FROM webhook_deliveries'))[0]?.n;
     const checkpoint = async () =>
       (await app.tally.sql.query<{ position: string }>(`SELECT position FROM projection_checkpoints WHERE name = 'outbox'`))[0]?.position ?? '';
-    const head = await app.tally.store.headPosition();
+    const head = await lastWrittenPosition(app);
     await until(checkpoint, (p) => p >= head, 'the outbox to reach the head');
     const before = await count();
     expect(Number(before)).to.be.above(5);
