@@ -4,9 +4,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import supertest from 'supertest';
-import { randomUUID } from 'node:crypto';
 import { MAX_ATTEMPTS } from '../src/platform/commands/command-handler';
-import type { CommandContext } from '../src/platform/commands/commands';
 import type { Tally } from '../src/compose/tally';
 import { WrongExpectedRevisionError } from '../src/eventstore/port';
 import { PgSql } from '../src/eventstore/sql';
@@ -14,7 +12,8 @@ import { startServer } from '../src/server';
 import { createPartner, type PartnerCredentials } from '../test/support/app';
 import { type Customer, customer, fund } from '../test/support/ledger';
 import { startTestCluster } from '../test/support/postgres';
-import { benchConfig, HTTP_CONNECTION_SOURCE, LoadClient, mapLimit } from './ledger';
+import { benchConfig, HTTP_CONNECTION_SOURCE, LoadClient } from './ledger';
+import { seedHistory, settleDown } from './card-seed';
 import {
   type CpuPerRequest,
   describeTimeline,
@@ -39,6 +38,7 @@ import {
   fmtInt,
   fmtMs,
   localPostmaster,
+  mapLimit,
   percentile,
   printTable,
   probeFsync,
@@ -79,12 +79,8 @@ import {
 const TARGETS = { p99Ms: 20, ratio: 1 };
 const FUNDING = '1000000';
 const SETUP_CONCURRENCY = 8;
-const DAY_MS = 86_400_000;
-/** A past purchase: 1.00 to 60.99 USD, from whole cents. */
-const pastPurchase = (cents: number) => ({ amount: usd(cents), currency: 'USD', merchantName: 'Corner Shop', merchantCategoryCode: '5411' });
-const usd = (cents: number) => `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
 
-const CARDS_CLIENT_SOURCE = `
+export const CARDS_CLIENT_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { performance } = require('node:perf_hooks');
 const target = new URL(workerData.url);
@@ -192,7 +188,7 @@ parentPort.on('message', async (msg) => {
 });
 `;
 
-interface Outcome {
+export interface CardsOutcome {
   latencies: number[];
   statuses: Record<string, number>;
   /** Authorizations answered 201 with a declined card transaction. */
@@ -205,7 +201,7 @@ interface Holder extends Customer {
 }
 
 /** A customer with FUNDING USDC and an active virtual card: applied, approved by the sandbox issuer, issued. */
-async function cardHolder(http: supertest.Agent, partner: PartnerCredentials): Promise<Holder> {
+export async function cardHolder(http: supertest.Agent, partner: PartnerCredentials): Promise<Holder> {
   const who = await customer(http, partner);
   await fund(http, partner, who, FUNDING);
   const applied = await http.post('/api/v1/cards/application').set(who.bearer).send({ cardType: 'virtual', isTermsOfServiceAccepted: true });
@@ -218,9 +214,9 @@ async function cardHolder(http: supertest.Agent, partner: PartnerCredentials): P
 }
 
 const sortedOf = (latencies: number[]) => Float64Array.from(latencies).sort();
-const rateOf = (o: Outcome, seconds: number) => (o.statuses['201'] ?? 0) / seconds;
+const rateOf = (o: CardsOutcome, seconds: number) => (o.statuses['201'] ?? 0) / seconds;
 
-function describeOutcome(name: string, o: Outcome): string {
+function describeOutcome(name: string, o: CardsOutcome): string {
   const others = Object.entries(o.statuses).filter(([s]) => s !== '201');
   const errors = others.length
     ? others.map(([s, n]) => `${fmtInt(n)} x HTTP ${s === '0' ? '(no response)' : s}, e.g. ${(o.samples[s] ?? []).slice(0, 2).join(' | ')}`).join('; ')
@@ -243,52 +239,6 @@ function countConflicts(tally: Tally): { appends: number; stale: number } {
     }
   };
   return counts;
-}
-
-/**
- * A card's past: `spends` purchases per card, one a day at a random hour back from yesterday, each
- * settled an hour later as a card network would (one in seven reversed, the rest cleared, one in five
- * of those for a little less). Made through the service's own authorizations and settlements with
- * its clock set back, day by day across every card, so that the cards' states and read models are
- * those of cards in use for that long. The clock is given back before the loops.
- */
-async function seedHistory(tally: Tally, partnerId: string, holders: Holder[], spends: number): Promise<{ declined: number }> {
-  const spending = tally.cards.spending;
-  const ctx = (): CommandContext => ({ commandId: randomUUID(), unkeyed: true, metadata: { actor: { kind: 'partner', id: partnerId } } });
-  const now = Date.now();
-  let declined = 0;
-  try {
-    for (let day = spends; day >= 1; day--) {
-      const at = now - day * DAY_MS + Math.floor(Math.random() * 20) * 3_600_000;
-      spending.clock = () => new Date(at).toISOString();
-      const cents = holders.map(() => 100 + Math.floor(Math.random() * 6_000));
-      const made = await mapLimit(holders, holders.length, (h, i) => spending.authorize(partnerId, h.cardId, pastPurchase(cents[i] as number), ctx()));
-      spending.clock = () => new Date(at + 3_600_000).toISOString();
-      await mapLimit(made, made.length, async (view, i) => {
-        if (view.spend.declinedReason) return declined++;
-        if (i % 7 === day % 7) return spending.reverse(partnerId, view.id, ctx());
-        return spending.clear(partnerId, view.id, i % 5 === day % 5 ? usd((cents[i] as number) - 50) : undefined, ctx());
-      });
-    }
-  } finally {
-    spending.clock = () => new Date().toISOString();
-  }
-  return { declined };
-}
-
-/**
- * The loops start from a quiet server: every read model and the notifications' outbox past what the
- * history appended (or they would still be working through it while measured), the new rows
- * vacuumed, and the cluster's dirty pages written by a checkpoint (where the bench's role may ask for one).
- */
-async function settleDown(tally: Tally): Promise<void> {
-  const head = await tally.store.headPosition();
-  if (!(await tally.engine.waitFor(head, { timeoutMs: 600_000 }))) throw new Error('the read models did not catch up with the history');
-  if (!(await tally.reactors.passed('outbox', head, 600_000))) throw new Error('the outbox did not catch up with the history');
-  // The history's rows vacuumed and analyzed, as a cluster's autovacuum left them long ago: otherwise
-  // it would start on them during a loop (a 25% loop read p99 139-141 ms where its neighbours read 19-28).
-  await tally.sql.query('VACUUM (ANALYZE)');
-  await tally.sql.query('CHECKPOINT').catch(() => undefined);
 }
 
 interface Options {
@@ -417,7 +367,7 @@ async function closedLoop(run: Run, options: Options): Promise<ClosedResult> {
   console.log(
     `\nHTTP closed loop, ${options.clients} callers over ${options.cards} cards and their accounts: ${authorizers} send POST /sandbox/v1/cards/{id}/authorizations (0.01 USD, random card), ${options.clients - authorizers} POST /api/v1/transactions/transfer (0.01 USDC, random account to another)`,
   );
-  const { out, around } = await loadRun<{ seconds: number; authorizations: Outcome; transfers: Outcome }>(
+  const { out, around } = await loadRun<{ seconds: number; authorizations: CardsOutcome; transfers: CardsOutcome }>(
     run,
     `postgres-cards-${options.cards}-cards-${options.clients}-clients`,
     { type: 'loop', clients: options.clients, authorizers, warmUpSeconds: Math.min(1, options.seconds * 0.2), seconds: options.seconds },
@@ -443,8 +393,8 @@ async function closedLoop(run: Run, options: Options): Promise<ClosedResult> {
 }
 
 interface OpenOut extends OpenStats {
-  authorizations: Outcome;
-  transfers: Outcome;
+  authorizations: CardsOutcome;
+  transfers: CardsOutcome;
 }
 
 interface OpenResult {

@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import pino from 'pino';
+import { type SeedTally, seedHistory, settleDown } from './card-seed';
 import { profiled } from './support';
 
 /**
@@ -43,9 +44,11 @@ async function main(): Promise<void> {
   );
   if (cluster.isWorker) process.send?.({ type: 'listening', url: running.url });
   else process.stdout.write(`${JSON.stringify({ url: running.url, pids: [process.pid] })}\n`);
-  // BENCH_DIRECT: the parent asks for loops of transfers made in this process, without HTTP.
-  process.on('message', (message: DirectLoop) => {
-    void directLoop(running.tally as unknown as DirectTally, message).then((done) => process.send?.(done));
+  process.on('message', (message: DirectLoop | SeedHistory) => {
+    // BENCH_COMPARE_MIX=cards: the cards' history, made here with this build's code.
+    if ('type' in message) void seed(running.tally as unknown as SeedTally, message).then((done) => process.send?.(done));
+    // BENCH_DIRECT: the parent asks for loops of transfers made in this process, without HTTP.
+    else void directLoop(running.tally as unknown as DirectTally, message).then((done) => process.send?.(done));
   });
   process.once('SIGTERM', () => {
     running.close().finally(() => process.exit(0));
@@ -75,6 +78,30 @@ async function primary(processes: number): Promise<void> {
       });
     for (const w of workers) w?.process.kill('SIGTERM');
   });
+}
+
+/** The cards' history asked of the build's server (compare's BENCH_COMPARE_MIX=cards): see card-seed.ts. */
+export interface SeedHistory {
+  type: 'seed';
+  partnerId: string;
+  cardIds: string[];
+  spends: number;
+}
+
+/** The history made and settled (the read models and the outbox past it), or why not. */
+async function seed(tally: SeedTally, message: SeedHistory): Promise<{ type: 'seeded'; error?: string }> {
+  try {
+    await seedHistory(
+      tally,
+      message.partnerId,
+      message.cardIds.map((cardId) => ({ cardId })),
+      message.spends,
+    );
+    await settleDown(tally);
+    return { type: 'seeded' };
+  } catch (error) {
+    return { type: 'seeded', error: error instanceof Error ? error.message : String(error) };
+  }
 }
 
 /** A closed loop of transfers asked of the build's Transfers service directly (compare's BENCH_DIRECT). */

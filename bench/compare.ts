@@ -7,10 +7,11 @@ import { PgSql } from '../src/eventstore/sql';
 import { ADMIN_TOKEN, createPartner } from '../test/support/app';
 import { type Customer, customer, fund } from '../test/support/ledger';
 import { startTestCluster } from '../test/support/postgres';
-import { LoadClient, mapLimit, type Outcome } from './ledger';
-import type { DirectLoop } from './compare-server';
+import { LoadClient, type Outcome } from './ledger';
+import { CARDS_CLIENT_SOURCE, type CardsOutcome, cardHolder } from './cards';
+import type { DirectLoop, SeedHistory } from './compare-server';
 import { LATE_MS, type OpenStats, offeredOf, openRates } from './open-loop';
-import { benchClusterSettings, cpuSnapshot, envNumber, fmtInt, fmtMs, localPostmaster, percentile, printTable, processCpu } from './support';
+import { benchClusterSettings, cpuSnapshot, envNumber, fmtInt, fmtMs, localPostmaster, mapLimit, percentile, printTable, processCpu } from './support';
 
 /**
  * `npm run bench -- compare`: two builds side by side on one machine, in short slices taken in turn,
@@ -33,7 +34,11 @@ import { benchClusterSettings, cpuSnapshot, envNumber, fmtInt, fmtMs, localPostm
  * BENCH_THIS_ENV and BENCH_OTHER_ENV: settings for each (e.g. `APPEND_MIN_CONCURRENT_BATCH=2`): to
  * compare settings, BENCH_COMPARE_WITH may be this very checkout. `BENCH_SERVER_PROCESSES=2` there
  * runs that build as two server processes on one port and one database (nodes sharing one
- * PostgreSQL), their CPU summed.
+ * PostgreSQL), their CPU summed. BENCH_COMPARE_MIX=cards: the cards bench's mix instead of transfers
+ * alone (BENCH_ACCOUNTS card holders, each with a year of settled spends made by its own server,
+ * BENCH_CARD_HISTORY as in the cards bench; a closed loop's callers half authorizing, half
+ * transferring; an open loop's requests an authorization and a transfer in turn): rates and CPU are
+ * per request of either kind, and latencies are the authorizations'.
  * A difference of a few percent needs an A/A run beside it (BENCH_COMPARE_WITH a worktree of this
  * very commit): the build started first ("this") has read a few percent low at 2 accounts whichever
  * build it was (docs/performance.md has the figures).
@@ -48,10 +53,16 @@ interface Build {
   client: LoadClient;
   customers: Customer[];
   partnerId: string;
+  /** BENCH_COMPARE_MIX=cards: what every load message carries (the cards, their accounts' tokens, the partner's key headers). */
+  cards?: { cards: Array<{ cardId: string; accountId: number; token: string }>; partner: string };
 }
 
 /** BENCH_DIRECT=1: transfers made inside each server process, without HTTP (the command path and what follows it). */
 const DIRECT = process.env.BENCH_DIRECT === '1';
+/** BENCH_COMPARE_MIX=cards: card authorizations and transfers, as in the cards bench. */
+const CARDS = process.env.BENCH_COMPARE_MIX === 'cards';
+/** What a slice counts: transfers, or (the cards mix) requests of either kind. */
+const UNIT = CARDS ? 'request' : 'transfer';
 
 interface Tally {
   transfers: number;
@@ -102,12 +113,40 @@ async function startBuild(label: string, dir: string, databaseUrl: string, accou
   if (DIRECT && pids.length > 1) throw new Error('BENCH_DIRECT loads one server process: leave BENCH_SERVER_PROCESSES out');
   const http = supertest.agent(url);
   const partner = await createPartner(http, 'Bench');
+  const partnerId = (partner as { id: string }).id;
+  if (CARDS) {
+    if (DIRECT) throw new Error('BENCH_DIRECT makes transfers alone: leave BENCH_COMPARE_MIX out');
+    const holders = await mapLimit(Array.from({ length: accounts }), 8, () => cardHolder(http, partner));
+    const history = envNumber('BENCH_CARD_HISTORY', 365, { integer: true, zero: true });
+    if (history > 0) await seeded(child, label, { type: 'seed', partnerId, cardIds: holders.map((h) => h.cardId), spends: history });
+    const cards = {
+      cards: holders.map((h) => ({ cardId: h.cardId, accountId: h.accountId, token: h.token })),
+      partner: `X-Api-Key: ${partner.headers['X-Api-Key']}\r\nX-Api-Secret: ${partner.headers['X-Api-Secret']}\r\n`,
+    };
+    return { label, dir, child, pids, client: new LoadClient(url, CARDS_CLIENT_SOURCE), customers: holders, partnerId, cards };
+  }
   const customers = await mapLimit(Array.from({ length: accounts }), 8, async () => {
     const c = await customer(http, partner);
     await fund(http, partner, c, FUNDING);
     return c;
   });
-  return { label, dir, child, pids, client: new LoadClient(url), customers, partnerId: (partner as { id: string }).id };
+  return { label, dir, child, pids, client: new LoadClient(url), customers, partnerId };
+}
+
+/** The cards' history, made by the build's own server (compare-server's seed), which answers once its read models caught up. */
+async function seeded(child: ChildProcess, label: string, seed: SeedHistory): Promise<void> {
+  const started = Date.now();
+  await new Promise<void>((done, fail) => {
+    const onMessage = (message: { type?: string; error?: string }) => {
+      if (message.type !== 'seeded') return;
+      child.off('message', onMessage);
+      if (message.error) fail(new Error(`the ${label} server could not make the cards' history: ${message.error}`));
+      else done();
+    };
+    child.on('message', onMessage);
+    child.send(seed);
+  });
+  console.log(`  ${label}: ${seed.spends} spends per card made and settled, the read models caught up, in ${((Date.now() - started) / 1_000).toFixed(1)} s`);
 }
 
 /** BENCH_DIRECT=1: the slice's transfers are made inside the server process, not over HTTP (compare-server's directLoop). */
@@ -141,6 +180,13 @@ async function slice(b: Build, accounts: number, clients: number, seconds: numbe
     if (out.failures > 0) throw new Error(`${out.failures} direct transfers of the ${b.label} build failed`);
     return measured(pids, postmaster, cpu0, pg0, out.transfers, out.seconds);
   }
+  if (b.cards) {
+    const mixed = await b.client.run<{ seconds: number; authorizations: CardsOutcome; transfers: CardsOutcome }>(
+      { type: 'loop', ...b.cards, clients, authorizers: Math.floor(clients / 2), warmUpSeconds: 1, seconds },
+      warmed,
+    );
+    return { ...measured(pids, postmaster, cpu0, pg0, servedOf(mixed), mixed.seconds), latencies: [] };
+  }
   const out = await b.client.run<Outcome & { seconds: number }>(
     {
       type: 'loop',
@@ -159,6 +205,17 @@ async function openSlice(b: Build, accounts: number, rate: number, seconds: numb
   const pids = b.pids;
   let cpu0 = serverCpu(pids);
   let pg0 = cpuSnapshot(postmaster);
+  const warmed = async () => {
+    cpu0 = serverCpu(pids);
+    pg0 = cpuSnapshot(postmaster);
+  };
+  if (b.cards) {
+    const mixed = await b.client.run<OpenStats & { authorizations: CardsOutcome; transfers: CardsOutcome }>(
+      { type: 'open', ...b.cards, rate, maxConnections: 1_024, lateMs: LATE_MS, warmUpSeconds: 1, seconds },
+      warmed,
+    );
+    return { ...measured(pids, postmaster, cpu0, pg0, servedOf(mixed), mixed.seconds), latencies: mixed.authorizations.latencies };
+  }
   const out = await b.client.run<Outcome & OpenStats>(
     {
       type: 'open',
@@ -169,13 +226,14 @@ async function openSlice(b: Build, accounts: number, rate: number, seconds: numb
       warmUpSeconds: 1,
       seconds,
     },
-    async () => {
-      cpu0 = serverCpu(pids);
-      pg0 = cpuSnapshot(postmaster);
-    },
+    warmed,
   );
   return { ...measured(pids, postmaster, cpu0, pg0, out.statuses['201'] ?? 0, out.seconds), latencies: out.latencies };
 }
+
+/** The cards mix's requests answered 201 (a declined authorization among them), of both kinds. */
+const servedOf = (out: { authorizations: CardsOutcome; transfers: CardsOutcome }) =>
+  (out.authorizations.statuses['201'] ?? 0) + (out.transfers.statuses['201'] ?? 0);
 
 /** The CPU of a build's server processes (each one's main thread counted as main). */
 function serverCpu(pids: number[]): ReturnType<typeof processCpu> {
@@ -289,11 +347,11 @@ async function closedRounds(plan: Plan): Promise<void> {
     const [mine, theirs] = [totals.get(`this|${accounts}`) as Tally, totals.get(`other|${accounts}`) as Tally];
     return [String(accounts), fmtInt(rate(mine)), fmtInt(rate(theirs)), `${(rate(mine) / rate(theirs)).toFixed(3)}x`, usOf(mine), usOf(theirs)];
   });
-  console.log('\nOver all rounds (CPU per transfer: server main thread / its other threads / postgres, us)');
+  console.log(`\nOver all rounds (CPU per ${UNIT}: server main thread / its other threads / postgres, us)`);
   printTable(['accounts', 'this/s', 'other/s', 'this/other', 'this CPU', 'other CPU'], rows);
   console.log('\nPer round, this/other: geometric mean and its range of two standard errors (narrower with more rounds)');
   printTable(
-    ['accounts', 'transfers/s', 'main thread us per transfer'],
+    ['accounts', `${UNIT}s/s`, `main thread us per ${UNIT}`],
     accountCounts.map((accounts) => {
       const list = ratios.get(accounts) ?? [];
       return [String(accounts), spread(list.map((r) => r.rate)), spread(list.map((r) => r.main))];
@@ -325,12 +383,12 @@ async function openRounds(plan: Plan, offered: number[]): Promise<void> {
     return [fmtInt(perSecond), fmtInt(rate(mine)), fmtInt(rate(theirs)), ms(mine), ms(theirs), usOf(mine), usOf(theirs)];
   });
   console.log(
-    `\nOver all rounds, ${accounts} accounts (latency from each transfer's due time; CPU per transfer: server main thread / its other threads / postgres, us)`,
+    `\nOver all rounds, ${accounts} accounts (latency from each ${CARDS ? 'authorization' : 'transfer'}'s due time; CPU per ${UNIT}: server main thread / its other threads / postgres, us)`,
   );
   printTable(['offered/s', 'this served/s', 'other served/s', 'this p50 / p99 ms', 'other p50 / p99 ms', 'this CPU', 'other CPU'], rows);
   console.log('\nPer round, this/other: geometric mean and its range of two standard errors (narrower with more rounds)');
   printTable(
-    ['offered/s', 'p99', 'server node us per transfer', 'postgres us per transfer'],
+    ['offered/s', CARDS ? 'authorization p99' : 'p99', `server node us per ${UNIT}`, `postgres us per ${UNIT}`],
     offered.map((perSecond) => {
       const list = ratios.get(perSecond) ?? [];
       return [fmtInt(perSecond), spread(list.map((r) => r.p99)), spread(list.map((r) => r.node)), spread(list.map((r) => r.postgres))];
@@ -346,7 +404,7 @@ async function offeredRates(plan: Plan): Promise<number[]> {
   let sum = 0;
   for (const b of plan.builds) sum += rate(await slice(b, accounts, plan.clients, plan.seconds, plan.postmaster));
   const closed = sum / plan.builds.length;
-  console.log(`  closed loop at ${accounts} accounts, ${plan.clients} clients (one slice each, the mean of the two): ${fmtInt(closed)} transfers/s`);
+  console.log(`  closed loop at ${accounts} accounts, ${plan.clients} clients (one slice each, the mean of the two): ${fmtInt(closed)} ${UNIT}s/s`);
   return rates.map((r) => Math.round(offeredOf(r, closed)));
 }
 
@@ -370,7 +428,7 @@ export async function runCompareBench(): Promise<void> {
     ] as const)
       builds.push(await startBuild(label, dir, await cluster.freshDatabase(), Math.max(...accountCounts)));
     const plan: Plan = { builds, accountCounts, clients, seconds, rounds, postmaster };
-    const what = open ? 'open loops (fixed arrival times)' : `${clients} clients`;
+    const what = `${CARDS ? "the cards bench's mix" : 'transfers'}, ${open ? 'open loops (fixed arrival times)' : `${clients} clients`}`;
     console.log(`Tally compare bench: this build (${ROOT}) against ${resolve(other)}, ${what}, ${rounds} rounds of ${seconds} s slices`);
     if (open) await openRounds(plan, await offeredRates(plan));
     else await closedRounds(plan);

@@ -30,6 +30,7 @@ import {
   fmtInt,
   fmtMs,
   localPostmaster,
+  mapLimit,
   percentile,
   printTable,
   probeFsync,
@@ -704,20 +705,6 @@ async function catchUp(b: Bench, accounts: Customer[]): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 // Setup helpers.
-
-export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        results[i] = await fn(items[i] as T, i);
-      }
-    }),
-  );
-  return results;
-}
 
 async function customers(b: Bench, count: number, funding: string | null): Promise<Customer[]> {
   return mapLimit(Array.from({ length: count }), SETUP_CONCURRENCY, async () => {

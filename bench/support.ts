@@ -582,3 +582,18 @@ export function appendTimes(store: object): { reset(): void; line(): string | un
         : undefined,
   };
 }
+
+/** `fn` over `items`, at most `limit` at a time; the results in the items' order. */
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await fn(items[i] as T, i);
+      }
+    }),
+  );
+  return results;
+}

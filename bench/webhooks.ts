@@ -9,9 +9,9 @@ import { type RunningServer, startServer } from '../src/server';
 import { createPartner, type PartnerCredentials } from '../test/support/app';
 import { type Customer, customer, fund } from '../test/support/ledger';
 import { startTestCluster } from '../test/support/postgres';
-import { type ClientAccount, LoadClient, type Outcome, benchConfig, mapLimit } from './ledger';
+import { type ClientAccount, LoadClient, type Outcome, benchConfig } from './ledger';
 import { LATE_MS } from './open-loop';
-import { cpuCalibration, envNumber, fmtInt, fmtMs, percentile, printTable } from './support';
+import { cpuCalibration, envNumber, fmtInt, fmtMs, mapLimit, percentile, printTable } from './support';
 
 /**
  * `npm run bench -- webhooks`: partner notifications while transfers run. The real server (in this
