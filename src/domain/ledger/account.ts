@@ -319,7 +319,7 @@ export function heldUnits(holds: BucketMap<string>): bigint {
     let sum = bucketSums.get(bucket);
     if (sum === undefined) {
       sum = 0n;
-      for (const amount of Object.values(bucket)) sum += moneyUnits(amount);
+      for (const amount of bucket.values()) sum += moneyUnits(amount);
       bucketSums.set(bucket, sum);
     }
     total += sum;
