@@ -65,7 +65,8 @@ const CARDS = process.env.BENCH_COMPARE_MIX === 'cards';
 const UNIT = CARDS ? 'request' : 'transfer';
 
 interface Tally {
-  transfers: number;
+  /** Transfers answered 201, or (the cards mix) requests of either kind. */
+  served: number;
   /** Open-loop slices: each transfer's milliseconds from its due time (empty for closed loops). */
   latencies: number[];
   seconds: number;
@@ -137,13 +138,16 @@ async function startBuild(label: string, dir: string, databaseUrl: string, accou
 async function seeded(child: ChildProcess, label: string, seed: SeedHistory): Promise<void> {
   const started = Date.now();
   await new Promise<void>((done, fail) => {
+    const exited = (code: number | null) => fail(new Error(`the ${label} server exited (${code}) while making the cards' history`));
     const onMessage = (message: { type?: string; error?: string }) => {
       if (message.type !== 'seeded') return;
       child.off('message', onMessage);
+      child.off('exit', exited);
       if (message.error) fail(new Error(`the ${label} server could not make the cards' history: ${message.error}`));
       else done();
     };
     child.on('message', onMessage);
+    child.once('exit', exited);
     child.send(seed);
   });
   console.log(`  ${label}: ${seed.spends} spends per card made and settled, the read models caught up, in ${((Date.now() - started) / 1_000).toFixed(1)} s`);
@@ -185,7 +189,7 @@ async function slice(b: Build, accounts: number, clients: number, seconds: numbe
       { type: 'loop', ...b.cards, clients, authorizers: Math.floor(clients / 2), warmUpSeconds: 1, seconds },
       warmed,
     );
-    return { ...measured(pids, postmaster, cpu0, pg0, servedOf(mixed), mixed.seconds), latencies: [] };
+    return measured(pids, postmaster, cpu0, pg0, servedOf(mixed), mixed.seconds);
   }
   const out = await b.client.run<Outcome & { seconds: number }>(
     {
@@ -247,7 +251,7 @@ function measured(
   postmaster: string | undefined,
   cpu0: ReturnType<typeof processCpu>,
   pg0: ReturnType<typeof cpuSnapshot>,
-  transfers: number,
+  served: number,
   seconds: number,
 ): Tally {
   const cpu1 = serverCpu(pids);
@@ -255,11 +259,11 @@ function measured(
   let postgresMs = 0;
   for (const [p, ms] of pg1.postgresMs) postgresMs += ms - (pg0.postgresMs.get(p) ?? 0);
   const stealMs = pg1.stealMs - pg0.stealMs;
-  return { transfers, latencies: [], seconds, mainMs: cpu1.mainMs - cpu0.mainMs, otherMs: cpu1.otherMs - cpu0.otherMs, postgresMs, stealMs };
+  return { served, latencies: [], seconds, mainMs: cpu1.mainMs - cpu0.mainMs, otherMs: cpu1.otherMs - cpu0.otherMs, postgresMs, stealMs };
 }
 
 const add = (a: Tally, b: Tally): Tally => ({
-  transfers: a.transfers + b.transfers,
+  served: a.served + b.served,
   latencies: a.latencies.concat(b.latencies),
   seconds: a.seconds + b.seconds,
   mainMs: a.mainMs + b.mainMs,
@@ -267,7 +271,7 @@ const add = (a: Tally, b: Tally): Tally => ({
   postgresMs: a.postgresMs + b.postgresMs,
   stealMs: a.stealMs + b.stealMs,
 });
-const ZERO: Tally = { transfers: 0, latencies: [], seconds: 0, mainMs: 0, otherMs: 0, postgresMs: 0, stealMs: 0 };
+const ZERO: Tally = { served: 0, latencies: [], seconds: 0, mainMs: 0, otherMs: 0, postgresMs: 0, stealMs: 0 };
 
 /** The share of the machine's CPU time the hypervisor took during a slice: a host's stall reads here, not in the build. */
 const stolen = (t: Tally) => `${((100 * t.stealMs) / Math.max(1, t.seconds * 1_000 * availableParallelism())).toFixed(0)}%`;
@@ -281,13 +285,13 @@ function spread(ratios: number[]): string {
   return `${Math.exp(mean).toFixed(3)}x (${Math.exp(mean - 2 * se).toFixed(3)}-${Math.exp(mean + 2 * se).toFixed(3)})`;
 }
 
-const rate = (t: Tally) => t.transfers / Math.max(t.seconds, 1e-9);
-const perTransfer = (ms: number, t: Tally) => (ms * 1_000) / Math.max(t.transfers, 1);
+const rate = (t: Tally) => t.served / Math.max(t.seconds, 1e-9);
+const perServed = (ms: number, t: Tally) => (ms * 1_000) / Math.max(t.served, 1);
 
 const p99Of = (t: Tally) => percentile(Float64Array.from(t.latencies).sort(), 0.99);
 const p50Of = (t: Tally) => percentile(Float64Array.from(t.latencies).sort(), 0.5);
-const usOf = (t: Tally) => `${fmtInt(perTransfer(t.mainMs, t))}/${fmtInt(perTransfer(t.otherMs, t))}/${fmtInt(perTransfer(t.postgresMs, t))}`;
-const nodeUs = (t: Tally) => perTransfer(t.mainMs + t.otherMs, t);
+const usOf = (t: Tally) => `${fmtInt(perServed(t.mainMs, t))}/${fmtInt(perServed(t.otherMs, t))}/${fmtInt(perServed(t.postgresMs, t))}`;
+const nodeUs = (t: Tally) => perServed(t.mainMs + t.otherMs, t);
 
 interface Plan {
   builds: Build[];
@@ -340,7 +344,7 @@ async function closedRounds(plan: Plan): Promise<void> {
     plan,
     accountCounts,
     (b, accounts) => slice(b, accounts, clients, seconds, postmaster),
-    (mine, theirs) => ({ rate: rate(mine) / rate(theirs), main: perTransfer(mine.mainMs, mine) / perTransfer(theirs.mainMs, theirs) }),
+    (mine, theirs) => ({ rate: rate(mine) / rate(theirs), main: perServed(mine.mainMs, mine) / perServed(theirs.mainMs, theirs) }),
     (accounts, mine, theirs) => `${accounts} accounts ${fmtInt(rate(mine))}/${fmtInt(rate(theirs))} = ${(rate(mine) / rate(theirs)).toFixed(2)}x`,
   );
   const rows = accountCounts.map((accounts) => {
@@ -373,7 +377,7 @@ async function openRounds(plan: Plan, offered: number[]): Promise<void> {
     (mine, theirs) => ({
       p99: p99Of(mine) / p99Of(theirs),
       node: nodeUs(mine) / nodeUs(theirs),
-      postgres: perTransfer(mine.postgresMs, mine) / perTransfer(theirs.postgresMs, theirs),
+      postgres: perServed(mine.postgresMs, mine) / perServed(theirs.postgresMs, theirs),
     }),
     (perSecond, mine, theirs) => `${fmtInt(perSecond)}/s p99 ${fmtMs(p99Of(mine))}/${fmtMs(p99Of(theirs))} ms, CPU ${usOf(mine)} against ${usOf(theirs)} us`,
   );

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { JsonObject } from '../../src/eventstore/port';
 import { UnstorableEventError } from '../../src/eventstore/storable';
-import { createPartner, lastWritten, type PartnerCredentials, type startTestApp, uniqueEmail } from '../support/app';
+import { createPartner, lastWritten, lastWrittenPosition, type PartnerCredentials, type startTestApp, uniqueEmail } from '../support/app';
 import { COMPLETE_PROFILE, registerUser } from '../support/identity';
 import { type Customer, PAYOUT_DESTINATION, startWithCustomers } from '../support/ledger';
 
@@ -22,7 +22,7 @@ describe('hardening: input the store cannot hold, and other malformed input', ()
   });
   after(() => app?.close());
 
-  const head = () => app.tally.store.headPosition();
+  const head = () => lastWrittenPosition(app);
   const written = () => lastWritten(app);
 
   /** Every projection has reached the log's head (none is stuck on an event). */

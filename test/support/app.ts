@@ -52,6 +52,15 @@ export async function lastWrittenPosition(app: TestApp): Promise<string> {
   return row?.at ?? '';
 }
 
+/**
+ * Steps the reactors by hand (stopped first) until `reached`, for at most `ms`: a step that finds
+ * nothing (a transaction begun before the last write still open) is tried again 20 ms later.
+ */
+export async function stepReactorsUntil(app: TestApp, reached: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await reached()) && Date.now() < deadline) if (!(await app.tally.reactors.step())) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 /** Every event written after `last` (a lastWritten answer), in order, as "stream type". */
 export async function writtenSince(app: TestApp, last: string): Promise<string[]> {
   const rows = await app.tally.sql.query<{ stream_id: string; type: string }>(

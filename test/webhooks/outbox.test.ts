@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { comparePositions } from '../../src/eventstore/port';
-import { createPartner, lastWrittenPosition, startTestApp } from '../support/app';
+import { createPartner, lastWrittenPosition, startTestApp, stepReactorsUntil } from '../support/app';
 import { customer, fund } from '../support/ledger';
 import { Receiver } from './support';
 
@@ -38,11 +38,8 @@ describe('the notifications outbox while no partner listens', function () {
     const afterIt = await fund(app.http, partner, who, '3');
     const head = await lastWrittenPosition(app);
 
-    // Stepped by hand: the first steps stop at the endpoint's configuration, the next read from it
-    // (a step finds nothing while a transaction begun before the last write is still open).
-    const deadline = Date.now() + 10_000;
-    while (comparePositions(await checkpoint(), head) < 0 && Date.now() < deadline)
-      if (!(await app.tally.reactors.step())) await new Promise((resolve) => setTimeout(resolve, 20));
+    // Stepped by hand: the first steps stop at the endpoint's configuration, the next read from it.
+    await stepReactorsUntil(app, async () => comparePositions(await checkpoint(), head) >= 0);
     expect(comparePositions(await checkpoint(), head)).to.be.at.least(0);
     const made = await deliveries();
     expect(made).to.deep.equal([['deposit.completed', afterIt]]);

@@ -5,7 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Resolver } from '../../src/providers/notifications/address-guard';
 import { postNotification } from '../../src/providers/notifications/sender';
 import { comparePositions } from '../../src/eventstore/port';
-import { createPartner, lastWrittenPosition, type PartnerCredentials, startTestApp } from '../support/app';
+import { createPartner, lastWrittenPosition, type PartnerCredentials, startTestApp, stepReactorsUntil } from '../support/app';
 import { customer, fund } from '../support/ledger';
 import { subscribedPartner } from './support';
 
@@ -115,10 +115,7 @@ describe('notification rules held: mixed DNS answers, the outbox transaction, th
     /** Steps until the checkpoint reaches the last event written (a step that throws is let throw). */
     async drain(): Promise<void> {
       const head = await lastWrittenPosition(app());
-      // A step finds nothing while a transaction begun before the last write is still open.
-      const deadline = Date.now() + 10_000;
-      while (comparePositions(await this.checkpoint(), head) < 0 && Date.now() < deadline)
-        if (!(await app().tally.reactors.step())) await new Promise((resolve) => setTimeout(resolve, 20));
+      await stepReactorsUntil(app(), async () => comparePositions(await this.checkpoint(), head) >= 0);
       expect(comparePositions(await this.checkpoint(), head), 'the outbox reached the head').to.be.at.least(0);
     },
   });
