@@ -260,8 +260,19 @@ interface Run {
   pools: PgSql[];
   postmaster: string | undefined;
   /** What every load message carries: the cards, their accounts' tokens and the partner's key headers. */
-  load: { cards: { cardId: string; accountId: number; token: string }[]; partner: string };
+  load: CardsLoad;
 }
+
+/** What every message to the cards' load client carries: the cards, their accounts' tokens and the partner's key headers. */
+export interface CardsLoad {
+  cards: Array<{ cardId: string; accountId: number; token: string }>;
+  partner: string;
+}
+
+export const cardsLoad = (holders: Holder[], partner: PartnerCredentials): CardsLoad => ({
+  cards: holders.map((h) => ({ cardId: h.cardId, accountId: h.accountId, token: h.token })),
+  partner: `X-Api-Key: ${partner.headers['X-Api-Key']}\r\nX-Api-Secret: ${partner.headers['X-Api-Secret']}\r\n`,
+});
 
 type Around = { cpu: CpuSnapshot; wal?: WalSnapshot };
 
@@ -330,10 +341,7 @@ async function measure(databaseUrl: string, dataDir: string, options: Options): 
       appendTimes: appendTimes(tally.store),
       pools: tally.sql instanceof PgSql ? [tally.sql] : [],
       postmaster: await localPostmaster(tally.sql),
-      load: {
-        cards: holders.map((h) => ({ cardId: h.cardId, accountId: h.accountId, token: h.token })),
-        partner: `X-Api-Key: ${partner.headers['X-Api-Key']}\r\nX-Api-Secret: ${partner.headers['X-Api-Secret']}\r\n`,
-      },
+      load: cardsLoad(holders, partner),
     };
     const closed = await closedLoop(run, options);
     const open: OpenResult[] = [];

@@ -8,7 +8,7 @@ import { ADMIN_TOKEN, createPartner } from '../test/support/app';
 import { type Customer, customer, fund } from '../test/support/ledger';
 import { startTestCluster } from '../test/support/postgres';
 import { LoadClient, type Outcome } from './ledger';
-import { CARDS_CLIENT_SOURCE, type CardsOutcome, cardHolder } from './cards';
+import { CARDS_CLIENT_SOURCE, type CardsLoad, type CardsOutcome, cardHolder, cardsLoad } from './cards';
 import type { DirectLoop, SeedHistory } from './compare-server';
 import { LATE_MS, type OpenStats, offeredOf, openRates } from './open-loop';
 import { benchClusterSettings, cpuSnapshot, envNumber, fmtInt, fmtMs, localPostmaster, mapLimit, percentile, printTable, processCpu } from './support';
@@ -53,8 +53,8 @@ interface Build {
   client: LoadClient;
   customers: Customer[];
   partnerId: string;
-  /** BENCH_COMPARE_MIX=cards: what every load message carries (the cards, their accounts' tokens, the partner's key headers). */
-  cards?: { cards: Array<{ cardId: string; accountId: number; token: string }>; partner: string };
+  /** BENCH_COMPARE_MIX=cards: what every load message carries. */
+  cards?: CardsLoad;
 }
 
 /** BENCH_DIRECT=1: transfers made inside each server process, without HTTP (the command path and what follows it). */
@@ -120,11 +120,7 @@ async function startBuild(label: string, dir: string, databaseUrl: string, accou
     const holders = await mapLimit(Array.from({ length: accounts }), 8, () => cardHolder(http, partner));
     const history = envNumber('BENCH_CARD_HISTORY', 365, { integer: true, zero: true });
     if (history > 0) await seeded(child, label, { type: 'seed', partnerId, cardIds: holders.map((h) => h.cardId), spends: history });
-    const cards = {
-      cards: holders.map((h) => ({ cardId: h.cardId, accountId: h.accountId, token: h.token })),
-      partner: `X-Api-Key: ${partner.headers['X-Api-Key']}\r\nX-Api-Secret: ${partner.headers['X-Api-Secret']}\r\n`,
-    };
-    return { label, dir, child, pids, client: new LoadClient(url, CARDS_CLIENT_SOURCE), customers: holders, partnerId, cards };
+    return { label, dir, child, pids, client: new LoadClient(url, CARDS_CLIENT_SOURCE), customers: holders, partnerId, cards: cardsLoad(holders, partner) };
   }
   const customers = await mapLimit(Array.from({ length: accounts }), 8, async () => {
     const c = await customer(http, partner);
