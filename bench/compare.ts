@@ -182,7 +182,7 @@ async function slice(b: Build, accounts: number, clients: number, seconds: numbe
   }
   if (b.cards) {
     const mixed = await b.client.run<{ seconds: number; authorizations: CardsOutcome; transfers: CardsOutcome }>(
-      { type: 'loop', ...b.cards, clients, authorizers: Math.floor(clients / 2), warmUpSeconds: 1, seconds },
+      { type: 'loop', ...firstCards(b.cards, accounts), clients, authorizers: Math.floor(clients / 2), warmUpSeconds: 1, seconds },
       warmed,
     );
     return measured(pids, postmaster, cpu0, pg0, servedOf(mixed), mixed.seconds);
@@ -211,7 +211,7 @@ async function openSlice(b: Build, accounts: number, rate: number, seconds: numb
   };
   if (b.cards) {
     const mixed = await b.client.run<OpenStats & { authorizations: CardsOutcome; transfers: CardsOutcome }>(
-      { type: 'open', ...b.cards, rate, maxConnections: 1_024, lateMs: LATE_MS, warmUpSeconds: 1, seconds },
+      { type: 'open', ...firstCards(b.cards, accounts), rate, maxConnections: 1_024, lateMs: LATE_MS, warmUpSeconds: 1, seconds },
       warmed,
     );
     return { ...measured(pids, postmaster, cpu0, pg0, servedOf(mixed), mixed.seconds), latencies: mixed.authorizations.latencies };
@@ -230,6 +230,9 @@ async function openSlice(b: Build, accounts: number, rate: number, seconds: numb
   );
   return { ...measured(pids, postmaster, cpu0, pg0, out.statuses['201'] ?? 0, out.seconds), latencies: out.latencies };
 }
+
+/** The load over the first `accounts` cards (a slice's account count, as transfers take the first accounts). */
+const firstCards = (load: CardsLoad, accounts: number): CardsLoad => ({ ...load, cards: load.cards.slice(0, accounts) });
 
 /** The cards mix's requests answered 201 (a declined authorization among them), of both kinds. */
 const servedOf = (out: { authorizations: CardsOutcome; transfers: CardsOutcome }) =>
