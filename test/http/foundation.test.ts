@@ -144,6 +144,8 @@ describe('HTTP foundation', () => {
     expect(metrics.text).to.match(/^tally_projection_stopped_seconds\{projection="users"\} 0$/m);
     expect(metrics.text).to.match(/^tally_projections_scrape_ok 1$/m);
     expect(metrics.text).to.match(/^tally_store_available 1$/m);
+    // Node's process figures stay, the event loop's delay among them (sampled every 100 ms, platform/http/metrics.ts).
+    expect(metrics.text).to.match(/^nodejs_eventloop_lag_max_seconds \d/m);
     expect(metrics.text).to.match(/^tally_log_append_batches_total [1-9]\d*$/m);
     expect(metrics.text).to.match(/^tally_log_append_held_back_total \d+$/m);
     // The log's latency: every request timed, in batches timed too.
