@@ -29,6 +29,24 @@ function writtenKey(key: string): string {
   return text;
 }
 
+/**
+ * An object's keys (a fresh array, Object.keys's) in the default sort's order: UTF-16 code units, as
+ * a < b compares. The few keys of an event's object are sorted in place by insertion, where the
+ * engine's sort first copies them into a work array of its own: on every append, that copy was about
+ * a twentieth of what the server's main thread allocated (docs/performance.md, session 34).
+ */
+function sortedKeys(object: object): string[] {
+  const keys = Object.keys(object);
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i] as string;
+    let j = i - 1;
+    for (; j >= 0 && (keys[j] as string) > key; j--) keys[j + 1] = keys[j] as string;
+    keys[j + 1] = key;
+  }
+  return keys;
+}
+
 /** JSON with object keys sorted, so the same value always gives the same text. */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') {
@@ -41,8 +59,8 @@ export function canonicalJson(value: unknown): string {
     return `${out}]`;
   }
   const object = value as Record<string, unknown>;
-  // The default sort orders by UTF-16 code units, as a < b does. Undefined members are left out.
-  const keys = Object.keys(object).sort();
+  // Undefined members are left out.
+  const keys = sortedKeys(object);
   let out = '{';
   for (const key of keys) {
     const member = object[key];

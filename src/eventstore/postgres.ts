@@ -21,7 +21,7 @@ import {
   StoreUnavailableError,
   WrongExpectedRevisionError,
 } from './port';
-import type { Sql } from './sql';
+import { plainArrayLiteral, type Sql, textArrayLiteral } from './sql';
 import { runSubscription } from './subscription';
 import { LIMITS } from '../platform/limits';
 
@@ -264,22 +264,6 @@ const APPEND_BATCH = `SELECT request_no, stream, next_revision::text, position_t
   FROM es_append_batch($1::text[], $2::int[], $3::int[], $4::text[], $5::int[], $6::uuid[], $7::text[],
     ARRAY(SELECT x.v FROM json_array_elements($8::json) WITH ORDINALITY x(v, i) ORDER BY x.i),
     ARRAY(SELECT x.v FROM json_array_elements($9::json) WITH ORDINALITY x(v, i) ORDER BY x.i), $10::text[], $11::boolean)`;
-
-/**
- * A Postgres array literal of texts, every element quoted (so `NULL` stays a text), `"` and `\`
- * escaped. Written here rather than by the driver, which runs two regular expressions per element
- * of the ~200 in a batch; numbers and hex need no quoting at all.
- */
-export function textArrayLiteral(values: readonly string[]): string {
-  let out = '{';
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i] as string;
-    out += `${i ? ',' : ''}"${v.includes('"') || v.includes('\\') ? v.replace(/[\\"]/g, (c) => `\\${c}`) : v}"`;
-  }
-  return `${out}}`;
-}
-
-const plainArrayLiteral = (values: ReadonlyArray<number | string>) => `{${values.join(',')}}`;
 
 /**
  * The arguments of es_append_batch for these requests, in this order (see postgres-schema.ts).

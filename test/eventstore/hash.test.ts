@@ -16,6 +16,28 @@ describe('hash chain definition (golden values)', () => {
     expect(canonicalJson([undefined, 42, null])).to.equal('[null,42,null]');
   });
 
+  it('orders the keys of small and large objects as the default sort does (integer-like, non-ASCII and surrogate keys included)', () => {
+    const alphabet = ['a', 'B', 'é', '1', '10', '2', '_', '\u{1F600}', '\uFFFD', 'Z'];
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed / 2_147_483_648;
+    };
+    for (let round = 0; round < 300; round++) {
+      const object: Record<string, number> = {};
+      const size = Math.floor(random() * 24);
+      for (let i = 0; i < size; i++) {
+        const length = 1 + Math.floor(random() * 3);
+        object[Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join('')] = i;
+      }
+      const expected = `{${Object.keys(object)
+        .sort()
+        .map((k) => `${JSON.stringify(k)}:${object[k]}`)
+        .join(',')}}`;
+      expect(canonicalJson(object)).to.equal(expected);
+    }
+  });
+
   it('digests an event as it always did (stream, lower-cased id, type, data, metadata)', () => {
     const digest = eventDigest({
       stream: 'account-7',

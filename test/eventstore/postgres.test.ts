@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { PostgresEventStore, textArrayLiteral } from '../../src/eventstore/postgres';
+import { PostgresEventStore } from '../../src/eventstore/postgres';
+import { textArrayLiteral } from '../../src/eventstore/sql';
 import { eventDigest } from '../../src/eventstore/hash';
 import { EVENT_LOG_SCHEMA } from '../../src/eventstore/postgres-schema';
 import { PgliteSql, PgSql, type Sql } from '../../src/eventstore/sql';

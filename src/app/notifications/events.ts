@@ -1,6 +1,6 @@
 import type { NotificationType } from '../../domain/notifications/endpoint';
 import { NOTIFICATION_REFUSALS } from '../../domain/notifications/refusals';
-import type { Sql, SqlQueryable } from '../../eventstore/sql';
+import { plainArrayLiteral, type Sql, type SqlQueryable, textArrayLiteral } from '../../eventstore/sql';
 import { PageFilter, pageOf } from './pages';
 
 /**
@@ -55,7 +55,8 @@ export class EventLog {
     await tx.query(
       `WITH input AS MATERIALIZED (
          SELECT t.*, gen_random_uuid() AS id, nextval('webhook_sequence') AS sequence
-           FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::boolean[]) WITH ORDINALITY
+           FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[],
+                       ARRAY(SELECT x.v::text FROM json_array_elements($5::json) WITH ORDINALITY x(v, i) ORDER BY x.i), $6::boolean[]) WITH ORDINALITY
              AS t(partner_id, event_id, type, created_at, data, delivered, n)
        ),
        made AS (
@@ -78,13 +79,15 @@ export class EventLog {
         WHERE i.delivered
         ORDER BY s.sequence
        ON CONFLICT (partner_id, event_id, type) DO NOTHING`,
+      // The arrays written here, not by the driver (textArrayLiteral); the data, JSON texts full of
+      // quotes the driver would escape one by one, travel as one JSON array, unpacked in order.
       [
-        events.map((e) => e.partnerId),
-        events.map((e) => e.eventId),
-        events.map((e) => e.type),
-        events.map((e) => e.createdAt),
-        events.map((e) => e.data),
-        events.map((e) => e.delivered),
+        textArrayLiteral(events.map((e) => e.partnerId)),
+        textArrayLiteral(events.map((e) => e.eventId)),
+        textArrayLiteral(events.map((e) => e.type)),
+        textArrayLiteral(events.map((e) => e.createdAt)),
+        `[${events.map((e) => e.data).join(',')}]`,
+        plainArrayLiteral(events.map((e) => (e.delivered ? 't' : 'f'))),
       ],
       // Prepared: every outbox batch makes its notifications with it.
       'tally_notifications_insert',
