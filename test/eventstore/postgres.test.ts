@@ -1,9 +1,8 @@
 import { expect } from 'chai';
 import { PostgresEventStore } from '../../src/eventstore/postgres';
-import { textArrayLiteral } from '../../src/eventstore/sql';
 import { eventDigest } from '../../src/eventstore/hash';
 import { EVENT_LOG_SCHEMA } from '../../src/eventstore/postgres-schema';
-import { PgliteSql, PgSql, type Sql } from '../../src/eventstore/sql';
+import { PgliteSql, PgSql, type Sql, textArrayLiteral } from '../../src/eventstore/sql';
 import pg from 'pg';
 import { LIMITS } from '../../src/platform/limits';
 import { sharedCluster } from '../support/postgres';
@@ -95,7 +94,7 @@ eventStoreConformance('pglite (embedded)', {
   open: async () => storeOwning(await PgliteSql.open()),
 });
 
-describe('textArrayLiteral (the append batch writes its own array parameters)', () => {
+describe('textArrayLiteral (the append batch and the outbox write their own array parameters)', () => {
   const tricky = ['plain', '', 'NULL', 'null', 'with "quotes"', 'back\\slash', '\\"both\\"', 'a,b', '{braces}', ' spaced ', 'naïve ✓', 'new\nline'];
 
   it('reads back as the same texts on a server and on PGlite', async () => {
