@@ -343,7 +343,11 @@ async function closedRounds(plan: Plan): Promise<void> {
     plan,
     accountCounts,
     (b, accounts) => slice(b, accounts, clients, seconds, postmaster),
-    (mine, theirs) => ({ rate: rate(mine) / rate(theirs), main: perServed(mine.mainMs, mine) / perServed(theirs.mainMs, theirs) }),
+    (mine, theirs) => ({
+      rate: rate(mine) / rate(theirs),
+      main: perServed(mine.mainMs, mine) / perServed(theirs.mainMs, theirs),
+      postgres: perServed(mine.postgresMs, mine) / perServed(theirs.postgresMs, theirs),
+    }),
     (accounts, mine, theirs) => `${accounts} accounts ${fmtInt(rate(mine))}/${fmtInt(rate(theirs))} = ${(rate(mine) / rate(theirs)).toFixed(2)}x`,
   );
   const rows = accountCounts.map((accounts) => {
@@ -354,10 +358,10 @@ async function closedRounds(plan: Plan): Promise<void> {
   printTable(['accounts', 'this/s', 'other/s', 'this/other', 'this CPU', 'other CPU'], rows);
   console.log('\nPer round, this/other: geometric mean and its range of two standard errors (narrower with more rounds)');
   printTable(
-    ['accounts', `${UNIT}s/s`, `main thread us per ${UNIT}`],
+    ['accounts', `${UNIT}s/s`, `main thread us per ${UNIT}`, `postgres us per ${UNIT}`],
     accountCounts.map((accounts) => {
       const list = ratios.get(accounts) ?? [];
-      return [String(accounts), spread(list.map((r) => r.rate)), spread(list.map((r) => r.main))];
+      return [String(accounts), spread(list.map((r) => r.rate)), spread(list.map((r) => r.main)), spread(list.map((r) => r.postgres))];
     }),
   );
 }
