@@ -291,6 +291,8 @@ const p99Of = (t: Tally) => percentile(Float64Array.from(t.latencies).sort(), 0.
 const p50Of = (t: Tally) => percentile(Float64Array.from(t.latencies).sort(), 0.5);
 const usOf = (t: Tally) => `${fmtInt(perServed(t.mainMs, t))}/${fmtInt(perServed(t.otherMs, t))}/${fmtInt(perServed(t.postgresMs, t))}`;
 const nodeUs = (t: Tally) => perServed(t.mainMs + t.otherMs, t);
+/** This build's CPU per request over the other's, of one part (the main thread, postgres). */
+const cpuRatio = (part: 'mainMs' | 'postgresMs', mine: Tally, theirs: Tally) => perServed(mine[part], mine) / perServed(theirs[part], theirs);
 
 interface Plan {
   builds: Build[];
@@ -345,8 +347,8 @@ async function closedRounds(plan: Plan): Promise<void> {
     (b, accounts) => slice(b, accounts, clients, seconds, postmaster),
     (mine, theirs) => ({
       rate: rate(mine) / rate(theirs),
-      main: perServed(mine.mainMs, mine) / perServed(theirs.mainMs, theirs),
-      postgres: perServed(mine.postgresMs, mine) / perServed(theirs.postgresMs, theirs),
+      main: cpuRatio('mainMs', mine, theirs),
+      postgres: cpuRatio('postgresMs', mine, theirs),
     }),
     (accounts, mine, theirs) => `${accounts} accounts ${fmtInt(rate(mine))}/${fmtInt(rate(theirs))} = ${(rate(mine) / rate(theirs)).toFixed(2)}x`,
   );
@@ -380,7 +382,7 @@ async function openRounds(plan: Plan, offered: number[]): Promise<void> {
     (mine, theirs) => ({
       p99: p99Of(mine) / p99Of(theirs),
       node: nodeUs(mine) / nodeUs(theirs),
-      postgres: perServed(mine.postgresMs, mine) / perServed(theirs.postgresMs, theirs),
+      postgres: cpuRatio('postgresMs', mine, theirs),
     }),
     (perSecond, mine, theirs) => `${fmtInt(perSecond)}/s p99 ${fmtMs(p99Of(mine))}/${fmtMs(p99Of(theirs))} ms, CPU ${usOf(mine)} against ${usOf(theirs)} us`,
   );
